@@ -1,0 +1,1 @@
+# Stage: data. (Filled in by its issue; appends to TARGETS and REPORT_SECTIONS.)

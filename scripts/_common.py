@@ -1,0 +1,32 @@
+"""Shared boilerplate for rule scripts: logging to the rule's log file, friendly errors."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from fedclust.errors import FedclustError
+
+
+def run(main: Callable[[], None], snakemake) -> None:  # noqa: ANN001
+    """Run ``main`` with logging to ``snakemake.log[0]`` (and stderr).
+
+    A :class:`FedclustError` ends the job with its message (what, where, fix) and no traceback.
+    """
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if snakemake.log:
+        Path(snakemake.log[0]).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(snakemake.log[0], mode="w"))
+    logging.basicConfig(
+        level=logging.INFO,
+        handlers=handlers,
+        force=True,
+        format=f"%(asctime)s [{snakemake.rule}] %(message)s",
+    )
+    try:
+        main()
+    except FedclustError as err:
+        logging.error("%s", err)
+        sys.exit(1)

@@ -1,0 +1,1 @@
+"""Federated agglomerative hierarchical clustering (seed 001)."""

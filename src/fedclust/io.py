@@ -1,0 +1,103 @@
+"""Atomic file output and small readers.
+
+Every output is written to a temporary file in the destination folder and renamed into place, so
+an interrupted rule never leaves a file that looks complete (rename is atomic on POSIX).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it to ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.integer | np.floating | np.bool_):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def write_table(path: str | os.PathLike, df: pd.DataFrame, index: bool = True) -> None:
+    """Write a DataFrame by extension: ``.parquet``, ``.tsv``/``.tsv.gz`` or ``.csv``."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        name = path.name
+        if name.endswith(".parquet"):
+            df.to_parquet(tmp, index=index)
+        elif name.endswith((".tsv", ".tsv.gz")):
+            df.to_csv(
+                tmp, sep="\t", index=index, compression="gzip" if name.endswith(".gz") else None
+            )
+        elif name.endswith(".csv"):
+            df.to_csv(tmp, index=index)
+        else:
+            raise ValueError(f"unknown table extension: {path}")
+
+
+def read_table(path: str | os.PathLike, **kwargs: Any) -> pd.DataFrame:
+    """Read a table written by :func:`write_table` (first column is the index for tsv/csv)."""
+    path = Path(path)
+    name = path.name
+    if name.endswith(".parquet"):
+        return pd.read_parquet(path, **kwargs)
+    if name.endswith((".tsv", ".tsv.gz")):
+        return pd.read_csv(path, sep="\t", index_col=0, **kwargs)
+    if name.endswith(".csv"):
+        return pd.read_csv(path, index_col=0, **kwargs)
+    raise ValueError(f"unknown table extension: {path}")
+
+
+def write_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+
+
+def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 120) -> None:
+    """Save a matplotlib figure atomically and close it (format from the extension)."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=path.suffix.lstrip("."))
+    plt.close(fig)

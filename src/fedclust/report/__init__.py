@@ -1,0 +1,9 @@
+"""Report sections and the static HTML report.
+
+Each workflow stage writes one *section* file (JSON) naming its figures and tables with captions;
+the report rule turns all sections into one self-contained ``index.html``.
+"""
+
+from .html import Section, build_report, write_section
+
+__all__ = ["Section", "build_report", "write_section"]
