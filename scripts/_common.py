@@ -7,7 +7,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from fedclust.errors import FedclustError
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's library
+
+from fedclust.errors import FedclustError  # noqa: E402
 
 
 def run(main: Callable[[], None], snakemake) -> None:  # noqa: ANN001
