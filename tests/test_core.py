@@ -134,3 +134,14 @@ def test_projection_orthogonal_preserves_distances_and_gaussian_is_unbiased():
     q = projection_matrix(50, 4000, "gaussian", seed=2)
     ratio = pdist(project(x, q)) ** 2 / 4000 / pdist(x) ** 2
     assert abs(ratio.mean() - 1) < 0.03
+
+
+def test_cli_check_config(repo, tmp_path, capsys):
+    from fedclust.cli import main
+
+    assert main(["check-config", str(repo / "config" / "config.yaml")]) == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seed: 1\ndata: {}\nreport: {}\nhca: {enabled: true}\n")
+    assert main(["check-config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "'hca'" in err and "did you mean 'hac'" in err and str(bad) in err
