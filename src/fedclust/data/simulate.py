@@ -124,7 +124,7 @@ def simulate_rnaseq(
             "true_cluster": rows_cluster,
         }
     )
-    _write_gz_tsv(counts_path, table, index=True, float_format="%.4f")
+    _write_gz_tsv(counts_path, table, index=True, float_format="%.10g")
     _write_gz_tsv(clinical_path, clinical, index=False)
 
 
