@@ -31,7 +31,7 @@ rule download_tcga:
         "results/logs/data/download_tcga_{cohort}_{kind}.log",
     wildcard_constraints:
         kind="star_counts|clinical",
-    retries: 2
+    retries: 1
     conda:
         "../envs/fedclust.yaml"
     params:
@@ -49,7 +49,7 @@ rule download_ipssm:
         "results/logs/data/download_ipssm_{file}.log",
     wildcard_constraints:
         file="|".join(REGISTRY["ipssm"]),
-    retries: 2
+    retries: 1
     conda:
         "../envs/fedclust.yaml"
     params:
@@ -67,7 +67,7 @@ rule download_mnist:
         "results/logs/data/download_mnist_{file}.log",
     wildcard_constraints:
         file="|".join(REGISTRY["mnist"]),
-    retries: 2
+    retries: 1
     conda:
         "../envs/fedclust.yaml"
     params:
@@ -105,9 +105,14 @@ rule rnaseq_cohort:
         sf="results/data/rnaseq/{cohort}/sf.parquet",
         vst="results/data/rnaseq/{cohort}/vst.parquet",
         obs="results/data/rnaseq/{cohort}/obs.tsv",
-        pca="results/data/rnaseq/{cohort}/pca.png",
+        pca=report(
+            "results/data/rnaseq/{cohort}/pca.png",
+            category="Data",
+            labels={"cohort": "{cohort}", "figure": "PCA: size factors vs VST"},
+        ),
     log:
         "results/logs/data/rnaseq_cohort_{cohort}.log",
+    threads: RNASEQ["threads"]
     conda:
         "../envs/fedclust.yaml"
     params:

@@ -18,7 +18,9 @@ def main() -> None:
     counts, obs = load_xena_cohort(snakemake.input.counts, snakemake.input.clinical)
     expressed = counts.columns[(counts > 0).any(axis=0)]
     logging.info("%d samples, %d genes (%d with a non-zero count)", *counts.shape, len(expressed))
-    sf, vst = preprocess_rnaseq(counts[expressed], snakemake.params.top_genes)
+    sf, vst = preprocess_rnaseq(
+        counts[expressed], snakemake.params.top_genes, n_cpus=snakemake.threads
+    )
     write_table(out.counts, counts)
     write_table(out.sf, sf)
     write_table(out.vst, vst)

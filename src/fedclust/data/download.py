@@ -94,7 +94,7 @@ def fetch(
     mirror: str | os.PathLike | None = None,
     retries: int = 3,
     timeout: float = 60.0,
-    backoff: float = 2.0,
+    backoff: float = 1.0,
 ) -> Path:
     """Fetch ``remote`` to ``dest`` (from ``mirror`` if given, else its URL) and verify it."""
     dest = Path(dest)

@@ -102,6 +102,8 @@ def load_ipssm(
     feats.index = feats.index.astype(str)
     feats.index.name = "sample_id"
     obs = clin[SURVIVAL].copy()
+    for col in ("OS_STATUS", "LFS_STATUS"):
+        obs[col] = obs[col].astype("Int64")  # 1 = event, 0 = censored, <NA> = unknown
     obs.insert(0, "label", clin[label].astype("string").fillna("NA").astype(str))
     obs.index = feats.index
     return feats, obs, n_nan

@@ -58,14 +58,14 @@ def check_counts(counts: pd.DataFrame, where: str = "counts") -> pd.DataFrame:
     return counts.astype(np.int64)
 
 
-def _dds(counts: pd.DataFrame):  # noqa: ANN202
+def _dds(counts: pd.DataFrame, n_cpus: int = 1):  # noqa: ANN202
     from pydeseq2.dds import DeseqDataSet
 
     counts = check_counts(counts)
     meta = pd.DataFrame({"condition": ["A"] * len(counts)}, index=counts.index)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return DeseqDataSet(counts=counts, metadata=meta, design="~1", quiet=True, n_cpus=1)
+        return DeseqDataSet(counts=counts, metadata=meta, design="~1", quiet=True, n_cpus=n_cpus)
 
 
 def size_factors(counts: pd.DataFrame) -> pd.Series:
@@ -102,10 +102,12 @@ def top_variable_genes(vst_values: pd.DataFrame, n: int | None) -> list[str]:
 
 
 def preprocess_rnaseq(
-    counts: pd.DataFrame, top_genes: int | None
+    counts: pd.DataFrame, top_genes: int | None, n_cpus: int = 1
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(size-factor normalised, VST) restricted to the top-N genes by VST variance."""
-    dds = _dds(counts)  # one fit: VST uses the median-of-ratios size factors it estimates
+    dds = _dds(
+        counts, n_cpus=n_cpus
+    )  # one fit: VST uses the median-of-ratios size factors it estimates
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dds.vst(use_design=False)

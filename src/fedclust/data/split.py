@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..errors import ConfigError, InputDataError
 from ..seeds import derive_seed
@@ -34,6 +33,8 @@ def _n_and_labels(n_or_labels: int | np.ndarray | list) -> tuple[int, np.ndarray
 
 def histogram_sizes(n: int, n_centers: int, kind: str, seed: int, skewness: float = 4.0):
     """Center sizes by seed 000's histogram procedure (legacy RandomState, ``random_state``)."""
+    from scipy import stats  # imported here: scipy.stats is slow to import (rule start-up)
+
     if kind == "uniform":
         r = stats.uniform.rvs(size=n, random_state=seed)
     else:
