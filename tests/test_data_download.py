@@ -103,3 +103,38 @@ def test_ipssm_from_mirror_verifies_sha256(tmp_path, mirror):
         pytest.skip("IPSS-M not in the mirror")
     out = fetch(remote("ipssm", "df_clinical.tsv"), tmp_path / "df_clinical.tsv", mirror=mirror)
     assert sum(1 for _ in out.open()) == 2958  # header + 2957 patients
+
+
+def test_http_resume_with_range(tmp_path):
+    """A partial download is resumed with an HTTP Range request (206), then verified."""
+    import http.server
+    import random
+    import threading
+
+    payload = gzip.compress(random.Random(0).randbytes(5000))
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            rng = self.headers.get("Range")
+            seen.append(rng)
+            start = int(rng.split("=")[1].rstrip("-")) if rng else 0
+            self.send_response(206 if rng else 200)
+            self.send_header("Content-Length", str(len(payload) - start))
+            self.end_headers()
+            self.wfile.write(payload[start:])
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        dest = tmp_path / "f.gz"
+        (tmp_path / "f.gz.partial").write_bytes(payload[:100])
+        url = f"http://127.0.0.1:{server.server_port}/f.gz"
+        sha = hashlib.sha256(payload).hexdigest()
+        fetch(Remote("toy", "f.gz", url, sha256=sha), dest, retries=1)
+    finally:
+        server.shutdown()
+    assert seen == ["bytes=100-"] and dest.read_bytes() == payload

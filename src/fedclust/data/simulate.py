@@ -119,7 +119,6 @@ def simulate_rnaseq(
         {
             "sample": barcodes,
             "id": [f"sim-{i}" for i in range(m)],
-            "submitter_id.samples": barcodes,
             "gender.demographic": [sex[b[:12]] for b in barcodes],
             "true_cluster": rows_cluster,
         }

@@ -137,6 +137,8 @@ def read_xena_clinical(path: str) -> pd.DataFrame:
         raise InputDataError(
             f"cannot read the clinical file ({err})", where=path, fix="re-download it"
         ) from None
+    if "sample" not in df.columns and "submitter_id.samples" in df.columns:  # older hub files
+        df = df.rename(columns={"submitter_id.samples": "sample"})
     if "sample" not in df.columns:
         raise InputDataError(
             "the clinical file has no 'sample' column",
