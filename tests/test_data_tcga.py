@@ -111,6 +111,9 @@ def test_simulated_cohort_through_the_xena_parser(tmp_path):
     assert list(obs.columns) == ["tss", "center", "sex", "true_cluster"]
     assert set(obs["center"]) <= set(REGIONS) and obs["center"].nunique() >= 4
     assert set(obs["sex"]) <= {"female", "male", "NA"}
+    assert obs["true_cluster"].nunique() == 4
+    lib = counts.sum(axis=1)
+    assert lib.std() / lib.mean() > 0.2  # library-size variation (log-normal sd 0.4)
     # the parsed integers are exactly the simulated ones (file written with 10 digits)
     assert np.array_equal(np.rint(np.exp2(raw[counts.index].T.to_numpy()) - 1), counts.to_numpy())
     again, _ = load_xena_cohort(*_resim(tmp_path))
