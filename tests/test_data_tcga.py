@@ -124,3 +124,11 @@ def _resim(tmp_path):
     c, k = str(tmp_path / "c2.tsv.gz"), str(tmp_path / "k2.tsv.gz")
     simulate_rnaseq(c, k, "SIMX", seed=3, n_samples=60, n_genes=80, extra_sample_fraction=0.2)
     return c, k
+
+
+def test_non_numeric_counts_rejected(tmp_path):
+    path = tmp_path / "c.tsv.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write("Ensembl_ID\tTCGA-05-4244-01A\ng1\t1.0\ng2\thigh\n")
+    with pytest.raises(InputDataError, match="non-numeric values"):
+        read_xena_counts(str(path))
