@@ -24,7 +24,7 @@ def test_ipssm_from_mirror(mirror):
     assert set(np.unique(feats.to_numpy())) == {0.0, 1.0} and n_nan.sum() == 0
     assert list(obs.columns) == ["label", "OS_YEARS", "OS_STATUS", "LFS_YEARS", "LFS_STATUS"]
     counts = obs["label"].value_counts()
-    assert counts["Low"] == 889 and counts["NA"] == 256 and len(counts) == 7
+    assert counts["Low"] == 889 and counts["unknown"] == 256 and len(counts) == 7
     assert set(obs["OS_STATUS"].dropna()) == {0, 1}
     assert [c for c in TABLE_3_1 if c in feats.columns] == list(feats.columns)  # Table 3.1 order
     assert {"PIGA", "FBXW7", "PRPF40B", "CBLB", "idicXq13"}.isdisjoint(feats.columns)
@@ -68,7 +68,7 @@ def test_ipssm_mapping_and_imputation(tmp_path):
     assert feats.loc["p2", "LOCHR5OD5qPLUSother"] == 0 and feats.loc["p2", "del5q"] == 1
     assert feats.loc["p3", "TP53"] == pytest.approx(0.5)  # NaN → frequency of ones (1 of 2)
     assert n_nan["TP53"] == 1 and n_nan.sum() == 1
-    assert obs["label"].tolist() == ["Low", "NA", "High"]
+    assert obs["label"].tolist() == ["Low", "unknown", "High"]
 
 
 def test_ipssm_missing_column(tmp_path):

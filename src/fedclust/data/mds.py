@@ -11,7 +11,7 @@ EUROMDS variables of seed 000 Table 3.1 where IPSS-M has them:
 
 NaN (none in the published IPSS-M matrices, but handled) is imputed by the column frequency of
 ones (seed 000). The reference label is a configurable ``df_clinical.tsv`` column (default
-``IPSSM``, the 6 IPSS-M risk categories; missing → ``NA``). Survival: ``OS_YEARS``,
+``IPSSM``, the 6 IPSS-M risk categories; missing → ``unknown``). Survival: ``OS_YEARS``,
 ``OS_STATUS``, ``LFS_YEARS``, ``LFS_STATUS`` (1 = event), kept as published (NaN where unknown).
 """
 
@@ -104,6 +104,6 @@ def load_ipssm(
     obs = clin[SURVIVAL].copy()
     for col in ("OS_STATUS", "LFS_STATUS"):
         obs[col] = obs[col].astype("Int64")  # 1 = event, 0 = censored, <NA> = unknown
-    obs.insert(0, "label", clin[label].astype("string").fillna("NA").astype(str))
+    obs.insert(0, "label", clin[label].astype("string").fillna("unknown").astype(str))
     obs.index = feats.index
     return feats, obs, n_nan
