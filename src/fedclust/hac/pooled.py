@@ -114,7 +114,9 @@ def weighted_linkage(d: np.ndarray, sizes: np.ndarray, method: str) -> np.ndarra
         z[t] = [min(cid[i], cid[j]), max(cid[i], cid[j]), h, size[i] + size[j]]
         others = active.copy()
         others[[i, j]] = False
-        new, _ = lance_williams(method, d[i, others], d[j, others], h, size[i], size[j], size[others])
+        new, _ = lance_williams(
+            method, d[i, others], d[j, others], h, size[i], size[j], size[others]
+        )
         d[i, others] = d[others, i] = new
         d[j, :] = d[:, j] = np.inf
         active[j] = False
