@@ -1,0 +1,78 @@
+"""Rule `hac_cohort`: every federated HAC variant on one RNA-seq cohort split by region."""
+
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.errors import InputDataError  # noqa: E402
+from fedclust.hac import experiments as ex  # noqa: E402
+from fedclust.io import read_table, write_table  # noqa: E402
+
+
+def _load(path: str, obs: pd.DataFrame) -> np.ndarray:
+    x = read_table(path)
+    missing = obs.index.difference(x.index)
+    if len(missing):
+        raise InputDataError(
+            f"{len(missing)} samples of obs.tsv are missing from the matrix", where=path
+        )
+    return x.loc[obs.index].to_numpy(dtype=float)
+
+
+def main() -> None:
+    cfg, seed, out = snakemake.params.cfg, int(snakemake.params.seed), snakemake.output
+    cohort = snakemake.wildcards.cohort
+    obs = read_table(snakemake.input.obs)
+    if "center" not in obs.columns:
+        raise InputDataError(
+            "obs.tsv has no 'center' column", where=snakemake.input.obs, fix="rerun the data stage"
+        )
+    obs = obs[obs["center"].notna()]
+    centers = pd.factorize(obs["center"].astype(str), sort=True)[0]
+    data = {p: _load(getattr(snakemake.input, p), obs) for p in ("sf", "vst")}
+    n, links, k_max = len(obs), list(cfg["linkages"]), int(cfg["k_max"])
+    logging.info("%s: %d samples, %d centers", cohort, n, centers.max() + 1)
+
+    g = cfg["gradual"]
+    n_mins = ex.nmin_grid(n, g["n_min"], g["fraction"])
+    tabs = []
+    for prep, metric in g["panels"]:
+        t = ex.gradual_table(data[prep], centers, links, metric, n_mins, k_max)
+        tabs.append(t.assign(cohort=cohort, prep=prep, n=n, n_min_top=max(n_mins)))
+        logging.info("gradual %s %s done", prep, metric)
+    write_table(out.gradual, pd.concat(tabs, ignore_index=True), index=False)
+
+    s = cfg["simultaneous"]
+    t = ex.simultaneous_table(
+        data[s["preprocessing"]], centers, links, "euclidean", s["n_min"], k_max
+    )
+    write_table(out.simultaneous, t.assign(cohort=cohort, prep=s["preprocessing"]), index=False)
+
+    p = cfg["projection"]
+    tabs = []
+    for prep, metric in p["panels"]:
+        t = ex.projection_table(
+            data[prep],
+            centers,
+            links,
+            metric,
+            p["sketch_sizes"],
+            p["seeds"],
+            seed,
+            k_max,
+            p["estimator"],
+        )
+        tabs.append(t.assign(cohort=cohort, prep=prep))
+        logging.info("projection %s %s done", prep, metric)
+    write_table(out.projection, pd.concat(tabs, ignore_index=True), index=False)
+
+    t = ex.exact_baselines(data["vst"], centers, cfg["exact"]["genes"], seed)
+    write_table(out.exact, t.assign(cohort=cohort), index=False)
+
+
+run(main, snakemake)
