@@ -5,37 +5,19 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from _common import run  # noqa: E402
 
-from fedclust.errors import InputDataError  # noqa: E402
 from fedclust.hac import experiments as ex  # noqa: E402
-from fedclust.io import read_table, write_table  # noqa: E402
-
-
-def _load(path: str, obs: pd.DataFrame) -> np.ndarray:
-    x = read_table(path)
-    missing = obs.index.difference(x.index)
-    if len(missing):
-        raise InputDataError(
-            f"{len(missing)} samples of obs.tsv are missing from the matrix", where=path
-        )
-    return x.loc[obs.index].to_numpy(dtype=float)
+from fedclust.io import write_table  # noqa: E402
 
 
 def main() -> None:
     cfg, seed, out = snakemake.params.cfg, int(snakemake.params.seed), snakemake.output
     cohort = snakemake.wildcards.cohort
-    obs = read_table(snakemake.input.obs)
-    if "center" not in obs.columns:
-        raise InputDataError(
-            "obs.tsv has no 'center' column", where=snakemake.input.obs, fix="rerun the data stage"
-        )
-    obs = obs[obs["center"].notna()]
-    centers = pd.factorize(obs["center"].astype(str), sort=True)[0]
-    data = {p: _load(getattr(snakemake.input, p), obs) for p in ("sf", "vst")}
-    n, links, k_max = len(obs), list(cfg["linkages"]), int(cfg["k_max"])
+    paths = {p: getattr(snakemake.input, p) for p in ("sf", "vst")}
+    data, centers = ex.load_cohort(paths, snakemake.input.obs)
+    n, links, k_max = len(centers), list(cfg["linkages"]), int(cfg["k_max"])
     logging.info("%s: %d samples, %d centers", cohort, n, centers.max() + 1)
 
     g = cfg["gradual"]

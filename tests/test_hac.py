@@ -220,3 +220,36 @@ def test_metrics_reference(data):
     fl = flat_agreement(zs, za, 5)
     assert list(fl["k"]) == [2, 3, 4, 5] and (fl["fmi"] <= 1).all()
     assert relative_cophenetic_error(zs, za) > 0
+
+
+def test_load_cohort_messages(tmp_path):
+    from fedclust.hac.experiments import load_cohort
+    from fedclust.io import write_table
+
+    ids = [f"s{i}" for i in range(6)]
+    x = pd.DataFrame(np.arange(18.0).reshape(6, 3), index=ids)
+    x.columns = ["g1", "g2", "g3"]
+    write_table(tmp_path / "vst.parquet", x)
+    obs = pd.DataFrame({"center": ["South", "West", None, "South", "West", "West"]}, index=ids)
+    write_table(tmp_path / "obs.tsv", obs)
+    data, centers = load_cohort({"vst": tmp_path / "vst.parquet"}, tmp_path / "obs.tsv")
+    assert data["vst"].shape == (5, 3) and list(centers) == [0, 1, 0, 1, 1]
+    write_table(tmp_path / "bad.tsv", obs.rename(columns={"center": "region"}))
+    with pytest.raises(InputDataError, match="no 'center' column"):
+        load_cohort({"vst": tmp_path / "vst.parquet"}, tmp_path / "bad.tsv")
+    write_table(tmp_path / "vst2.parquet", x.iloc[:3])
+    with pytest.raises(InputDataError, match="missing from the matrix"):
+        load_cohort({"vst": tmp_path / "vst2.parquet"}, tmp_path / "obs.tsv")
+
+
+def test_experiment_tables_small():
+    from fedclust.hac.experiments import gradual_table, nmin_grid, projection_table
+
+    assert nmin_grid(250, [2, 5, 10, 15, 25, 40], 0.1) == [2, 5, 10, 15, 25]
+    assert nmin_grid(120, [2, 5, 10, 15], 0.1) == [2, 5, 10, 12]
+    x, _, c = bimodal(2)
+    g = gradual_table(x, c, ["single", "ward"], "cosine", [1, 5], 5)
+    assert set(g.linkage) == {"single"}  # ward needs Euclidean: skipped
+    assert g.loc[g.n_min == 1, "ccc"].iloc[0] == pytest.approx(1.0)
+    p = projection_table(x, c, ["average"], "euclidean", [2], 2, 0, 5)
+    assert len(p) == 2 and (p.rounds == 1).all() and (p.floats == 2 * len(x)).all()

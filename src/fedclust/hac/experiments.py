@@ -13,6 +13,8 @@ import pandas as pd
 from scipy.cluster.hierarchy import cophenet, linkage
 from scipy.spatial.distance import pdist
 
+from ..errors import InputDataError
+from ..io import read_table
 from ..ledger import Ledger
 from ..metrics.hierarchy import ccc, compare, flat_agreement
 from ..seeds import derive_seed
@@ -22,6 +24,37 @@ from .gradual import enforce_monotone, gradual_sharing
 from .pooled import EUCLIDEAN_ONLY, pooled_linkage
 from .simultaneous import simultaneous_sharing
 from .toy import bimodal, blobs, uniform
+
+
+def load_cohort(paths: dict[str, str], obs_path: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Read the data stage's matrices (``paths``: preprocessing → parquet) and the region
+    centers of ``obs.tsv`` (ARCHITECTURE.md data contract). Samples without a center are dropped.
+    """
+    obs = read_table(obs_path)
+    if "center" not in obs.columns:
+        raise InputDataError(
+            "obs.tsv has no 'center' column", where=str(obs_path), fix="rerun the data stage"
+        )
+    obs = obs[obs["center"].notna()]
+    if len(obs) < 2:
+        raise InputDataError("fewer than 2 samples with a center", where=str(obs_path))
+    centers = pd.factorize(obs["center"].astype(str), sort=True)[0]
+    data = {}
+    for prep, path in paths.items():
+        x = read_table(path)
+        missing = obs.index.difference(x.index)
+        if len(missing):
+            raise InputDataError(
+                f"{len(missing)} samples of obs.tsv are missing from the matrix, e.g. "
+                f"{missing[0]!r}",
+                where=str(path),
+                fix="rerun the data stage so that matrices and obs.tsv agree",
+            )
+        v = x.loc[obs.index].to_numpy(dtype=float)
+        if not np.isfinite(v).all():
+            raise InputDataError("the matrix contains NaN or infinite values", where=str(path))
+        data[prep] = v
+    return data, centers
 
 
 def _stacked(x: np.ndarray, centers: np.ndarray):

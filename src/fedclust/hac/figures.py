@@ -38,6 +38,7 @@ def bimodal(t: pd.DataFrame, seed: int):
         _band(a1, d, "n_min", "ccc", m, COLORS.get(m, "k"))
     a1.set(xlabel="n_min", ylabel="CCC", title="gradual sharing vs pooled", ylim=(0, 1.05))
     a1.legend()
+    fig.tight_layout()
     return fig
 
 
@@ -48,6 +49,7 @@ def simultaneous(t: pd.DataFrame):
             _band(ax, d, "n_min", y, m, COLORS.get(m, "k"))
         ax.set(xlabel="minimum cluster size n_min", ylabel=y.upper(), ylim=(-0.05, 1.05))
     axes[0].legend()
+    fig.tight_layout()
     return fig
 
 
@@ -77,6 +79,7 @@ def gradual(t: pd.DataFrame):
             if i == 0:
                 ax.set_title(f"({'ABCDEFG'[j]}) {prep}, {metric}")
     axes[0, 0].legend()
+    fig.tight_layout()
     return fig
 
 
@@ -113,6 +116,7 @@ def nmin10(t: pd.DataFrame):
         ax.set_xticks(np.arange(len(cohorts)) + 0.4 - w / 2, cohorts)
         ax.set(ylabel=y.upper(), ylim=(0, 1.05), title=f"{y.upper()} at n_min = 10 %")
     axes[0].legend()
+    fig.tight_layout()
     return fig
 
 
@@ -125,6 +129,7 @@ def monotone(t: pd.DataFrame):
     ax.axhline(0, color="k", lw=0.5)
     ax.set(xlabel="n_min", ylabel="mean CCC(monotone) − CCC(original)")
     ax.legend()
+    fig.tight_layout()
     return fig
 
 
@@ -145,6 +150,7 @@ def toy_projection(t: pd.DataFrame):
                 ylim=(-0.1, 1.05),
             )
     axes[0, 0].legend()
+    fig.tight_layout()
     return fig
 
 
@@ -154,6 +160,7 @@ def min_sketch(t: pd.DataFrame):
         ax.plot(d.sigma, d.min_sketch, marker="o", color=COLORS.get(m), label=m)
     ax.set(xlabel="blob spread σ", ylabel="min sketch size for mean CCC > 0.95", yscale="log")
     ax.legend()
+    fig.tight_layout()
     return fig
 
 
@@ -170,6 +177,7 @@ def _sketch_grid(t: pd.DataFrame, ys: list[str], by: str):
                 _band(ax, dm, "sketch", y, m, COLORS.get(m, "k"))
             ax.set(xscale="log", xlabel="sketch size d′", ylabel=y, title=str(key))
     axes[0, 0].legend()
+    fig.tight_layout()
     return fig
 
 
