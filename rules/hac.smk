@@ -2,6 +2,7 @@
 HAC = config.get("hac", {})
 HAC_COHORTS = HAC.get("cohorts") or config["data"]["rnaseq"]["cohorts"]
 HAC_FIGURES = [
+    "pca",
     "bimodal",
     "simultaneous",
     "gradual",
@@ -41,6 +42,7 @@ rule hac_cohort:
         simultaneous="results/hac/{cohort}/simultaneous.tsv",
         projection="results/hac/{cohort}/projection.tsv",
         exact="results/hac/{cohort}/exact.tsv",
+        pca="results/hac/{cohort}/pca.tsv",
     log:
         "results/logs/hac/hac_cohort_{cohort}.log",
     conda:
@@ -59,6 +61,7 @@ rule hac_report:
         simultaneous=expand("results/hac/{cohort}/simultaneous.tsv", cohort=HAC_COHORTS),
         projection=expand("results/hac/{cohort}/projection.tsv", cohort=HAC_COHORTS),
         exact=expand("results/hac/{cohort}/exact.tsv", cohort=HAC_COHORTS),
+        pca=expand("results/hac/{cohort}/pca.tsv", cohort=HAC_COHORTS),
     output:
         section="results/report/sections/hac.json",
         figures=expand("results/hac/figures/{name}.png", name=HAC_FIGURES),

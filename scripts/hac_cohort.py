@@ -53,6 +53,8 @@ def main() -> None:
         logging.info("projection %s %s done", prep, metric)
     write_table(out.projection, pd.concat(tabs, ignore_index=True), index=False)
 
+    write_table(out.pca, ex.pca_table(data).assign(cohort=cohort), index=False)
+
     t = ex.exact_baselines(data["vst"], centers, cfg["exact"]["genes"], seed)
     write_table(out.exact, t.assign(cohort=cohort), index=False)
 

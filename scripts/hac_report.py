@@ -25,6 +25,7 @@ def main() -> None:
     proj, exact = _cat(inp.projection), _cat(inp.exact)
     figs = dict(zip(snakemake.params.figure_names, out.figures, strict=True))
 
+    save_figure(fg.pca(_cat(inp.pca)), figs["pca"])
     save_figure(fg.bimodal(bimodal, int(snakemake.params.seed)), figs["bimodal"])
     save_figure(fg.simultaneous(simu), figs["simultaneous"])
     save_figure(fg.gradual(grad), figs["gradual"])
@@ -42,6 +43,12 @@ def main() -> None:
     write_table(out.exact, exact, index=False)
 
     cap = {
+        "pca": (
+            "Figs 3.1–3.2",
+            "Cumulative explained variance of PCA per number of components, size-factor "
+            f"normalised vs VST data; {where}. Thesis: size factors are captured by far fewer "
+            "components than VST.",
+        ),
         "bimodal": (
             "Figs 4.1–4.2",
             "Bimodal toy (2 modes at distance 1, σ = 0.1, 50 points each, 3 centers balanced per "

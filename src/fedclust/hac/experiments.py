@@ -294,3 +294,18 @@ def toy_min_sketch(
             ok = [k for k in sketch_sizes if np.mean(cc[m][k]) > target]
             rows.append({"sigma": sigma, "linkage": m, "min_sketch": min(ok) if ok else np.nan})
     return pd.DataFrame(rows)
+
+
+def pca_table(data: dict[str, np.ndarray], n_components: int = 20) -> pd.DataFrame:
+    """Figs 3.1–3.2: explained variance ratio per component after size factors vs VST."""
+    from sklearn.decomposition import PCA
+
+    rows = []
+    for prep, x in data.items():
+        k = min(n_components, *x.shape)
+        ratio = PCA(n_components=k, svd_solver="full").fit(x).explained_variance_ratio_
+        rows += [
+            {"prep": prep, "component": i + 1, "explained": r, "cumulative": c}
+            for i, (r, c) in enumerate(zip(ratio, np.cumsum(ratio), strict=True))
+        ]
+    return pd.DataFrame(rows)

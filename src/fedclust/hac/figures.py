@@ -263,3 +263,21 @@ def table41(grad, simu, proj, exact, cfg) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def pca(t: pd.DataFrame):
+    """Figs 3.1–3.2 (variance part): cumulative explained variance per component."""
+    preps = list(dict.fromkeys(t.prep))
+    fig, axes = plt.subplots(1, len(preps), figsize=(5 * len(preps), 4), squeeze=False)
+    for ax, prep in zip(axes[0], preps, strict=True):
+        for cohort, d in t[t.prep == prep].groupby("cohort"):
+            ax.plot(d.component, d.cumulative, marker=".", label=cohort)
+        ax.set(
+            xlabel="number of components",
+            ylabel="cumulative explained variance",
+            title=prep,
+            ylim=(0, 1.02),
+        )
+    axes[0, 0].legend()
+    fig.tight_layout()
+    return fig
