@@ -1,1 +1,218 @@
-# Stage: data. (Filled in by its issue; appends to TARGETS and REPORT_SECTIONS.)
+# Stage: data. Downloads (mirror or network), parsing, simulation, preprocessing, center splits
+# and the data report section. Outputs follow the data contract in docs/ARCHITECTURE.md.
+from fedclust.config import data_mirror
+from fedclust.data.registry import REGISTRY
+from fedclust.data import workflow as W
+from fedclust.data.split import spec_centers
+
+DATA = config["data"]
+DL = DATA["download_dir"]
+MIRROR = data_mirror(config)
+MIRROR = str(MIRROR) if MIRROR else None
+RNASEQ = DATA["rnaseq"]
+COHORTS = RNASEQ["cohorts"]
+MDS = DATA["mds"]
+MNIST = DATA["mnist"]
+SPLITS = DATA["splits"]
+
+
+wildcard_constraints:
+    cohort="[A-Z0-9]+",
+    dataset="rnaseq/[A-Z0-9]+|mds|mnist|bmnist",
+
+
+# ---- downloads ------------------------------------------------------------------------------
+
+
+rule download_tcga:
+    output:
+        f"{DL}/tcga/TCGA-{{cohort}}.{{kind}}.tsv.gz",
+    log:
+        "results/logs/data/download_tcga_{cohort}_{kind}.log",
+    wildcard_constraints:
+        kind="star_counts|clinical",
+    retries: 2
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        dataset="tcga",
+        mirror=MIRROR,
+        cfg=DATA["download"],
+    script:
+        "../scripts/data_download.py"
+
+
+rule download_ipssm:
+    output:
+        f"{DL}/ipssm/{{file}}",
+    log:
+        "results/logs/data/download_ipssm_{file}.log",
+    wildcard_constraints:
+        file="|".join(REGISTRY["ipssm"]),
+    retries: 2
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        dataset="ipssm",
+        mirror=MIRROR,
+        cfg=DATA["download"],
+    script:
+        "../scripts/data_download.py"
+
+
+rule download_mnist:
+    output:
+        f"{DL}/mnist/{{file}}",
+    log:
+        "results/logs/data/download_mnist_{file}.log",
+    wildcard_constraints:
+        file="|".join(REGISTRY["mnist"]),
+    retries: 2
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        dataset="mnist",
+        mirror=MIRROR,
+        cfg=DATA["download"],
+    script:
+        "../scripts/data_download.py"
+
+
+# ---- RNA-seq (seed 001) ---------------------------------------------------------------------
+
+
+rule simulate_rnaseq:
+    output:
+        counts="results/data/raw/rnaseq/TCGA-{cohort}.star_counts.tsv.gz",
+        clinical="results/data/raw/rnaseq/TCGA-{cohort}.clinical.tsv.gz",
+    log:
+        "results/logs/data/simulate_rnaseq_{cohort}.log",
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        seed=SEED,
+        cfg=RNASEQ["simulate"],
+    script:
+        "../scripts/data_simulate_rnaseq.py"
+
+
+rule rnaseq_cohort:
+    input:
+        counts=W.rnaseq_raw(DATA, "star_counts"),
+        clinical=W.rnaseq_raw(DATA, "clinical"),
+    output:
+        counts="results/data/rnaseq/{cohort}/counts.parquet",
+        sf="results/data/rnaseq/{cohort}/sf.parquet",
+        vst="results/data/rnaseq/{cohort}/vst.parquet",
+        obs="results/data/rnaseq/{cohort}/obs.tsv",
+        pca="results/data/rnaseq/{cohort}/pca.png",
+    log:
+        "results/logs/data/rnaseq_cohort_{cohort}.log",
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        top_genes=RNASEQ["top_genes"],
+    script:
+        "../scripts/data_rnaseq.py"
+
+
+# ---- MDS (seed 000) -------------------------------------------------------------------------
+
+
+rule mds:
+    input:
+        unpack(lambda wildcards: W.mds_inputs(DATA)),
+    output:
+        features="results/data/mds/features.parquet",
+        obs="results/data/mds/obs.tsv",
+        nans="results/data/mds/nans_imputed.tsv",
+    log:
+        "results/logs/data/mds.log",
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        seed=SEED,
+        cfg=MDS,
+    script:
+        "../scripts/data_mds.py"
+
+
+# ---- MNIST / BMNIST (seed 000) --------------------------------------------------------------
+
+
+rule mnist:
+    input:
+        unpack(lambda wildcards: W.mnist_inputs(DATA)),
+    output:
+        mnist_features="results/data/mnist/features.parquet",
+        mnist_obs="results/data/mnist/obs.tsv",
+        bmnist_features="results/data/bmnist/features.parquet",
+        bmnist_obs="results/data/bmnist/obs.tsv",
+    log:
+        "results/logs/data/mnist.log",
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        cfg=MNIST,
+    script:
+        "../scripts/data_mnist.py"
+
+
+# ---- center splits: one rule per configured split (its centers are known from config) --------
+
+for _split, _spec in SPLITS.items():
+
+    rule:
+        name:
+            f"split_{_split}"
+        input:
+            obs="results/data/{dataset}/obs.tsv",
+        output:
+            split=f"results/data/{{dataset}}/splits/{_split}.tsv",
+            centers=expand(
+                f"results/data/{{{{dataset}}}}/centers/{_split}/{{center}}.tsv",
+                center=spec_centers(_spec),
+            ),
+        log:
+            f"results/logs/data/split_{_split}_{{dataset}}.log",
+        conda:
+            "../envs/fedclust.yaml"
+        params:
+            seed=SEED,
+            spec=_spec,
+        script:
+            "../scripts/data_split.py"
+
+
+# ---- summary table and report section -------------------------------------------------------
+
+
+rule data_report:
+    input:
+        features=list(W.features(DATA).values()),
+        nans="results/data/mds/nans_imputed.tsv",
+        splits=[p for s in W.splits(DATA).values() for p in s.values()],
+        figures=[f["path"] for f in W.figures(DATA)],
+    output:
+        summary="results/data/summary.tsv",
+        section="results/report/sections/data.json",
+    log:
+        "results/logs/data/data_report.log",
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        datasets=W.datasets(DATA),
+        sources=W.sources(DATA),
+        figures=W.figures(DATA),
+        texts=W.texts(DATA),
+    script:
+        "../scripts/data_report.py"
+
+
+TARGETS += ["results/data/summary.tsv"]
+REPORT_SECTIONS.append("results/report/sections/data.json")
+
+# --- heart (seed 004): owned by the decentral stage ---
+#
+#
+#

@@ -1,0 +1,29 @@
+"""Rule `mds`: IPSS-M cohort (real) or the MDS-like simulator → features.parquet, obs.tsv."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import pandas as pd  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.data.mds import load_ipssm  # noqa: E402
+from fedclust.data.preprocess import impute_binary_frequency  # noqa: E402
+from fedclust.data.simulate import simulate_mds  # noqa: E402
+from fedclust.io import write_table  # noqa: E402
+
+
+def main() -> None:
+    cfg, out = snakemake.params.cfg, snakemake.output
+    if cfg["source"] == "ipssm":
+        i = snakemake.input
+        feats, obs, n_nan = load_ipssm(i.clinical, i.mut, i.cna, label=cfg["label"])
+    else:
+        raw, obs = simulate_mds(seed=snakemake.params.seed, **cfg["simulate"])
+        feats, n_nan = impute_binary_frequency(raw, where="simulated MDS")
+    write_table(out.features, feats)
+    write_table(out.obs, obs)
+    write_table(out.nans, pd.DataFrame({"nans_imputed": n_nan}))
+
+
+run(main, snakemake)

@@ -1,0 +1,27 @@
+"""Rule `mnist`: MNIST-family images in [0, 1] (mnist) and binarised at 0.5 (bmnist)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+from _common import run  # noqa: E402
+
+from fedclust.data.mnist import as_tables, binarise, load_source  # noqa: E402
+from fedclust.io import write_table  # noqa: E402
+
+
+def main() -> None:
+    cfg, out = snakemake.params.cfg, snakemake.output
+    images = getattr(snakemake.input, "images", None)
+    labels = getattr(snakemake.input, "labels", None)
+    x, y = load_source(cfg["source"], images, labels)
+    for _kind, arr, feat_path, obs_path in (
+        ("mnist", x, out.mnist_features, out.mnist_obs),
+        ("bmnist", binarise(x, cfg["binarise_threshold"]), out.bmnist_features, out.bmnist_obs),
+    ):
+        feats, obs = as_tables(arr, y, prefix=f"{cfg['source']}")
+        write_table(feat_path, feats)
+        write_table(obs_path, obs)
+
+
+run(main, snakemake)

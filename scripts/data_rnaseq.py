@@ -1,0 +1,30 @@
+"""Rule `rnaseq_cohort`: parse Xena files → counts, size-factor normalised, VST, obs, PCA figure."""
+
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+from _common import run  # noqa: E402
+
+from fedclust.data.preprocess import preprocess_rnaseq  # noqa: E402
+from fedclust.data.summary import pca_figure  # noqa: E402
+from fedclust.data.tcga import load_xena_cohort  # noqa: E402
+from fedclust.io import save_figure, write_table  # noqa: E402
+
+
+def main() -> None:
+    out = snakemake.output
+    counts, obs = load_xena_cohort(snakemake.input.counts, snakemake.input.clinical)
+    expressed = counts.columns[(counts > 0).any(axis=0)]
+    logging.info("%d samples, %d genes (%d with a non-zero count)", *counts.shape, len(expressed))
+    sf, vst = preprocess_rnaseq(counts[expressed], snakemake.params.top_genes)
+    write_table(out.counts, counts)
+    write_table(out.sf, sf)
+    write_table(out.vst, vst)
+    write_table(out.obs, obs)
+    color = obs["true_cluster"] if "true_cluster" in obs else obs["center"]
+    save_figure(pca_figure(sf, vst, color, snakemake.wildcards.cohort), out.pca)
+
+
+run(main, snakemake)

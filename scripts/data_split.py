@@ -1,0 +1,30 @@
+"""Rules `split_<name>`: assign a dataset's samples to centers; one table + one file per center."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+from _common import run  # noqa: E402
+
+from fedclust.data.split import split_table  # noqa: E402
+from fedclust.io import read_table, write_table  # noqa: E402
+from fedclust.seeds import derive_seed  # noqa: E402
+
+
+def main() -> None:
+    obs = read_table(snakemake.input.obs)
+    obs.index = obs.index.astype(str)
+    spec = snakemake.params.spec
+    # bmnist holds the same images as mnist: same split
+    family = {"bmnist": "mnist"}.get(snakemake.wildcards.dataset, snakemake.wildcards.dataset)
+    seed = derive_seed(snakemake.params.seed, "split", family)
+    label = spec.get("label_column", "true_cluster" if "true_cluster" in obs else "label")
+    table = split_table(obs, spec, seed, label_column=label)
+    write_table(snakemake.output.split, table, index=False)
+    for path in snakemake.output.centers:
+        center = Path(path).stem
+        members = table.loc[table["center"] == center, ["sample_id"]]
+        write_table(path, members, index=False)
+
+
+run(main, snakemake)

@@ -1,0 +1,147 @@
+"""RNA-seq preprocessing through pydeseq2 (seed 001 §2) and binary NaN imputation (seed 000 §2.3).
+
+* :func:`size_factors` / :func:`size_factor_normalise`: DESeq2 median of ratios
+  (``DeseqDataSet.fit_size_factors``): s_i = median_j X_ij / (geometric mean of gene j), genes
+  with a zero count excluded; normalised counts X_ij / s_i.
+* :func:`vst`: pydeseq2's variance-stabilising transform (log2 scale, dispersion-mean trend fitted).
+* :func:`top_variable_genes`: the N genes with the largest VST variance (a fedclust option).
+* :func:`impute_binary_frequency`: NaN → frequency of ones in the column (NaNs excluded).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputDataError
+
+log = logging.getLogger(__name__)
+
+
+def check_counts(counts: pd.DataFrame, where: str = "counts") -> pd.DataFrame:
+    """Samples × genes non-negative integer counts, at least two samples; clear errors otherwise."""
+    if not isinstance(counts, pd.DataFrame):
+        raise InputDataError("counts must be a pandas DataFrame (samples × genes)", where=where)
+    if counts.shape[0] < 2 or counts.shape[1] < 1:
+        raise InputDataError(
+            f"counts have shape {counts.shape}; need at least 2 samples and 1 gene",
+            where=where,
+            fix="check the input matrix orientation (rows = samples, columns = genes)",
+        )
+    values = counts.to_numpy(dtype=float)
+    if not np.isfinite(values).all():
+        raise InputDataError(
+            "counts hold NaN or infinite values", where=where, fix="raw counts have no NaN"
+        )
+    if (values < 0).any():
+        raise InputDataError(
+            f"counts hold {int((values < 0).sum())} negative values",
+            where=where,
+            fix="use raw, non-negative integer counts",
+        )
+    if not np.array_equal(values, np.round(values)):
+        raise InputDataError(
+            "counts hold non-integer values",
+            where=where,
+            fix="use raw integer counts (not TPM/FPKM or already normalised data)",
+        )
+    if not (values > 0).all(axis=0).any():
+        raise InputDataError(
+            "every gene has a zero count in some sample: median-of-ratios size factors are "
+            "undefined",
+            where=where,
+            fix="check the input (too few genes or samples?)",
+        )
+    return counts.astype(np.int64)
+
+
+def _dds(counts: pd.DataFrame):  # noqa: ANN202
+    from pydeseq2.dds import DeseqDataSet
+
+    counts = check_counts(counts)
+    meta = pd.DataFrame({"condition": ["A"] * len(counts)}, index=counts.index)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return DeseqDataSet(counts=counts, metadata=meta, design="~1", quiet=True, n_cpus=1)
+
+
+def size_factors(counts: pd.DataFrame) -> pd.Series:
+    """Median-of-ratios size factors per sample (pydeseq2 ``fit_size_factors``)."""
+    dds = _dds(counts)
+    dds.fit_size_factors()
+    return pd.Series(np.asarray(dds.obs["size_factors"]), index=counts.index, name="size_factor")
+
+
+def size_factor_normalise(counts: pd.DataFrame) -> pd.DataFrame:
+    """Size-factor normalised counts X_ij / s_i (pydeseq2 median of ratios), same shape."""
+    sf = size_factors(counts)
+    return counts.astype(float).div(sf, axis=0)
+
+
+def vst(counts: pd.DataFrame) -> pd.DataFrame:
+    """pydeseq2 variance-stabilising transform (blind to design), samples × genes, log2 scale."""
+    dds = _dds(counts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dds.vst(use_design=False)
+    return pd.DataFrame(
+        np.asarray(dds.layers["vst_counts"]), index=counts.index, columns=counts.columns
+    )
+
+
+def top_variable_genes(vst_values: pd.DataFrame, n: int | None) -> list[str]:
+    """The ``n`` genes with the largest VST variance (ties by name; ``None`` = all genes)."""
+    if n is None or n >= vst_values.shape[1]:
+        return list(vst_values.columns)
+    var = vst_values.var(axis=0, ddof=1)
+    order = sorted(var.index, key=lambda g: (-var[g], g))
+    return sorted(order[:n], key=list(vst_values.columns).index)
+
+
+def preprocess_rnaseq(
+    counts: pd.DataFrame, top_genes: int | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(size-factor normalised, VST) restricted to the top-N genes by VST variance."""
+    dds = _dds(counts)  # one fit: VST uses the median-of-ratios size factors it estimates
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dds.vst(use_design=False)
+    v = pd.DataFrame(
+        np.asarray(dds.layers["vst_counts"]), index=counts.index, columns=counts.columns
+    )
+    s = np.asarray(dds.obs["size_factors"])
+    genes = top_variable_genes(v, top_genes)
+    sf = counts.astype(float).div(s, axis=0)
+    return sf[genes], v[genes]
+
+
+def impute_binary_frequency(
+    x: pd.DataFrame, where: str = "features"
+) -> tuple[pd.DataFrame, pd.Series]:
+    """Replace NaN by the column's frequency of ones among its 0/1 entries (seed 000 §2.3).
+
+    Returns the imputed frame and the number of NaNs imputed per column. A column that is all
+    NaN has no frequency and is an error; values other than 0/1/NaN are an error.
+    """
+    values = x.to_numpy(dtype=float)
+    ok = np.isnan(values) | (values == 0) | (values == 1)
+    if not ok.all():
+        col = x.columns[np.argwhere(~ok)[0][1]]
+        raise InputDataError(
+            f"column '{col}' holds values other than 0, 1 or NaN",
+            where=where,
+            fix="binary features must be coded 0 = absent, 1 = present, NaN = not measured",
+        )
+    n_nan = x.isna().sum()
+    all_nan = list(n_nan.index[n_nan == len(x)])
+    if all_nan:
+        raise InputDataError(
+            f"column(s) {', '.join(map(str, all_nan))} are entirely NaN: no frequency to impute",
+            where=where,
+            fix="drop those columns from the feature list",
+        )
+    freq = x.mean(axis=0, skipna=True)
+    return x.fillna(freq).astype(float), n_nan

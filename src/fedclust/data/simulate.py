@@ -1,0 +1,186 @@
+"""Simulators for the offline default config (documented in the report as simulated data).
+
+* :func:`simulate_rnaseq` writes a TCGA-like cohort **in the exact UCSC Xena format** (log2(count+1)
+  ``star_counts.tsv.gz`` with real-looking barcodes and a ``clinical.tsv.gz``), so the default
+  config runs the same parser, sample filter and TSS → region mapping as the real data.
+  Counts are negative binomial with cluster structure (cluster-specific log fold changes on a
+  subset of genes), per-center batch effects and log-normal library-size variation — so size
+  factors and VST matter. TSS codes are drawn from the shipped TSS table with unequal weights,
+  giving realistic unequal region centers.
+* :func:`simulate_mds` gives an MDS-like cohort (seed 000 §2.5): binary mutations/cytogenetics
+  from a Bernoulli mixture with k components, injected NaNs, and Weibull OS / LFS times with
+  cluster-dependent hazards and uniform censoring.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+import pandas as pd
+
+from ..io import write_table
+from ..seeds import rng as make_rng
+from .tcga import REGIONS, tss_table
+
+# Seed 000 Table 3.1 (row-major): the 54 EUROMDS model inputs, used as simulated feature names.
+TABLE_3_1 = [
+    "ICHR17qort17p", "IDH2", "ETV6", "PIGA", "SF3B1", "ATRX",
+    "IDH1", "NOTCH1", "LOCHR13OD13q", "ASXL1", "FLT3", "BCOR",
+    "LOCHR5OD5qPLUSother", "BCORL1", "TET2", "ZRSR2", "DNMT3A", "LOCHR12OD12P12p",
+    "RUNX1", "SMC1A", "LOCHR20OD20q", "MPL", "BRAF", "idicXq13",
+    "NRAS", "NF1", "SMC3", "PHF6", "LOCHR7OD7q", "LOCHR9OD9q",
+    "EZH2", "U2AF1", "GNAS", "WT1", "GNB1", "RAD21",
+    "SRSF2", "TP53", "CBL", "KRAS", "FBXW7", "del5q",
+    "LOCHR11OD11q", "PTPN11", "GATA2", "KIT", "NPM1", "GOCHR8",
+    "JAK2", "LOCHRY", "PRPF40B", "CEBPA", "CBLB", "STAG2",
+]  # fmt: skip
+
+
+def _barcodes(n: int, gen: np.random.Generator, tss_per_region: int) -> tuple[list[str], list]:
+    """``n`` unique patients with TSS codes drawn unequally from the TSS table (all regions)."""
+    table = tss_table()
+    codes = []
+    for region in REGIONS:
+        pool = sorted(table.index[table["Region"] == region])
+        codes += list(gen.choice(pool, size=min(tss_per_region, len(pool)), replace=False))
+    weights = gen.dirichlet(np.full(len(codes), 0.8))
+    site = gen.choice(len(codes), size=n, p=weights)
+    alphabet = np.array(list(string.ascii_uppercase[:26] + string.digits))
+    seen: set[str] = set()
+    out = []
+    for i in range(n):
+        while True:
+            part = "".join(gen.choice(alphabet, size=4))
+            key = f"{codes[site[i]]}-{part}"
+            if key not in seen:
+                seen.add(key)
+                break
+        out.append(f"TCGA-{key}")
+    return out, [codes[s] for s in site]
+
+
+def simulate_rnaseq(
+    counts_path: str,
+    clinical_path: str,
+    name: str,
+    seed: int,
+    n_samples: int = 250,
+    n_genes: int = 2000,
+    n_clusters: int = 4,
+    de_fraction: float = 0.1,
+    de_sd: float = 1.5,
+    batch_sd: float = 0.3,
+    library_sd: float = 0.4,
+    extra_sample_fraction: float = 0.05,
+) -> None:
+    """Write a simulated cohort as Xena ``star_counts.tsv.gz`` + ``clinical.tsv.gz``.
+
+    ``extra_sample_fraction`` of the patients also get a solid-normal sample (type 11) and as
+    many a second primary vial (01B): the parser must drop them (one primary per patient).
+    """
+    gen = make_rng(seed, "simulate_rnaseq", name)
+    patients, tss = _barcodes(n_samples, gen, tss_per_region=3)
+    region = dict(zip(tss_table().index, tss_table()["Region"], strict=True))
+    cluster = gen.choice(n_clusters, size=n_samples, p=gen.dirichlet(np.full(n_clusters, 4.0)))
+    base = gen.normal(4.0, 1.8, size=n_genes)  # log mean expression per gene
+    lfc = np.zeros((n_clusters, n_genes))
+    for k in range(n_clusters):
+        de = gen.random(n_genes) < de_fraction
+        lfc[k, de] = gen.normal(0.0, de_sd, size=de.sum())
+    batch = {r: gen.normal(0.0, batch_sd, size=n_genes) for r in REGIONS}
+    extra = gen.random(n_samples) < extra_sample_fraction
+    dup = gen.random(n_samples) < extra_sample_fraction
+    barcodes, rows_cluster, rows_center = [], [], []
+    for i, p in enumerate(patients):
+        for suffix, use in (("-01A", True), ("-01B", dup[i]), ("-11A", extra[i])):
+            if use:
+                barcodes.append(p + suffix)
+                rows_cluster.append(cluster[i])
+                rows_center.append(region[tss[i]])
+    m = len(barcodes)
+    lib = gen.lognormal(0.0, library_sd, size=m)
+    log_mu = (
+        base[None, :]
+        + lfc[np.array(rows_cluster)]
+        + np.stack([batch[r] for r in rows_center])
+        + np.log(lib)[:, None]
+    )
+    mu = np.exp(log_mu)
+    alpha = 0.05 + 2.0 / (np.exp(base) + 1.0)  # dispersion-mean trend
+    nb_n = 1.0 / alpha
+    counts = gen.negative_binomial(nb_n[None, :], nb_n[None, :] / (nb_n[None, :] + mu))
+    genes = [f"ENSG{100000 + 7 * j:011d}.{1 + j % 9}" for j in range(n_genes)]
+    table = pd.DataFrame(np.log2(counts.T + 1.0), index=pd.Index(genes, name="Ensembl_ID"))
+    table.columns = barcodes
+    with_sex = gen.choice(["female", "male", ""], size=n_samples, p=[0.49, 0.49, 0.02])
+    sex = {p: s for p, s in zip(patients, with_sex, strict=True)}
+    clinical = pd.DataFrame(
+        {
+            "sample": barcodes,
+            "id": [f"sim-{i}" for i in range(m)],
+            "submitter_id.samples": barcodes,
+            "gender.demographic": [sex[b[:12]] for b in barcodes],
+            "true_cluster": rows_cluster,
+        }
+    )
+    _write_gz_tsv(counts_path, table, index=True, float_format="%.10g")
+    _write_gz_tsv(clinical_path, clinical, index=False)
+
+
+def _write_gz_tsv(path: str, df: pd.DataFrame, index: bool, float_format: str | None = None):
+    from ..io import atomic_path
+
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, sep="\t", index=index, compression="gzip", float_format=float_format)
+
+
+def simulate_mds(
+    seed: int,
+    n_samples: int = 2043,
+    n_clusters: int = 6,
+    nan_rate: float = 0.05,
+    weibull_shape: float = 1.2,
+    censor_years: float = 10.0,
+    features: list[str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Binary features (0/1/NaN) and obs (label, OS/LFS years and status) of an MDS-like cohort."""
+    gen = make_rng(seed, "simulate_mds")
+    names = list(features or TABLE_3_1)
+    d = len(names)
+    label = gen.choice(n_clusters, size=n_samples, p=gen.dirichlet(np.full(n_clusters, 5.0)))
+    prof = gen.beta(0.4, 6.0, size=(n_clusters, d))
+    for k in range(n_clusters):  # a few driver lesions per component
+        drivers = gen.choice(d, size=4, replace=False)
+        prof[k, drivers] = gen.uniform(0.5, 0.9, size=4)
+    x = (gen.random((n_samples, d)) < prof[label]).astype(float)
+    col_rate = gen.uniform(0.0, 2.0 * nan_rate, size=d)
+    x[gen.random((n_samples, d)) < col_rate[None, :]] = np.nan
+    ids = [f"SIM-MDS-{i:05d}" for i in range(n_samples)]
+    feats = pd.DataFrame(x, index=pd.Index(ids, name="sample_id"), columns=names)
+    # Weibull times, cluster-dependent scale (years): T = scale * (-log U)^(1/shape)
+    scale_os = np.exp(gen.normal(1.3, 0.6, size=n_clusters))[label]
+    scale_aml = np.exp(gen.normal(2.0, 0.8, size=n_clusters))[label]
+    t_death = scale_os * gen.weibull(weibull_shape, size=n_samples)
+    t_aml = scale_aml * gen.weibull(weibull_shape, size=n_samples)
+    censor = gen.uniform(0.2, censor_years, size=n_samples)
+    os_t = np.minimum(t_death, censor)
+    lfs_event_t = np.minimum(t_death, t_aml)
+    lfs_t = np.minimum(lfs_event_t, censor)
+    obs = pd.DataFrame(
+        {
+            "label": [f"C{k + 1}" for k in label],
+            "OS_YEARS": np.round(os_t, 4),
+            "OS_STATUS": (t_death <= censor).astype(int),
+            "LFS_YEARS": np.round(lfs_t, 4),
+            "LFS_STATUS": (lfs_event_t <= censor).astype(int),
+        },
+        index=feats.index,
+    )
+    return feats, obs
+
+
+def write_simulated_mds(path_features: str, path_obs: str, **kw) -> None:  # noqa: ANN003
+    feats, obs = simulate_mds(**kw)
+    write_table(path_features, feats)
+    write_table(path_obs, obs)

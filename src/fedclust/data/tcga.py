@@ -1,0 +1,180 @@
+"""TCGA bulk RNA-seq from the UCSC Xena GDC hub (seed 001 §1) and TSS → region centers.
+
+Upstream format (``TCGA-<COHORT>.star_counts.tsv.gz``): tab-separated, first column
+``Ensembl_ID`` (genes, rows), one column per sample barcode ``TCGA-<TSS>-<participant>-<ss><v>``,
+values log2(count + 1). :func:`read_xena_counts` inverts to integer counts and checks that they
+*are* integers. ``TCGA-<COHORT>.clinical.tsv.gz``: one row per sample (column ``sample``), sex in
+``gender.demographic`` (older hub files: ``gender``).
+
+Sample selection [OURS, documented in the report]: only primary tumours (sample type ``01``) and
+one sample per patient (the first barcode in sorted order, i.e. vial A before B), so that each
+patient counts once, as in the cohort sizes of seed 001 Table 3.1 (which count primary tumours).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from functools import cache
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputDataError
+
+log = logging.getLogger(__name__)
+
+REGIONS = ("Northeast", "South", "West", "Midwest", "Canada", "Europe", "Other")
+BARCODE = re.compile(r"^TCGA-([A-Z0-9]{2})-([A-Z0-9]{4})-(\d{2})([A-Z]?)")
+SEX_COLUMNS = ("gender.demographic", "demographic.gender", "gender")
+
+
+@cache
+def tss_table() -> pd.DataFrame:
+    """The shipped TSS table (fedpydeseq2-datasets 0.1.0, MIT): index = 2-char TSS code."""
+    path = resources.files("fedclust.data") / "assets" / "tcga_tss_regions.csv"
+    with path.open() as fh:
+        df = pd.read_csv(fh, index_col=0, dtype=str)
+    df["TSS Code"] = df["TSS Code"].str.strip().str.zfill(2)
+    return df.set_index("TSS Code")
+
+
+def tss_code(barcode: str) -> str:
+    """The tissue source site code: the 2nd field of a TCGA barcode, as a string (``"05"``)."""
+    m = BARCODE.match(barcode)
+    if not m:
+        raise InputDataError(
+            f"'{barcode}' is not a TCGA sample barcode (TCGA-<TSS>-<participant>-<sample>...)",
+            where="sample column names of the counts file",
+            fix="use the Xena GDC hub star_counts file (columns are sample barcodes)",
+        )
+    return m.group(1)
+
+
+def tss_region(codes: pd.Series | list[str]) -> pd.Series:
+    """Region (one of :data:`REGIONS`) per TSS code; unknown codes → ``Other`` with a warning."""
+    codes = pd.Series(codes, dtype=str).str.zfill(2)
+    table = tss_table()["Region"]
+    region = codes.map(table)
+    unknown = sorted(set(codes[region.isna()]))
+    if unknown:
+        log.warning("TSS codes not in the TSS table, mapped to 'Other': %s", ", ".join(unknown))
+    return region.fillna("Other")
+
+
+def counts_from_log2(values: np.ndarray, where: str, atol: float = 1e-3) -> np.ndarray:
+    """Invert log2(count + 1) to integer counts; error if the result is not integer/non-negative.
+
+    A value is accepted when log2(round(count) + 1) reproduces it within ``atol`` (the hub
+    prints a few decimals, so large counts are only known to that precision in log space).
+    """
+    if not np.isfinite(values).all():
+        raise InputDataError(
+            "the counts file holds missing or infinite values",
+            where=where,
+            fix="use the unmodified Xena star_counts file",
+        )
+    counts = np.exp2(values) - 1.0
+    if (counts < -0.5).any():
+        i, j = np.argwhere(counts < -0.5)[0]
+        raise InputDataError(
+            f"negative count {counts[i, j]:.3g} (stored value {values[i, j]:.4g}) at row {i}, "
+            f"column {j}: counts must be >= 0",
+            where=where,
+            fix="the file must hold log2(count + 1) of raw (non-negative integer) counts",
+        )
+    rounded = np.rint(counts)
+    bad = np.abs(np.log2(rounded + 1.0) - values) > atol
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise InputDataError(
+            f"{int(bad.sum())} values are not log2(integer + 1), e.g. {values[i, j]:.6g} at "
+            f"row {i}, column {j} (count {counts[i, j]:.6g})",
+            where=where,
+            fix="fedclust needs raw integer counts (Xena 'star_counts'), not TPM/FPKM files",
+        )
+    return rounded.astype(np.int64)
+
+
+def read_xena_counts(path: str) -> pd.DataFrame:
+    """Xena ``star_counts.tsv.gz`` → samples × genes integer counts (all barcodes kept)."""
+    try:
+        df = pd.read_csv(path, sep="\t", index_col=0)
+    except (OSError, EOFError, ValueError) as err:
+        raise InputDataError(
+            f"cannot read the counts file ({err})", where=path, fix="re-download it"
+        ) from None
+    if df.shape[1] == 0 or df.shape[0] == 0:
+        raise InputDataError("the counts file is empty", where=path, fix="re-download it")
+    values = df.to_numpy(dtype=float)
+    counts = counts_from_log2(values, where=path)
+    out = pd.DataFrame(counts.T, index=df.columns.astype(str), columns=df.index.astype(str))
+    out.index.name = "sample_id"
+    out.columns.name = None
+    return out
+
+
+def select_primary(barcodes: list[str] | pd.Index) -> list[str]:
+    """Primary tumours (sample type 01), one per patient (first barcode in sorted order)."""
+    keep: dict[str, str] = {}
+    for b in sorted(barcodes):
+        m = BARCODE.match(b)
+        if not m:
+            tss_code(b)  # raises the clear error
+        if m.group(3) != "01":
+            continue
+        patient = b[:12]
+        keep.setdefault(patient, b)
+    return sorted(keep.values())
+
+
+def read_xena_clinical(path: str) -> pd.DataFrame:
+    """Xena ``clinical.tsv.gz`` → DataFrame indexed by sample barcode with ``sex`` (+ extras)."""
+    try:
+        df = pd.read_csv(path, sep="\t", dtype=str)
+    except (OSError, EOFError, ValueError) as err:
+        raise InputDataError(
+            f"cannot read the clinical file ({err})", where=path, fix="re-download it"
+        ) from None
+    if "sample" not in df.columns:
+        raise InputDataError(
+            "the clinical file has no 'sample' column",
+            where=path,
+            fix="use the Xena GDC hub TCGA-<COHORT>.clinical.tsv.gz file",
+        )
+    sex_col = next((c for c in SEX_COLUMNS if c in df.columns), None)
+    if sex_col is None:
+        raise InputDataError(
+            f"the clinical file has no sex column (looked for {', '.join(SEX_COLUMNS)})",
+            where=path,
+            fix="use the Xena GDC hub TCGA-<COHORT>.clinical.tsv.gz file",
+        )
+    df = df.drop_duplicates("sample").set_index("sample")
+    sex = df[sex_col].str.strip().str.lower()
+    out = pd.DataFrame({"sex": sex.where(sex.isin(["female", "male"]), "NA")}, index=df.index)
+    if "true_cluster" in df.columns:  # written by fedclust.data.simulate only
+        out["true_cluster"] = df["true_cluster"].astype(int)
+    return out
+
+
+def load_xena_cohort(counts_path: str, clinical_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Counts (primary tumours, one per patient) and ``obs`` (tss, center, sex[, true_cluster])."""
+    counts = read_xena_counts(counts_path)
+    keep = select_primary(counts.index)
+    if not keep:
+        raise InputDataError(
+            "no primary-tumour samples (sample type 01) in the counts file",
+            where=counts_path,
+            fix="check that this is a TCGA tumour cohort",
+        )
+    log.info("kept %d primary-tumour samples (one per patient) of %d", len(keep), len(counts))
+    counts = counts.loc[keep]
+    clin = read_xena_clinical(clinical_path)
+    obs = pd.DataFrame(index=counts.index)
+    obs["tss"] = [tss_code(b) for b in obs.index]
+    obs["center"] = tss_region(obs["tss"]).to_numpy()
+    obs["sex"] = clin["sex"].reindex(obs.index).fillna("NA")
+    if "true_cluster" in clin.columns:
+        obs["true_cluster"] = clin["true_cluster"].reindex(obs.index)
+    return counts, obs

