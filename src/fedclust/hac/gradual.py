@@ -95,7 +95,8 @@ class _State:
         self.priv = np.zeros((n, self.m), dtype=np.int64)  # unshared points per slot × center
         self.priv[np.arange(n), centers] = 1
         # published sums / counts per slot (public); used for centroid/ward and corrections
-        self.pub_sum = np.zeros_like(x)
+        # public sums per global slot (only centroid/Ward need them): O(n_G d), not O(n d)
+        self.pub_sum: dict[int, np.ndarray] = {}
         self.pub_cnt = np.zeros(n)
         self.round = 0
         self.shares = 0
@@ -163,7 +164,9 @@ class _State:
         s[i] += s[j]
         self.priv[i] += self.priv[j]
         self.priv[j] = 0
-        self.pub_sum[i] += self.pub_sum[j]
+        if j in self.pub_sum:
+            pj = self.pub_sum.pop(j)
+            self.pub_sum[i] = self.pub_sum[i] + pj if i in self.pub_sum else pj
         self.pub_cnt[i] += self.pub_cnt[j]
         self.point_slot[self.members[j]] = i
         self.members[i].extend(self.members[j])
@@ -194,7 +197,8 @@ class _State:
         was_global = bool(self.is_global[a])
         self.private[part] = False
         self.priv[a, k] = 0
-        self.pub_sum[a] += p * c
+        if self.method in ("centroid", "ward"):
+            self.pub_sum[a] = self.pub_sum.get(a, 0.0) + p * c
         self.pub_cnt[a] += p
         self.is_global[a] = True
         self.shares += 1
@@ -248,14 +252,14 @@ class _State:
 
     def _view_centroids(self, a: int, k: int | None) -> np.ndarray:
         """Centroid of cluster a as party k sees it (k=None: the server)."""
-        g = self.pub_sum[a] / self.pub_cnt[a] if self.pub_cnt[a] > 0 else None
+        g = self.pub_sum.get(a, 0.0) / self.pub_cnt[a] if self.pub_cnt[a] > 0 else None
         mem = np.asarray(self.members[a])
         if k is None:
             return g
         own = mem[self.cen[mem] == k]
         own_pub = own[~self.private[own]]
         other_priv = self.size[a] - own.size - (self.pub_cnt[a] - own_pub.size)
-        tot = self.x[own].sum(axis=0) + (self.pub_sum[a] - self.x[own_pub].sum(axis=0))
+        tot = self.x[own].sum(axis=0) + (self.pub_sum.get(a, 0.0) - self.x[own_pub].sum(axis=0))
         if other_priv > 0:
             tot = tot + other_priv * g
         return tot / self.size[a]
@@ -320,7 +324,8 @@ def gradual_sharing(
         st.private[:] = False
         st.priv[:] = 0
         st.is_global[:] = True
-        st.pub_sum = x.copy()
+        if method in ("centroid", "ward"):
+            st.pub_sum = {i: x[i].copy() for i in range(len(x))}
         st.pub_cnt[:] = 1
         st.d = squareform(pdist(x, metric))
         np.fill_diagonal(st.d, np.inf)
