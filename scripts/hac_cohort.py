@@ -38,18 +38,14 @@ def main() -> None:
     p = cfg["projection"]
     tabs = []
     for prep, metric in p["panels"]:
-        t = ex.projection_table(
-            data[prep],
-            centers,
-            links,
-            metric,
-            p["sketch_sizes"],
-            p["seeds"],
-            seed,
-            k_max,
-            p["estimator"],
-        )
-        tabs.append(t.assign(cohort=cohort, prep=prep))
+        estimators = [p["estimator"]]
+        if metric == "cityblock" and p["compare_median"] and p["estimator"] != "median":
+            estimators.append("median")
+        for est in estimators:
+            t = ex.projection_table(
+                data[prep], centers, links, metric, p["sketch_sizes"], p["seeds"], seed, k_max, est
+            )
+            tabs.append(t.assign(cohort=cohort, prep=prep))
         logging.info("projection %s %s done", prep, metric)
     write_table(out.projection, pd.concat(tabs, ignore_index=True), index=False)
 

@@ -102,7 +102,8 @@ def main() -> None:
         "projection_metrics": (
             "Fig 4.13",
             "Random projections on VST data across metrics (Euclidean: Gaussian; cityblock: Cauchy "
-            f"with the {cfg['projection']['estimator']} estimator; cosine: normalised Gaussian): "
+            f"with the {cfg['projection']['estimator']} estimator, and the median estimator for "
+            "comparison when enabled — beyond the thesis; cosine: normalised Gaussian): "
             f"CCC and FMI vs sketch size; {where} (thesis: PAAD).",
         ),
     }

@@ -170,6 +170,7 @@ def projection_table(
                     {
                         "linkage": method,
                         "metric": metric,
+                        "estimator": estimator if metric == "cityblock" else "gaussian",
                         "sketch": k,
                         "run": s,
                         **compare(z, zp, k_max),

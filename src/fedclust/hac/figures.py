@@ -195,7 +195,9 @@ def projection_error(t: pd.DataFrame):
 
 def projection_metrics(t: pd.DataFrame):
     d = t[t.prep == "vst"]
-    return _sketch_grid(d, ["ccc", "fmi"], "metric")
+    est = d["estimator"] if "estimator" in d else "gaussian"
+    panel = np.where(d.metric == "cityblock", d.metric + " (" + est + ")", d.metric)
+    return _sketch_grid(d.assign(panel=panel), ["ccc", "fmi"], "panel")
 
 
 def table41(grad, simu, proj, exact, cfg) -> pd.DataFrame:
