@@ -253,3 +253,44 @@ def test_experiment_tables_small():
     assert g.loc[g.n_min == 1, "ccc"].iloc[0] == pytest.approx(1.0)
     p = projection_table(x, c, ["average"], "euclidean", [2], 2, 0, 5)
     assert len(p) == 2 and (p.rounds == 1).all() and (p.floats == 2 * len(x)).all()
+
+
+def test_communication_matches_thesis_formulas(data):
+    """Spec §4, §5.1, §5.3, §6: what crosses the boundary and how often."""
+    x, c = data
+    n, d = x.shape
+    blocks = [x[c == k] for k in range(3)]
+    # genewise: per center one condensed d × d contribution (+ gene stats for cosine)
+    led = Ledger()
+    genewise_clustering(blocks, "average", "euclidean", ledger=led)
+    assert (led.table().floats == d * (d - 1) // 2).all() and led.n_messages == 3
+    # simultaneous: one round, per center (#clusters) centroids of dimension d
+    led = Ledger()
+    simultaneous_sharing(blocks, 4, "average", ledger=led)
+    assert led.n_messages == 3 and led.table()["round"].nunique() == 1
+    # gradual: n − 1 merge rounds; a centroid never describes fewer than n_min points
+    led = Ledger()
+    gradual_sharing(x, c, 4, "average", ledger=led)
+    t = led.table()
+    assert t["round"].nunique() == n - 1
+    assert (t[t.kind == "min"].groupby("round").size() == 3).all()
+
+
+def test_center_messages_hold_no_samples(data):
+    """Server-side inputs of every method: no field has one row per sample of a center."""
+    from fedclust.hac.genewise import center_gene_distances, center_gene_stats
+    from fedclust.hac.simultaneous import center_simultaneous
+
+    x, c = data
+    xk = x[c == 0]
+    msgs = [
+        center_gene_stats(xk),
+        center_gene_distances(xk, "euclidean", None),
+        center_simultaneous(xk, "average", "euclidean", 5),
+    ]
+    for m in msgs:
+        for v in m.values():
+            if isinstance(v, np.ndarray) and v.ndim == 2:
+                assert v.shape[0] < len(xk) / 2 or v.shape[1] != x.shape[1]
+    cents = msgs[2]["centroids"]
+    assert (msgs[2]["sizes"] >= 5).all() and cents.shape[0] == msgs[2]["sizes"].size
