@@ -23,7 +23,10 @@ def main() -> None:
     g = cfg["gradual"]
     n_mins = ex.nmin_grid(n, g["n_min"], g["fraction"])
     tabs = []
-    for prep, metric in g["panels"]:
+    panels = ex.check_panels(
+        g["panels"], ("euclidean", "cityblock", "cosine", "correlation"), "hac.gradual.panels"
+    )
+    for prep, metric in panels:
         t = ex.gradual_table(data[prep], centers, links, metric, n_mins, k_max)
         tabs.append(t.assign(cohort=cohort, prep=prep, n=n, n_min_top=max(n_mins)))
         logging.info("gradual %s %s done", prep, metric)
@@ -37,7 +40,10 @@ def main() -> None:
 
     p = cfg["projection"]
     tabs = []
-    for prep, metric in p["panels"]:
+    panels = ex.check_panels(
+        p["panels"], ("euclidean", "cityblock", "cosine"), "hac.projection.panels"
+    )
+    for prep, metric in panels:
         estimators = [p["estimator"]]
         if metric == "cityblock" and p["compare_median"] and p["estimator"] != "median":
             estimators.append("median")

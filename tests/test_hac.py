@@ -294,3 +294,11 @@ def test_center_messages_hold_no_samples(data):
                 assert v.shape[0] < len(xk) / 2 or v.shape[1] != x.shape[1]
     cents = msgs[2]["centroids"]
     assert (msgs[2]["sizes"] >= 5).all() and cents.shape[0] == msgs[2]["sizes"].size
+
+
+def test_check_panels_message():
+    from fedclust.hac.experiments import check_panels
+
+    assert check_panels([["vst", "cosine"]], ("cosine",), "x") == [("vst", "cosine")]
+    with pytest.raises(ConfigError, match="bad panel"):
+        check_panels([["euclidean", "vst"]], ("euclidean",), "hac.gradual.panels")

@@ -13,7 +13,7 @@ import pandas as pd
 from scipy.cluster.hierarchy import cophenet, linkage
 from scipy.spatial.distance import pdist
 
-from ..errors import InputDataError
+from ..errors import ConfigError, InputDataError
 from ..io import read_table
 from ..ledger import Ledger
 from ..metrics.hierarchy import ccc, compare, flat_agreement
@@ -24,6 +24,23 @@ from .gradual import enforce_monotone, gradual_sharing
 from .pooled import EUCLIDEAN_ONLY, pooled_linkage
 from .simultaneous import simultaneous_sharing
 from .toy import bimodal, blobs, uniform
+
+
+PREPROCESSINGS = ("sf", "vst")
+
+
+def check_panels(panels: list, metrics: tuple[str, ...], where: str) -> list[tuple[str, str]]:
+    """Validate ``[[preprocessing, metric], ...]`` config entries with a clear message."""
+    out = []
+    for entry in panels:
+        if len(entry) != 2 or entry[0] not in PREPROCESSINGS or entry[1] not in metrics:
+            raise ConfigError(
+                f"bad panel {entry!r}: expected [preprocessing, metric]",
+                where=where,
+                fix=f"preprocessing one of {PREPROCESSINGS}, metric one of {metrics}",
+            )
+        out.append((entry[0], entry[1]))
+    return out
 
 
 def load_cohort(paths: dict[str, str], obs_path: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
