@@ -25,7 +25,6 @@ from .pooled import EUCLIDEAN_ONLY, pooled_linkage
 from .simultaneous import simultaneous_sharing
 from .toy import bimodal, blobs, uniform
 
-
 PREPROCESSINGS = ("sf", "vst")
 
 
