@@ -27,7 +27,7 @@ def main() -> None:
         g["panels"], ("euclidean", "cityblock", "cosine", "correlation"), "hac.gradual.panels"
     )
     for prep, metric in panels:
-        t = ex.gradual_table(data[prep], centers, links, metric, n_mins, k_max)
+        t = ex.gradual_table(data[prep], centers, links, metric, n_mins, k_max, g.get("d_min", 0.0))
         tabs.append(t.assign(cohort=cohort, prep=prep, n=n, n_min_top=max(n_mins)))
         logging.info("gradual %s %s done", prep, metric)
     write_table(out.gradual, pd.concat(tabs, ignore_index=True), index=False)

@@ -302,3 +302,17 @@ def test_check_panels_message():
     assert check_panels([["vst", "cosine"]], ("cosine",), "x") == [("vst", "cosine")]
     with pytest.raises(ConfigError, match="bad panel"):
         check_panels([["euclidean", "vst"]], ("euclidean",), "hac.gradual.panels")
+
+
+def test_gradual_dmin_privacy_option(data):
+    x, c = data
+    base = gradual_sharing(x, c, 5, "average")
+    same = gradual_sharing(x, c, 5, "average", d_min=1e-9)
+    np.testing.assert_allclose(same.Z, base.Z)
+    floor = np.quantile(pdist(x), 0.2)
+    res = gradual_sharing(x, c, 5, "average", d_min=floor)
+    assert is_valid_linkage(res.Z) and res.Z[:, 2].min() >= floor - 1e-12
+    # all points shared at once (n_min = 1): the server knows every distance, d_min is moot
+    _same_tree(gradual_sharing(x, c, 1, "single", d_min=floor).Z, pooled_linkage(x, "single"))
+    with pytest.raises(ConfigError, match="d_min"):
+        gradual_sharing(x, c, 5, "average", d_min=-1)

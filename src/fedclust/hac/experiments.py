@@ -97,6 +97,7 @@ def gradual_table(
     metric: str,
     n_mins: list[int],
     k_max: int,
+    d_min: float = 0.0,
 ) -> pd.DataFrame:
     """Gradual sharing vs pooled for each linkage × n_min (Figs 4.4, 4.5, 4.7)."""
     rows = []
@@ -107,7 +108,7 @@ def gradual_table(
                 continue
             led = Ledger()
             t = time.perf_counter()
-            res = gradual_sharing(x, centers, n_min, method, metric, ledger=led)
+            res = gradual_sharing(x, centers, n_min, method, metric, ledger=led, d_min=d_min)
             el = time.perf_counter() - t
             mono = compare(enforce_monotone(res.Z), zp, k_max)
             rows.append(

@@ -81,6 +81,7 @@ class _State:
     def __init__(self, x, centers, n_min, method, metric, ledger):
         self.x, self.cen, self.n_min = x, centers, n_min
         self.method, self.metric, self.led = method, metric, ledger
+        self.d_min = 0.0
         n = x.shape[0]
         self.n = n
         self.m = int(centers.max()) + 1
@@ -132,18 +133,33 @@ class _State:
                 self.rowmin[k] = np.inf
 
     # ---- protocol steps ------------------------------------------------------------------------
-    def closest_pair(self) -> tuple[int, int, float]:
-        """Global argmin = min over the centers' and the server's candidate minima."""
-        a = int(np.argmin(np.where(self.active, self.rowmin, np.inf)))
-        h = float(self.rowmin[a])
+    def closest_pair(self) -> tuple[int, int, float, float]:
+        """Global argmin = min over the centers' and the server's candidate minima.
+
+        Returns ``(i, j, true distance, reported height)``. With the privacy option ``d_min``
+        (thesis §4.2.1.3) a center reports ``max(d_min, d)`` for pairs involving one of its
+        local clusters; the server selects and records the reported value (slow path, O(n²)).
+        """
+        if self.d_min > 0:
+            act = np.flatnonzero(self.active)
+            sub = self.d[np.ix_(act, act)]
+            loc = ~self.is_global[act]
+            rep = np.where(loc[:, None] | loc[None, :], np.maximum(sub, self.d_min), sub)
+            rep[np.isinf(sub)] = np.inf
+            flat = int(np.argmin(rep))
+            a, b = (int(act[v]) for v in divmod(flat, act.size))
+            h, true = float(rep.flat[flat]), float(self.d[a, b])
+        else:
+            a = int(np.argmin(np.where(self.active, self.rowmin, np.inf)))
+            h = true = float(self.rowmin[a])
+            b = int(self.rowarg[a])
         if not np.isfinite(h):
             raise InputDataError(
                 "gradual sharing is stuck: no two clusters can communicate",
                 where="hac gradual sharing",
                 fix="n_min must not exceed the size of every center (Algorithm 4 'Ensure')",
             )
-        b = int(self.rowarg[a])
-        return (a, b, h) if a < b else (b, a, h)
+        return (a, b, true, h) if a < b else (b, a, true, h)
 
     def merge(self, i: int, j: int, h: float, t: int) -> None:
         d, s = self.d, self.size
@@ -293,8 +309,13 @@ def gradual_sharing(
     metric: str = "euclidean",
     monotone: bool = False,
     ledger: Ledger | None = None,
+    d_min: float = 0.0,
 ) -> GradualResult:
-    """Run Algorithm 4 on samples ``x`` split by ``centers`` (one integer label per row)."""
+    """Run Algorithm 4 on samples ``x`` split by ``centers`` (one integer label per row).
+
+    ``monotone``: enforce monotone merge heights afterwards (Fig 4.7 variant); ``d_min``:
+    privacy option of §4.2.1.3 (centers report at least d_min for their local candidates).
+    """
     check_method(method, metric, where="hac.gradual")
     x = check_samples(x, where="gradual sharing input")
     centers = np.asarray(centers)
@@ -316,7 +337,10 @@ def gradual_sharing(
         x = x - x.mean(axis=1, keepdims=True)
         metric = "cosine"
     led = ledger if ledger is not None else Ledger()
+    if d_min < 0:
+        raise ConfigError(f"d_min must be ≥ 0, got {d_min}", where="hac.gradual.d_min")
     st = _State(x, centers, int(n_min), method, metric, led)
+    st.d_min = float(d_min)
     if n_min == 1:  # every singleton is published at once: all distances exact
         for k in range(st.m):
             idx = np.flatnonzero(centers == k)
@@ -335,10 +359,10 @@ def gradual_sharing(
     for t in range(n - 1):
         for k in range(st.m):  # each center reports its candidate minimum
             led.send(st.names[k], SERVER, {"min": 0.0, "pair": np.zeros(2)}, t, "min")
-        i, j, h = st.closest_pair()
+        i, j, dist, h = st.closest_pair()
         ci, cj = st.cid[i], st.cid[j]
         z[t] = [min(ci, cj), max(ci, cj), h, st.size[i] + st.size[j]]
-        st.merge(i, j, h, t)
+        st.merge(i, j, dist, t)
     inv = count_inversions(z)
     if monotone:
         z = enforce_monotone(z)
