@@ -219,6 +219,7 @@ def table41(grad, simu, proj, exact, cfg) -> pd.DataFrame:
             "floats": g.floats.mean(),
             "rounds": g.rounds.mean(),
             "seconds": g.seconds.mean(),
+            "pooled seconds": g.pooled_seconds.mean() if "pooled_seconds" in g else np.nan,
         },
         {
             "method": "centroid-based, simultaneous (§3.3.2)",
