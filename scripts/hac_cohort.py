@@ -1,0 +1,64 @@
+"""Rule `hac_cohort`: every federated HAC variant on one RNA-seq cohort split by region."""
+
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import pandas as pd  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.hac import experiments as ex  # noqa: E402
+from fedclust.io import write_table  # noqa: E402
+
+
+def main() -> None:
+    cfg, seed, out = snakemake.params.cfg, int(snakemake.params.seed), snakemake.output
+    cohort = snakemake.wildcards.cohort
+    paths = {p: getattr(snakemake.input, p) for p in ("sf", "vst")}
+    data, centers = ex.load_cohort(paths, snakemake.input.obs)
+    n, links, k_max = len(centers), list(cfg["linkages"]), int(cfg["k_max"])
+    logging.info("%s: %d samples, %d centers", cohort, n, centers.max() + 1)
+
+    g = cfg["gradual"]
+    n_mins = ex.nmin_grid(n, g["n_min"], g["fraction"])
+    tabs = []
+    panels = ex.check_panels(
+        g["panels"], ("euclidean", "cityblock", "cosine", "correlation"), "hac.gradual.panels"
+    )
+    for prep, metric in panels:
+        t = ex.gradual_table(data[prep], centers, links, metric, n_mins, k_max, g.get("d_min", 0.0))
+        tabs.append(t.assign(cohort=cohort, prep=prep, n=n, n_min_top=max(n_mins)))
+        logging.info("gradual %s %s done", prep, metric)
+    write_table(out.gradual, pd.concat(tabs, ignore_index=True), index=False)
+
+    s = cfg["simultaneous"]
+    t = ex.simultaneous_table(
+        data[s["preprocessing"]], centers, links, "euclidean", s["n_min"], k_max
+    )
+    write_table(out.simultaneous, t.assign(cohort=cohort, prep=s["preprocessing"]), index=False)
+
+    p = cfg["projection"]
+    tabs = []
+    panels = ex.check_panels(
+        p["panels"], ("euclidean", "cityblock", "cosine"), "hac.projection.panels"
+    )
+    for prep, metric in panels:
+        estimators = [p["estimator"]]
+        if metric == "cityblock" and p["compare_median"] and p["estimator"] != "median":
+            estimators.append("median")
+        for est in estimators:
+            t = ex.projection_table(
+                data[prep], centers, links, metric, p["sketch_sizes"], p["seeds"], seed, k_max, est
+            )
+            tabs.append(t.assign(cohort=cohort, prep=prep))
+        logging.info("projection %s %s done", prep, metric)
+    write_table(out.projection, pd.concat(tabs, ignore_index=True), index=False)
+
+    write_table(out.pca, ex.pca_table(data).assign(cohort=cohort), index=False)
+
+    t = ex.exact_baselines(data["vst"], centers, cfg["exact"]["genes"], seed)
+    write_table(out.exact, t.assign(cohort=cohort), index=False)
+
+
+run(main, snakemake)

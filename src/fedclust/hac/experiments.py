@@ -1,0 +1,332 @@
+"""The thesis' experiments (seed 001 ch. 4) as functions returning tidy tables.
+
+Each function takes plain arrays and config values and returns a :class:`pandas.DataFrame`; the
+rule scripts only read inputs, call these and write the tables / figures.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+from scipy.cluster.hierarchy import cophenet, linkage
+from scipy.spatial.distance import pdist
+
+from ..errors import ConfigError, InputDataError
+from ..io import read_table
+from ..ledger import Ledger
+from ..metrics.hierarchy import ccc, compare, flat_agreement
+from ..seeds import derive_seed
+from .federated import perturbation_clustering, projection_clustering
+from .genewise import genewise_clustering, pooled_gene_distances
+from .gradual import enforce_monotone, gradual_sharing
+from .pooled import EUCLIDEAN_ONLY, pooled_linkage
+from .simultaneous import simultaneous_sharing
+from .toy import bimodal, blobs, uniform
+
+PREPROCESSINGS = ("sf", "vst")
+
+
+def check_panels(panels: list, metrics: tuple[str, ...], where: str) -> list[tuple[str, str]]:
+    """Validate ``[[preprocessing, metric], ...]`` config entries with a clear message."""
+    out = []
+    for entry in panels:
+        if len(entry) != 2 or entry[0] not in PREPROCESSINGS or entry[1] not in metrics:
+            raise ConfigError(
+                f"bad panel {entry!r}: expected [preprocessing, metric]",
+                where=where,
+                fix=f"preprocessing one of {PREPROCESSINGS}, metric one of {metrics}",
+            )
+        out.append((entry[0], entry[1]))
+    return out
+
+
+def load_cohort(paths: dict[str, str], obs_path: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Read the data stage's matrices (``paths``: preprocessing → parquet) and the region
+    centers of ``obs.tsv`` (ARCHITECTURE.md data contract). Samples without a center are dropped.
+    """
+    obs = read_table(obs_path)
+    if "center" not in obs.columns:
+        raise InputDataError(
+            "obs.tsv has no 'center' column", where=str(obs_path), fix="rerun the data stage"
+        )
+    obs = obs[obs["center"].notna()]
+    if len(obs) < 2:
+        raise InputDataError("fewer than 2 samples with a center", where=str(obs_path))
+    centers = pd.factorize(obs["center"].astype(str), sort=True)[0]
+    data = {}
+    for prep, path in paths.items():
+        x = read_table(path)
+        missing = obs.index.difference(x.index)
+        if len(missing):
+            raise InputDataError(
+                f"{len(missing)} samples of obs.tsv are missing from the matrix, e.g. "
+                f"{missing[0]!r}",
+                where=str(path),
+                fix="rerun the data stage so that matrices and obs.tsv agree",
+            )
+        v = x.loc[obs.index].to_numpy(dtype=float)
+        if not np.isfinite(v).all():
+            raise InputDataError("the matrix contains NaN or infinite values", where=str(path))
+        data[prep] = v
+    return data, centers
+
+
+def _stacked(x: np.ndarray, centers: np.ndarray):
+    """Rows reordered so that each center's block is contiguous (the order servers stack in)."""
+    order = np.argsort(centers, kind="stable")
+    xs, cs = x[order], centers[order]
+    return xs, cs, [xs[cs == k] for k in np.unique(cs)]
+
+
+def _methods(linkages: list[str], metric: str) -> list[str]:
+    return [m for m in linkages if metric == "euclidean" or m not in EUCLIDEAN_ONLY]
+
+
+def nmin_grid(n: int, values: list[int], fraction: float) -> list[int]:
+    """Absolute n_min values ≤ fraction·n, plus ⌊fraction·n⌋ itself (spec §5.4: up to 10 %)."""
+    top = max(1, int(fraction * n))
+    return sorted({v for v in values if v <= top} | {top})
+
+
+def gradual_table(
+    x: np.ndarray,
+    centers: np.ndarray,
+    linkages: list[str],
+    metric: str,
+    n_mins: list[int],
+    k_max: int,
+    d_min: float = 0.0,
+) -> pd.DataFrame:
+    """Gradual sharing vs pooled for each linkage × n_min (Figs 4.4, 4.5, 4.7)."""
+    rows = []
+    for method in _methods(linkages, metric):
+        t0 = time.perf_counter()
+        zp = pooled_linkage(x, method, metric)
+        pooled_s = time.perf_counter() - t0
+        for n_min in n_mins:
+            if np.bincount(np.unique(centers, return_inverse=True)[1]).max() < n_min:
+                continue
+            led = Ledger()
+            t = time.perf_counter()
+            res = gradual_sharing(x, centers, n_min, method, metric, ledger=led, d_min=d_min)
+            el = time.perf_counter() - t
+            mono = compare(enforce_monotone(res.Z), zp, k_max)
+            rows.append(
+                {
+                    "linkage": method,
+                    "metric": metric,
+                    "n_min": n_min,
+                    **compare(res.Z, zp, k_max),
+                    "ccc_monotone": mono["ccc"],
+                    "fmi_monotone": mono["fmi"],
+                    "inversions": res.inversions,
+                    "shares": res.shares,
+                    "bad_radicands": res.bad_radicands,
+                    "messages": led.n_messages,
+                    "floats": led.n_floats,
+                    "rounds": int(led.table()["round"].nunique()),
+                    "seconds": el,
+                    "pooled_seconds": pooled_s,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def simultaneous_table(
+    x: np.ndarray, centers: np.ndarray, linkages: list[str], metric: str, n_mins, k_max: int
+) -> pd.DataFrame:
+    """Simultaneous sharing vs pooled for each linkage × n_min (Fig 4.3)."""
+    xs, _, blocks = _stacked(x, centers)
+    rows = []
+    for method in _methods(linkages, metric):
+        zp = pooled_linkage(xs, method, metric)
+        for n_min in n_mins:
+            if max(len(b) for b in blocks) < n_min:
+                continue
+            led = Ledger()
+            z = simultaneous_sharing(blocks, n_min, method, metric, ledger=led)
+            rows.append(
+                {
+                    "linkage": method,
+                    "metric": metric,
+                    "n_min": n_min,
+                    **compare(z, zp, k_max),
+                    "messages": led.n_messages,
+                    "floats": led.n_floats,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def projection_table(
+    x: np.ndarray,
+    centers: np.ndarray,
+    linkages: list[str],
+    metric: str,
+    sketch_sizes: list[int],
+    seeds: int,
+    base_seed: int,
+    k_max: int,
+    estimator: str = "geometric",
+) -> pd.DataFrame:
+    """Random projections vs pooled per sketch size × seed × linkage (Figs 4.11–4.13)."""
+    xs, _, blocks = _stacked(x, centers)
+    ref = pdist(xs, metric)
+    pooled = {m: pooled_linkage(xs, m, metric) for m in _methods(linkages, metric)}
+    rows = []
+    for k in sketch_sizes:
+        for s in range(seeds):
+            seed = derive_seed(base_seed, "hac projection", metric, k, s)
+            led = Ledger()
+            t = time.perf_counter()
+            _, dist = projection_clustering(blocks, "single", metric, k, seed, estimator, led)
+            el = time.perf_counter() - t
+            dcorr = float(np.corrcoef(dist, ref)[0, 1])
+            for method, zp in pooled.items():
+                z = linkage(dist, method=method)
+                rows.append(
+                    {
+                        "linkage": method,
+                        "metric": metric,
+                        "estimator": estimator if metric == "cityblock" else "gaussian",
+                        "sketch": k,
+                        "run": s,
+                        **compare(z, zp, k_max),
+                        "dist_corr": dcorr,
+                        "messages": led.n_messages,
+                        "floats": led.n_floats,
+                        "rounds": 1,
+                        "seconds": el,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def exact_baselines(x: np.ndarray, centers: np.ndarray, genes: int, seed: int) -> pd.DataFrame:
+    """Genewise (Alg. 3, cosine/correlation/Euclidean) and orthogonal perturbation (Alg. 2):
+    the largest deviation from pooled distances, and their communication."""
+    xs, _, blocks = _stacked(x, centers)
+    var = xs.var(axis=0)
+    keep = np.argsort(var)[::-1][: min(genes, xs.shape[1])]
+    rows = []
+    for metric in ("euclidean", "cosine", "correlation"):
+        led = Ledger()
+        z, d = genewise_clustering([b[:, keep] for b in blocks], "average", metric, led)
+        ref = pooled_gene_distances(xs[:, keep], metric)
+        zp = linkage(ref, "average")
+        rows.append(
+            {
+                "method": f"genewise {metric} (Alg. 3)",
+                "max_abs_dist_error": float(np.abs(d - ref).max()),
+                "max_abs_cophenetic_error": float(np.abs(cophenet(z) - cophenet(zp)).max()),
+                "objects": len(keep),
+                "messages": led.n_messages,
+                "floats": led.n_floats,
+                "rounds": int(led.table()["round"].nunique()),
+            }
+        )
+    led = Ledger()
+    z, d = perturbation_clustering(blocks, "average", seed, led)
+    zp = pooled_linkage(xs, "average")
+    rows.append(
+        {
+            "method": "orthogonal perturbation (Alg. 2)",
+            "max_abs_dist_error": float(np.abs(d - pdist(xs)).max()),
+            "max_abs_cophenetic_error": float(np.abs(cophenet(z) - cophenet(zp)).max()),
+            "objects": len(xs),
+            "messages": led.n_messages,
+            "floats": led.n_floats,
+            "rounds": 1,
+        }
+    )
+    return pd.DataFrame(rows)
+
+
+# ---- toy experiments -------------------------------------------------------------------------
+
+
+def toy_bimodal(seed: int, runs: int, linkages: list[str], n_mins: list[int]) -> pd.DataFrame:
+    """Figs 4.1–4.2: CCC vs n_min, bimodal 2-D data in 3 centers, gradual sharing."""
+    rows = []
+    for r in range(runs):
+        x, mode, c = bimodal(derive_seed(seed, "bimodal", r))
+        for method in linkages:
+            zp = pooled_linkage(x, method)
+            for n_min in n_mins:
+                res = gradual_sharing(x, c, n_min, method)
+                rows.append({"run": r, "linkage": method, "n_min": n_min, **compare(res.Z, zp, 11)})
+    return pd.DataFrame(rows)
+
+
+def toy_projection(
+    seed: int, runs: int, linkages: list[str], sketch_sizes: list[int], n: int, d: int
+) -> pd.DataFrame:
+    """Figs 4.8–4.9: CCC and ARI (5 clusters) vs sketch size on blobs and uniform data."""
+    rows = []
+    for data in ("blobs", "uniform"):
+        for r in range(runs):
+            s = derive_seed(seed, "toy projection", data, r)
+            x = blobs(s, n, d)[0] if data == "blobs" else uniform(s, n, d)
+            pooled = {m: pooled_linkage(x, m) for m in linkages}
+            for k in sketch_sizes:
+                _, dist = projection_clustering([x], "single", "euclidean", k, s + k)
+                for method, zp in pooled.items():
+                    z = linkage(dist, method=method)
+                    ari = flat_agreement(z, zp, 5)["ari"][-1]
+                    rows.append(
+                        {
+                            "data": data,
+                            "run": r,
+                            "linkage": method,
+                            "sketch": k,
+                            "ccc": ccc(z, zp),
+                            "ari5": ari,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def toy_min_sketch(
+    seed: int,
+    runs: int,
+    linkages: list[str],
+    sketch_sizes: list[int],
+    spreads: list[float],
+    n: int,
+    d: int,
+    target: float = 0.95,
+) -> pd.DataFrame:
+    """Fig 4.10: smallest sketch size whose mean CCC over runs exceeds ``target`` vs spread σ
+    (NaN when no tested size reaches it)."""
+    rows = []
+    for sigma in spreads:
+        cc = {m: {k: [] for k in sketch_sizes} for m in linkages}
+        for r in range(runs):
+            s = derive_seed(seed, "toy spread", sigma, r)
+            x = blobs(s, n, d, 5, sigma)[0]
+            pooled = {m: pooled_linkage(x, m) for m in linkages}
+            for k in sketch_sizes:
+                _, dist = projection_clustering([x], "single", "euclidean", k, s + k)
+                for m in linkages:
+                    cc[m][k].append(ccc(linkage(dist, method=m), pooled[m]))
+        for m in linkages:
+            ok = [k for k in sketch_sizes if np.mean(cc[m][k]) > target]
+            rows.append({"sigma": sigma, "linkage": m, "min_sketch": min(ok) if ok else np.nan})
+    return pd.DataFrame(rows)
+
+
+def pca_table(data: dict[str, np.ndarray], n_components: int = 20) -> pd.DataFrame:
+    """Figs 3.1–3.2: explained variance ratio per component after size factors vs VST."""
+    from sklearn.decomposition import PCA
+
+    rows = []
+    for prep, x in data.items():
+        k = min(n_components, *x.shape)
+        ratio = PCA(n_components=k, svd_solver="full").fit(x).explained_variance_ratio_
+        rows += [
+            {"prep": prep, "component": i + 1, "explained": r, "cumulative": c}
+            for i, (r, c) in enumerate(zip(ratio, np.cumsum(ratio), strict=True))
+        ]
+    return pd.DataFrame(rows)
