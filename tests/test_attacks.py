@@ -24,7 +24,7 @@ from fedclust.attacks.reconstruction import (
 )
 from fedclust.attacks.stats import compare
 from fedclust.errors import ConfigError, InputDataError
-from fedclust.hac.projection import projection_matrix, project
+from fedclust.hac.projection import project, projection_matrix
 
 
 def planted_sex_counts(n: int = 160, d: int = 40, seed: int = 0, shift: float = 2.0):

@@ -91,7 +91,8 @@ def split_preprocess(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Preprocess attacker rows and center rows apart; keep genes usable on both sides.
 
-    ``genes``: ``no_zero`` (no zero count on either side, intersection, thesis §4.4.2) or ``all``.
+    ``genes``: ``no_zero`` (no zero count on either side, intersection, thesis §4.4.2) or ``all``
+    (every gene with a non-zero count on both sides; all-zero genes carry nothing).
     ``max_genes`` then keeps the most variable genes of the attacker side (a reduced-size option).
     """
     ca, cc = counts.iloc[attacker], counts.iloc[centers]
@@ -103,8 +104,8 @@ def split_preprocess(
                 where="attack input counts",
                 fix="use genes: all, or more samples",
             )
-    elif genes == "all":
-        keep = counts.columns
+    elif genes == "all":  # every gene expressed (a non-zero count) on both sides
+        keep = counts.columns[(ca.to_numpy() > 0).any(axis=0) & (cc.to_numpy() > 0).any(axis=0)]
     else:
         raise ConfigError(f"unknown gene filter {genes!r}", fix="use no_zero or all")
     xa = preprocess(ca, method)[keep]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..errors import ConfigError
 from ..seeds import derive_seed, seed_torch
 from .nets import LinearDecoder, MLPDecoder
 
@@ -167,6 +168,12 @@ def run_reconstruction(
             device=device,
         )
 
+    if int(cfg["combined"]["k"]) not in [int(k) for k in cfg["fig4_19_k"]]:
+        raise ConfigError(
+            f"combined.k = {cfg['combined']['k']} is not among fig4_19_k {cfg['fig4_19_k']}",
+            where="config attacks.reconstruction.combined.k",
+            fix="the combined attack reuses a Fig 4.19 VST reconstruction: pick one of fig4_19_k",
+        )
     n_runs = int(cfg["n_runs"])
     errors: list[dict] = []
     combined: list[dict] = []
