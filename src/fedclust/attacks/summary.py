@@ -45,8 +45,8 @@ def summary_table(
         rows.append(
             ("property inference", f"{cond} {clf}: test accuracy", _ms(g.test_accuracy), ref)
         )
-    for (exp, prep, k, dec, init), g in err.groupby(
-        ["experiment", "preprocessing", "k", "decoder", "init"]
+    for (exp, prep, proj, k, dec, init), g in err.groupby(
+        ["experiment", "preprocessing", "projection", "k", "decoder", "init"]
     ):
         per_run = g.groupby("run").rel_error.median()
         ref = ""
@@ -59,7 +59,7 @@ def summary_table(
         rows.append(
             (
                 "reconstruction",
-                f"{exp} {prep} k={k} {dec} ({init}): median rel. error",
+                f"{exp} {prep} {proj} k={k} {dec} ({init}): median rel. error",
                 _ms(per_run),
                 ref,
             )
