@@ -11,9 +11,7 @@ ATT_FIGS = {
     "fig4_19": "results/attacks/fig4_19_reconstruction_vst_vs_sf.png",
 }
 
-
-def rnaseq_inputs(cohorts, what):
-    return expand("results/data/rnaseq/{cohort}/{what}", cohort=cohorts, what=what)
+ATT_RNASEQ = "results/data/rnaseq/{cohort}/{what}"
 
 
 if enabled("attacks"):
@@ -41,8 +39,8 @@ rule attack_known_io:
 
 rule attack_property_inference:
     input:
-        counts=rnaseq_inputs(ATT_SEX_COHORTS, "counts.parquet"),
-        obs=rnaseq_inputs(ATT_SEX_COHORTS, "obs.tsv"),
+        counts=expand(ATT_RNASEQ, cohort=ATT_SEX_COHORTS, what="counts.parquet"),
+        obs=expand(ATT_RNASEQ, cohort=ATT_SEX_COHORTS, what="obs.tsv"),
     output:
         accuracy="results/attacks/property_inference/accuracy.tsv",
         tests="results/attacks/property_inference/ttests.tsv",
@@ -64,8 +62,8 @@ rule attack_property_inference:
 
 rule attack_reconstruction:
     input:
-        counts=rnaseq_inputs(ATT_COHORTS, "counts.parquet"),
-        obs=rnaseq_inputs(ATT_COHORTS, "obs.tsv"),
+        counts=expand(ATT_RNASEQ, cohort=ATT_COHORTS, what="counts.parquet"),
+        obs=expand(ATT_RNASEQ, cohort=ATT_COHORTS, what="obs.tsv"),
     output:
         errors="results/attacks/reconstruction/errors.tsv.gz",
         pinv="results/attacks/reconstruction/pinv.tsv",
