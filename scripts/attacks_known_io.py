@@ -1,0 +1,38 @@
+"""Rule `attack_known_io`: guaranteed max. relative error ε_x per known fraction for one cohort."""
+
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import pandas as pd  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.attacks.data import most_variable, preprocess  # noqa: E402
+from fedclust.attacks.known_io import known_io_curve  # noqa: E402
+from fedclust.io import read_table, write_table  # noqa: E402
+
+
+def main() -> None:
+    cfg, cohort = snakemake.params.cfg, snakemake.wildcards.cohort
+    counts = read_table(snakemake.input.counts)
+    counts = counts.loc[:, (counts > 0).any(axis=0)]
+    if cfg["genes"] == "no_zero":
+        counts = counts.loc[:, (counts > 0).all(axis=0)]
+    tables = []
+    for prep in cfg["preprocessings"]:
+        x = preprocess(counts, prep)
+        x = x[most_variable(x, cfg["max_genes"])]
+        logging.info("%s %s: %d samples × %d genes", cohort, prep, *x.shape)
+        t = known_io_curve(
+            x.to_numpy(float), cfg["fractions"], cfg["n_seeds"], snakemake.params.seed, cohort
+        )
+        t.insert(0, "preprocessing", prep)
+        t.insert(0, "cohort", cohort)
+        t["n_genes"] = x.shape[1]
+        t["sample"] = x.index.to_numpy()[t["sample"].to_numpy()]
+        tables.append(t)
+    write_table(snakemake.output.table, pd.concat(tables, ignore_index=True), index=False)
+
+
+run(main, snakemake)

@@ -1,0 +1,59 @@
+"""Rule `attack_property_inference`: sex from projected data (thesis §4.4.2, Fig 4.16)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import torch  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.attacks.data import load_cohorts  # noqa: E402
+from fedclust.attacks.property_inference import (  # noqa: E402
+    TrainSpec,
+    property_inference_tests,
+    run_property_inference,
+)
+from fedclust.io import read_table, write_table  # noqa: E402
+
+
+def device(name: str) -> str:
+    return ("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name
+
+
+def main() -> None:
+    torch.set_num_threads(snakemake.threads)
+    cfg = snakemake.params.cfg
+    cohorts = snakemake.params.cohorts
+    counts, obs = load_cohorts(
+        {c: read_table(p) for c, p in zip(cohorts, snakemake.input.counts, strict=True)},
+        {c: read_table(p) for c, p in zip(cohorts, snakemake.input.obs, strict=True)},
+    )
+    conditions = [{"kind": "none"}]
+    if cfg["orthogonal"]:
+        conditions.append({"kind": "orthogonal"})
+    conditions += [{"kind": "gaussian", "k": k} for k in cfg["gaussian_k"]]
+    spec = TrainSpec(
+        d_nn=cfg["d_nn"],
+        d_nn_small=cfg["d_nn_small"],
+        small_input=cfg["small_input"],
+        lrs=tuple(cfg["lrs"]),
+        epochs=cfg["epochs"],
+        batch_size=cfg["batch_size"],
+        device=device(snakemake.params.device),
+    )
+    acc = run_property_inference(
+        counts,
+        obs,
+        conditions=conditions,
+        n_runs=cfg["n_runs"],
+        spec=spec,
+        seed=snakemake.params.seed,
+        preprocessing=cfg["preprocessing"],
+        genes=cfg["genes"],
+        max_genes=cfg["max_genes"],
+    )
+    write_table(snakemake.output.accuracy, acc, index=False)
+    write_table(snakemake.output.tests, property_inference_tests(acc), index=False)
+
+
+run(main, snakemake)
