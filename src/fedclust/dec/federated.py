@@ -273,7 +273,26 @@ def federated_centroids(
     scaler: str = "none",
 ) -> np.ndarray:
     """Stage B: local k-means at every center, aggregation on the server, broadcast."""
-    cents, counts = [], []
+    msgs = local_centroid_messages(clients, ae_parameters, k, ledger, n_init, seed, scaler)
+    mu = aggregate_centroids(
+        method, [m["centroids"] for m in msgs], [m["counts"] for m in msgs], k, rng, n_init
+    )
+    for c in clients:
+        ledger.send("server", c.cid, {"centroids": mu}, 0, "global_centroids")
+    return mu
+
+
+def local_centroid_messages(
+    clients: Sequence[DECClient],
+    ae_parameters: NDArrays,
+    k: int,
+    ledger: Ledger,
+    n_init: int = 20,
+    seed: int = 0,
+    scaler: str = "none",
+) -> list[dict[str, Any]]:
+    """Every center's (k centroids, k cluster sizes) message, through the ledger."""
+    out = []
     for c in clients:
         msg = ledger.send(
             c.cid,
@@ -282,12 +301,8 @@ def federated_centroids(
             0,
             "kmeans_centroids",
         )
-        cents.append(msg["centroids"])
-        counts.append(msg["counts"])
-    mu = aggregate_centroids(method, cents, counts, k, rng, n_init)
-    for c in clients:
-        ledger.send("server", c.cid, {"centroids": mu}, 0, "global_centroids")
-    return mu
+        out.append(msg)
+    return out
 
 
 def ae_loss_pooled(model: DECModel, x: np.ndarray) -> float:

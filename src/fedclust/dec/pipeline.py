@@ -21,7 +21,8 @@ from fedclust.seeds import derive_seed, rng, seed_torch
 from .federated import (
     DECClient,
     FederatedHistory,
-    federated_centroids,
+    aggregate_centroids,
+    local_centroid_messages,
     make_strategy,
     run_rounds,
 )
@@ -72,7 +73,7 @@ def dataset_setting(cfg: dict, dataset: str, key: str, optimizer: str | None = N
     if optimizer is not None and isinstance(value, dict):
         if optimizer not in value:
             raise ConfigError(f"no {key} for optimizer {optimizer}", where=f"dec.{key}")
-        return float(value[optimizer])
+        return value[optimizer]
     return value
 
 
@@ -178,7 +179,7 @@ def run_centralized(
                     model,
                     xt,
                     opt,
-                    int(dataset_setting(cfg, dataset, "clustering.batch_size")),
+                    int(dataset_setting(cfg, dataset, "clustering.batch_size", opt_name)),
                     int(cfg["clustering"]["max_epochs"]),
                     float(cfg["clustering"]["tol"]),
                     cfg["clustering"]["target_update"],
@@ -306,17 +307,27 @@ def run_federated(
             {"strategy": strategy, "centroids": "", "stage": "ae", "round": i + 1, "loss": v}
             for i, v in enumerate(hist.ae_loss)
         ]
+        # Stage B: the centers' local k-means messages depend only on the TSAE, so they are
+        # computed (and counted in the ledger) once per strategy and aggregated four ways.
+        local = local_centroid_messages(
+            clients,
+            ae_params,
+            k,
+            ledger,
+            int(cfg["clustering"]["n_init"]),
+            derive_seed(seed, "dec", dataset, split, strategy, "kmeans"),
+        )
         for method in f["centroid_aggregation"]:
-            mu = federated_centroids(
-                clients,
-                ae_params,
+            mu = aggregate_centroids(
                 method,
+                [m["centroids"] for m in local],
+                [m["counts"] for m in local],
                 k,
                 rng(seed, "dec", dataset, split, strategy, method),
-                ledger,
                 int(cfg["clustering"]["n_init"]),
-                derive_seed(seed, "dec", dataset, split, strategy, method, "kmeans"),
             )
+            for c in clients:
+                ledger.send("server", c.cid, {"centroids": mu}, 0, "global_centroids")
             model = make_model()
             set_parameters(model.tsae, ae_params)
             with torch.no_grad():
