@@ -6,14 +6,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir)))
 from _common import run  # noqa: E402
 
+from fedclust.dec.io import read_obs  # noqa: E402
 from fedclust.dec.plots import km_panels  # noqa: E402
 from fedclust.io import read_table, save_figure, write_table  # noqa: E402
 
 
 def main() -> None:
     labels = read_table(snakemake.input.labels)
-    obs = read_table(snakemake.input.obs)
-    labels.index, obs.index = labels.index.astype(str), obs.index.astype(str)
+    obs = read_obs(snakemake.input.obs)
+    labels.index = labels.index.astype(str)
     obs = obs.loc[labels.index]
     fig, km = km_panels(
         obs,

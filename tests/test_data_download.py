@@ -69,7 +69,9 @@ def test_mirror_good_and_missing(tmp_path):
     out = fetch(r, tmp_path / "dl" / "toy" / "t.tsv", mirror=mirror)
     assert out.read_text() == "x\n1\n"
     with pytest.raises(DownloadError, match="the data mirror has no copy of u.tsv"):
-        fetch(Remote("toy", "u.tsv", "https://example.invalid/u.tsv"), tmp_path / "u", mirror=mirror)
+        fetch(
+            Remote("toy", "u.tsv", "https://example.invalid/u.tsv"), tmp_path / "u", mirror=mirror
+        )
 
 
 def test_offline_without_mirror_names_dataset_url_and_ways_out(tmp_path):

@@ -90,3 +90,20 @@ def test_bad_features_fail_clearly():
         check_features(np.array([[np.nan, 0.5]]), "f.parquet")
     with pytest.raises(InputDataError, match=r"\[0, 1\]"):
         check_features(np.array([[3.0, 0.5]]), "f.parquet")
+
+
+def test_missing_reference_label_is_kept_as_na_and_left_out(tmp_path):
+    import pandas as pd
+
+    from fedclust.dec.io import load_centers, load_dataset
+    from fedclust.dec.pipeline import reference_mask
+
+    ids = pd.Index(["s1", "s2", "s3"], name="sample_id")
+    pd.DataFrame({"f": [0.0, 1.0, 0.5]}, index=ids).to_parquet(tmp_path / "features.parquet")
+    pd.DataFrame({"label": ["Low", None, "High"]}, index=ids).to_csv(tmp_path / "obs.tsv", sep="\t")
+    x, obs, cols = load_dataset(str(tmp_path / "features.parquet"), str(tmp_path / "obs.tsv"))
+    assert obs.label.tolist() == ["Low", "NA", "High"] and cols == ["f"]
+    assert reference_mask(obs.label.to_numpy()).tolist() == [True, False, True]
+    pd.DataFrame({"center": ["a", "b"]}, index=ids[:2]).to_csv(tmp_path / "s.tsv", sep="\t")
+    with pytest.raises(InputDataError, match="1 samples have no center"):
+        load_centers(str(tmp_path / "s.tsv"), obs.index)

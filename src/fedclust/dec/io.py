@@ -8,6 +8,9 @@ import pandas as pd
 from fedclust.errors import InputDataError
 from fedclust.io import read_table
 
+#: Reference label of samples without one (IPSS-M: no risk category); left out of accuracy/ARI/NMI.
+MISSING_LABEL = "NA"
+
 
 def load_dataset(features: str, obs: str) -> tuple[np.ndarray, pd.DataFrame, list[str]]:
     """Features (float32, samples × features) aligned with ``obs``; feature names."""
@@ -27,6 +30,20 @@ def load_dataset(features: str, obs: str) -> tuple[np.ndarray, pd.DataFrame, lis
             where=obs,
         )
     return x.to_numpy(np.float32), o.loc[x.index], [str(c) for c in x.columns]
+
+
+def read_obs(obs: str) -> pd.DataFrame:
+    """obs.tsv with ``label`` as strings (a missing reference label stays the string "NA")."""
+    o = read_table(obs)
+    o.index = o.index.astype(str)
+    if "label" not in o.columns:
+        raise InputDataError(
+            "obs.tsv has no 'label' column",
+            where=obs,
+            fix="re-run the data stage (it writes the reference label)",
+        )
+    o["label"] = o["label"].astype("string").fillna(MISSING_LABEL).astype(str)
+    return o
 
 
 def load_centers(split: str, index: pd.Index) -> np.ndarray:

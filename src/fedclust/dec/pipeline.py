@@ -26,6 +26,7 @@ from .federated import (
     make_strategy,
     run_rounds,
 )
+from .io import MISSING_LABEL
 from .model import TSAE, DECModel, encoder_dims, get_parameters, set_parameters
 from .optim import make_optimizer
 from .train import (
@@ -90,6 +91,11 @@ def make_tsae(cfg: dict, n_features: int) -> TSAE:
     )
 
 
+def reference_mask(y: np.ndarray) -> np.ndarray:
+    """Samples with a reference label (missing ones, "NA", are left out of external scores)."""
+    return np.asarray(y).astype(str) != MISSING_LABEL
+
+
 def evaluate(model: DECModel, x: np.ndarray, y: np.ndarray | None) -> tuple[dict, np.ndarray]:
     """Pooled evaluation: external (vs reference), internal, cycle accuracy, recon. MSE."""
     dev = next(model.parameters()).device
@@ -98,7 +104,8 @@ def evaluate(model: DECModel, x: np.ndarray, y: np.ndarray | None) -> tuple[dict
     z = embed(model.tsae, xt)
     out: dict[str, float] = {}
     if y is not None:
-        out.update(external_scores(pred, y))
+        known = reference_mask(y)
+        out.update(external_scores(pred[known], np.asarray(y)[known]))
     out["cycle_accuracy"] = cycle_accuracy(predict_reconstructed(model, xt), pred)
     out["recon_loss"] = reconstruction_mse(model.tsae, xt)
     out["n_clusters_found"] = int(len(np.unique(pred)))
@@ -192,7 +199,9 @@ def run_centralized(
                     "scaler": scaler,
                     **metrics,
                     "ae_loss": ae_loss,
-                    "kmeans_accuracy": external_scores(init_labels, y)["accuracy"]
+                    "kmeans_accuracy": external_scores(
+                        init_labels[reference_mask(y)], y[reference_mask(y)]
+                    )["accuracy"]
                     if y is not None
                     else float("nan"),
                     "delta_label": hist.delta_label[-1] if hist.delta_label else 0.0,
@@ -362,7 +371,9 @@ def run_federated(
                     **metrics,
                     "ae_loss": ae_loss,
                     "changed_vs_init": float(np.mean(pred != pre)),
-                    "init_accuracy": external_scores(pre, y)["accuracy"]
+                    "init_accuracy": external_scores(pre[reference_mask(y)], y[reference_mask(y)])[
+                        "accuracy"
+                    ]
                     if y is not None
                     else float("nan"),
                 }
