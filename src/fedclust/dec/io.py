@@ -15,14 +15,8 @@ MISSING_LABEL = "NA"
 def load_dataset(features: str, obs: str) -> tuple[np.ndarray, pd.DataFrame, list[str]]:
     """Features (float32, samples × features) aligned with ``obs``; feature names."""
     x = read_table(features)
-    o = read_table(obs)
-    x.index, o.index = x.index.astype(str), o.index.astype(str)
-    if "label" not in o.columns:
-        raise InputDataError(
-            "obs.tsv has no 'label' column",
-            where=obs,
-            fix="re-run the data stage (it writes the reference label)",
-        )
+    x.index = x.index.astype(str)
+    o = read_obs(obs)
     missing = x.index.difference(o.index)
     if len(missing):
         raise InputDataError(
