@@ -68,13 +68,8 @@ def main() -> None:
         sync()
         central_t.append(time.perf_counter() - t0)
 
-    class DevClient(DECClient):
-        def __init__(self, cid: str, xc: np.ndarray) -> None:
-            super().__init__(cid, xc, make_model)
-            self.x = self.x.to(dev)
-
     parts = np.array_split(np.arange(args.n), args.clients)
-    clients = [DevClient(f"c{i}", x[p]) for i, p in enumerate(parts)]
+    clients = [DECClient(f"c{i}", x[p], make_model, dev) for i, p in enumerate(parts)]
     cfg = {
         "stage": "ae",
         "optimizer": args.optimizer,

@@ -33,13 +33,20 @@ class DECClient:
     were re-created each round), so no optimizer state survives between rounds.
     """
 
-    def __init__(self, cid: str, x: np.ndarray, make_model: Callable[[], DECModel]) -> None:
+    def __init__(
+        self,
+        cid: str,
+        x: np.ndarray,
+        make_model: Callable[[], DECModel],
+        device: torch.device | str = "cpu",
+    ) -> None:
         self.cid = cid
-        self.x = torch.as_tensor(np.asarray(x, dtype=np.float32))
+        self.device = torch.device(device)
+        self.x = torch.as_tensor(np.asarray(x, dtype=np.float32), device=self.device)
         self.make_model = make_model
 
     def _model(self, stage: str, parameters: NDArrays) -> DECModel:
-        model = self.make_model()
+        model = self.make_model().to(self.device)
         target = model.tsae if stage == "ae" else model
         set_parameters(target, parameters)
         return model

@@ -278,7 +278,7 @@ def run_federated(
         def make_model(alpha: float = float(f["alpha"])) -> DECModel:
             return DECModel(make_tsae(cfg, x.shape[1]), k, alpha)
 
-        clients = [DECClient(f"center_{c}", parts[c], make_model) for c in parts]
+        clients = [DECClient(f"center_{c}", parts[c], make_model, device()) for c in parts]
         torch.manual_seed(tsae_seed)
         init = make_model()
         hist = FederatedHistory()
