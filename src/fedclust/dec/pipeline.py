@@ -96,7 +96,9 @@ def reference_mask(y: np.ndarray) -> np.ndarray:
     return np.asarray(y).astype(str) != MISSING_LABEL
 
 
-def evaluate(model: DECModel, x: np.ndarray, y: np.ndarray | None) -> tuple[dict, np.ndarray]:
+def evaluate(
+    model: DECModel, x: np.ndarray, y: np.ndarray | None, sample_size: int | None = None
+) -> tuple[dict, np.ndarray]:
     """Pooled evaluation: external (vs reference), internal, cycle accuracy, recon. MSE."""
     dev = next(model.parameters()).device
     xt = torch.as_tensor(x, device=dev)
@@ -109,7 +111,9 @@ def evaluate(model: DECModel, x: np.ndarray, y: np.ndarray | None) -> tuple[dict
     out["cycle_accuracy"] = cycle_accuracy(predict_reconstructed(model, xt), pred)
     out["recon_loss"] = reconstruction_mse(model.tsae, xt)
     out["n_clusters_found"] = int(len(np.unique(pred)))
-    out.update(internal_scores(x, z, pred))
+    out.update(
+        internal_scores(x, z, pred, sample_size if sample_size and sample_size < len(x) else None)
+    )
     return out, pred
 
 
@@ -192,7 +196,7 @@ def run_centralized(
                     cfg["clustering"]["target_update"],
                     init_labels,
                 )
-                metrics, pred = evaluate(model, x, y)
+                metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
                 row = {
                     "optimizer": opt_name,
                     "alpha": float(alpha),
@@ -362,7 +366,7 @@ def run_federated(
                 dec_losses,
             )
             set_parameters(model, params)
-            metrics, pred = evaluate(model, x, y)
+            metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
             rows.append(
                 {
                     "split": split,

@@ -44,9 +44,12 @@ def fraction_changed(pred: np.ndarray, prev: np.ndarray) -> float:
     return float(np.mean(np.asarray(pred) != np.asarray(prev)))
 
 
-def internal_scores(x: np.ndarray, z: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+def internal_scores(
+    x: np.ndarray, z: np.ndarray, labels: np.ndarray, sample_size: int | None = None, seed: int = 0
+) -> dict[str, float]:
     """Silhouette (cosine in data space, Euclidean in feature space) and Calinski–Harabasz in
-    both spaces, raw and natural log (seed 000 §3.5–3.7). 0 when fewer than two clusters."""
+    both spaces, raw and natural log (seed 000 §3.5–3.7). 0 when fewer than two clusters.
+    ``sample_size``: silhouettes on a random subset (sklearn), for very large n."""
     n_lab = len(np.unique(labels))
     out: dict[str, float] = {}
     if n_lab < 2 or n_lab >= len(labels):
@@ -54,8 +57,14 @@ def internal_scores(x: np.ndarray, z: np.ndarray, labels: np.ndarray) -> dict[st
             k: 0.0
             for k in ("sil_data", "sil_feat", "ch_data", "ch_feat", "ln_ch_data", "ln_ch_feat")
         }
-    out["sil_data"] = float(skm.silhouette_score(x, labels, metric="cosine"))
-    out["sil_feat"] = float(skm.silhouette_score(z, labels, metric="euclidean"))
+    out["sil_data"] = float(
+        skm.silhouette_score(x, labels, metric="cosine", sample_size=sample_size, random_state=seed)
+    )
+    out["sil_feat"] = float(
+        skm.silhouette_score(
+            z, labels, metric="euclidean", sample_size=sample_size, random_state=seed
+        )
+    )
     out["ch_data"] = float(skm.calinski_harabasz_score(x, labels))
     out["ch_feat"] = float(skm.calinski_harabasz_score(z, labels))
     out["ln_ch_data"] = float(np.log(out["ch_data"]))
