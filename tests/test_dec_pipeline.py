@@ -83,6 +83,12 @@ def test_federated_grid_and_ledger(cfg, toy):
     # an update carries the TSAE parameters + n + loss
     n_params = 12 * 16 + 16 * 4 + 16 + 4 + 12 + 16
     assert (ups.floats == n_params + 2).all()
+    from fedclust.dec.report import ledger_summary
+
+    summ = ledger_summary({("toy", "s"): led}).set_index(["strategy", "centroids", "kind"])
+    assert summ.loc[("fedavg", "shared", "ae_update"), "floats_per_center_round"] == n_params + 2
+    assert summ.loc[("fedyogi", "max_min", "global_centroids"), "messages"] == 3
+    assert summ.loc[("fedyogi", "shared", "kmeans_centroids"), "floats"] == 3 * (3 * 4 + 3)
 
 
 def test_bad_features_fail_clearly():

@@ -273,9 +273,11 @@ def run_federated(
     f = cfg["federated"]
     names = sorted(np.unique(centers).tolist(), key=str)
     parts = {str(c): x[centers == c] for c in names}
-    ledger = Ledger()
+    ledgers: list[tuple[str, str, Ledger]] = []  # (strategy, centroid method, ledger)
     rows, curves = [], []
     for strategy in f["strategies"]:
+        ledger = Ledger()  # TSAE rounds and local k-means: shared by the four aggregations
+        ledgers.append((strategy, "shared", ledger))
         opt_name = PAIRING[strategy]
         tsae_seed = derive_seed(seed, "dec", dataset, "fed", split, strategy)
 
@@ -339,8 +341,10 @@ def run_federated(
                 rng(seed, "dec", dataset, split, strategy, method),
                 int(cfg["clustering"]["n_init"]),
             )
+            dec_ledger = Ledger()
+            ledgers.append((strategy, method, dec_ledger))
             for c in clients:
-                ledger.send("server", c.cid, {"centroids": mu}, 0, "global_centroids")
+                dec_ledger.send("server", c.cid, {"centroids": mu}, 0, "global_centroids")
             model = make_model()
             set_parameters(model.tsae, ae_params)
             with torch.no_grad():
@@ -362,7 +366,7 @@ def run_federated(
                 get_parameters(model),
                 int(f["dec_rounds"]),
                 dec_cfg,
-                ledger,
+                dec_ledger,
                 dec_losses,
             )
             set_parameters(model, params)
@@ -393,4 +397,7 @@ def run_federated(
                 for i, v in enumerate(dec_losses)
             ]
     table = sort_results(pd.DataFrame(rows), cfg["datasets"][dataset]["selection"])
-    return FederatedResult(table, pd.DataFrame(curves), ledger.table())
+    ledger_table = pd.concat(
+        [led.table().assign(strategy=st, centroids=m) for st, m, led in ledgers], ignore_index=True
+    )
+    return FederatedResult(table, pd.DataFrame(curves), ledger_table)

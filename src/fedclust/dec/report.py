@@ -15,20 +15,26 @@ THESIS_NOTE = (
 
 
 def ledger_summary(ledgers: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
-    """Messages and floats per (dataset, split, message kind), and per center on average."""
+    """Per (dataset, split, strategy, centroid aggregation, message kind): messages, rounds,
+    floats, and floats per center per round. "shared" = the TSAE rounds and the local k-means,
+    run once per strategy and shared by its four centroid aggregations."""
     rows = []
     for (ds, split), t in ledgers.items():
-        for kind, g in t.groupby("kind", sort=False):
-            centers = g.loc[g.sender != "server", "sender"].nunique() or g.receiver.nunique()
+        for (st, cm, kind), g in t.groupby(["strategy", "centroids", "kind"], sort=False):
+            center = g.sender.where(g.sender != "server", g.receiver)
+            rounds = g["round"].nunique()
             rows.append(
                 {
                     "dataset": ds,
                     "split": split,
+                    "strategy": st,
+                    "centroids": cm,
                     "kind": kind,
                     "messages": len(g),
-                    "rounds": g["round"].nunique(),
+                    "rounds": rounds,
                     "floats": int(g.floats.sum()),
-                    "floats_per_center": int(g.floats.sum()) // max(centers, 1),
+                    "floats_per_center_round": int(g.floats.sum())
+                    // max(center.nunique() * rounds, 1),
                 }
             )
     return pd.DataFrame(rows)
