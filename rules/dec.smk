@@ -100,6 +100,7 @@ rule dec_report:
         fed_figures=[f"results/dec/{d}/federated/{s}/curves.png" for d, s in DEC_FED],
     output:
         section="results/report/sections/dec.json",
+        cycle="results/dec/cycle_vs_recon.png",
         federated="results/dec/federated_summary.tsv",
         ledger="results/dec/ledger_summary.tsv",
     log:

@@ -12,6 +12,7 @@ from fedclust.dec.report import build_section  # noqa: E402
 def main() -> None:
     build_section(
         snakemake.output.section,
+        snakemake.output.cycle,
         snakemake.output.federated,
         snakemake.output.ledger,
         list(snakemake.params.datasets),

@@ -145,3 +145,21 @@ def km_panels(
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig, pd.concat(rows, ignore_index=True)
+
+
+def cycle_vs_recon(tables: dict[str, pd.DataFrame]):  # noqa: ANN201
+    """Cycle accuracy vs reconstruction loss after clustering, one point per grid run
+    (layout of seed 000 Fig. 5.14)."""
+    fig, axes = plt.subplots(1, len(tables), figsize=(4 * len(tables), 3.4), squeeze=False)
+    for ax, (name, t) in zip(axes[0], tables.items(), strict=False):
+        for opt, g in t.groupby("optimizer"):
+            ax.scatter(g["recon_loss"], g["cycle_accuracy"], label=opt, s=18)
+        ax.set(
+            xscale="log",
+            xlabel="reconstruction loss (log scale)",
+            ylabel="cycle accuracy",
+            title=name,
+        )
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
