@@ -1,1 +1,120 @@
-# Stage: dec. (Filled in by its issue; appends to TARGETS and REPORT_SECTIONS.)
+# Stage: dec — federated deep embedded clustering (seed 000). See docs/ARCHITECTURE.md.
+
+DEC = config.get("dec", {})
+DEC_DATASETS = list(DEC.get("datasets", {}))
+DEC_FED = [
+    (d, s) for d in DEC.get("federated_datasets", []) for s in DEC.get("splits", [])
+]
+
+
+wildcard_constraints:
+    dataset="[A-Za-z0-9_]+",
+    split="[A-Za-z0-9_]+",
+
+
+rule dec_train:
+    input:
+        features="results/data/{dataset}/features.parquet",
+        obs="results/data/{dataset}/obs.tsv",
+    output:
+        table="results/dec/{dataset}/centralized/results.tsv",
+        ae_curves="results/dec/{dataset}/centralized/ae_curves.tsv",
+        dec_curves="results/dec/{dataset}/centralized/dec_curves.tsv",
+        labels="results/dec/{dataset}/centralized/labels.tsv",
+        curves="results/dec/{dataset}/centralized/curves.png",
+        tsne="results/dec/{dataset}/centralized/tsne.png",
+        generated="results/dec/{dataset}/centralized/generated.png",
+    log:
+        "results/logs/dec/dec_train_{dataset}.log",
+    conda:
+        "../envs/fedclust.yaml"
+    resources:
+        gpu=1,
+    params:
+        cfg=DEC,
+        seed=SEED,
+    script:
+        "../scripts/dec_centralized.py"
+
+
+rule dec_survival:
+    input:
+        labels="results/dec/mds/centralized/labels.tsv",
+        obs="results/data/mds/obs.tsv",
+    output:
+        figure="results/dec/mds/centralized/km.png",
+        table="results/dec/mds/centralized/km.tsv",
+    log:
+        "results/logs/dec/dec_survival.log",
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        cfg=DEC,
+    script:
+        "../scripts/dec_survival.py"
+
+
+rule dec_train_federated:
+    input:
+        features="results/data/{dataset}/features.parquet",
+        obs="results/data/{dataset}/obs.tsv",
+        split="results/data/{dataset}/splits/{split}.tsv",
+    output:
+        table="results/dec/{dataset}/federated/{split}/results.tsv",
+        curves="results/dec/{dataset}/federated/{split}/curves.tsv",
+        ledger="results/dec/{dataset}/federated/{split}/ledger.tsv",
+        figure="results/dec/{dataset}/federated/{split}/curves.png",
+    log:
+        "results/logs/dec/dec_train_federated_{dataset}_{split}.log",
+    conda:
+        "../envs/fedclust.yaml"
+    resources:
+        gpu=1,
+    params:
+        cfg=DEC,
+        seed=SEED,
+    script:
+        "../scripts/dec_federated.py"
+
+
+rule dec_report:
+    input:
+        central=expand(
+            "results/dec/{dataset}/centralized/results.tsv", dataset=DEC_DATASETS
+        ),
+        figures=expand(
+            "results/dec/{dataset}/centralized/{fig}.png",
+            dataset=DEC_DATASETS,
+            fig=["curves", "tsne", "generated"],
+        ),
+        survival=(
+            [
+                "results/dec/mds/centralized/km.tsv",
+                "results/dec/mds/centralized/km.png",
+            ]
+            if "mds" in DEC_DATASETS
+            else []
+        ),
+        federated=[f"results/dec/{d}/federated/{s}/results.tsv" for d, s in DEC_FED],
+        ledgers=[f"results/dec/{d}/federated/{s}/ledger.tsv" for d, s in DEC_FED],
+        fed_figures=[f"results/dec/{d}/federated/{s}/curves.png" for d, s in DEC_FED],
+    output:
+        section="results/report/sections/dec.json",
+        cycle="results/dec/cycle_vs_recon.png",
+        federated="results/dec/federated_summary.tsv",
+        ledger="results/dec/ledger_summary.tsv",
+    log:
+        "results/logs/dec/dec_report.log",
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        cfg=DEC,
+        datasets=DEC_DATASETS,
+        federated=DEC_FED,
+    script:
+        "../scripts/dec_report.py"
+
+
+if enabled("dec"):
+    TARGETS += ["results/report/sections/dec.json"]
+    REPORT_SECTIONS.append("results/report/sections/dec.json")

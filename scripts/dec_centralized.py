@@ -1,0 +1,70 @@
+"""Rule `dec_train`: centralized TSAE + DEC grid on one dataset, with its figures."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.dec.io import load_dataset  # noqa: E402
+from fedclust.dec.pipeline import run_centralized  # noqa: E402
+from fedclust.dec.plots import (  # noqa: E402
+    digits_grid,
+    generated_samples,
+    mutation_heatmap,
+    training_curves,
+    tsne_panels,
+)
+from fedclust.io import save_figure, write_table  # noqa: E402
+
+
+def main() -> None:
+    torch.set_num_threads(max(1, int(snakemake.threads)))
+    cfg, seed, ds = snakemake.params.cfg, int(snakemake.params.seed), snakemake.wildcards.dataset
+    out = snakemake.output
+    x, obs, columns = load_dataset(snakemake.input.features, snakemake.input.obs)
+    y = obs["label"].astype(str).to_numpy()
+    res = run_centralized(x, y, cfg, ds, seed)
+    write_table(out.table, res.table, index=False)
+    write_table(out.ae_curves, res.ae_curves, index=False)
+    write_table(out.dec_curves, res.dec_curves, index=False)
+    pred, model = res.best["labels"], res.best["model"]
+    write_table(out.labels, pd.DataFrame({"cluster": pred, "label": y}, index=obs.index))
+    key = "{} α={:g} {}".format(*res.best["key"])
+    save_figure(
+        training_curves(res.ae_curves, res.dec_curves, f"{ds}: training curves"), out.curves
+    )
+    save_figure(
+        tsne_panels(
+            res.best["features"],
+            pred,
+            y,
+            seed,
+            int(cfg["evaluate"]["tsne_max_points"]),
+            f"{ds}: t-SNE of the feature space, best run ({key})",
+        ),
+        out.tsne,
+    )
+    samples = generated_samples(model, 5, 0.5, seed)
+    if ds == "mds":
+        freq = pd.DataFrame(x).groupby(pred).mean()
+        freq = freq.reindex(range(samples.shape[0])).fillna(0.0)
+        fig = mutation_heatmap(
+            samples,
+            columns,
+            freq,
+            f"{ds}: decoded centroids vs observed mutation frequency ({key})",
+        )
+        save_figure(fig, out.generated)
+    else:
+        save_figure(
+            digits_grid(
+                samples, f"{ds}: decoded centroids (col 1) and samples around them ({key})"
+            ),
+            out.generated,
+        )
+
+
+run(main, snakemake)

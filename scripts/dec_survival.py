@@ -1,0 +1,30 @@
+"""Rule `dec_survival`: KM curves (OS, LFS) per found cluster and per reference group (MDS)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+from _common import run  # noqa: E402
+
+from fedclust.dec.io import read_obs  # noqa: E402
+from fedclust.dec.plots import km_panels  # noqa: E402
+from fedclust.io import read_table, save_figure, write_table  # noqa: E402
+
+
+def main() -> None:
+    labels = read_table(snakemake.input.labels)
+    obs = read_obs(snakemake.input.obs)
+    labels.index = labels.index.astype(str)
+    obs = obs.loc[labels.index]
+    fig, km = km_panels(
+        obs,
+        labels["cluster"].astype(str).to_numpy(),
+        obs["label"].astype(str).to_numpy(),
+        list(snakemake.params.cfg["evaluate"]["survival"]),
+        "Kaplan–Meier per DEC cluster (left) and per reference group (right), best centralized run",
+    )
+    save_figure(fig, snakemake.output.figure)
+    write_table(snakemake.output.table, km, index=False)
+
+
+run(main, snakemake)

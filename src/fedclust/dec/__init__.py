@@ -1,0 +1,1 @@
+"""Federated deep embedded clustering with a tied stacked autoencoder (seed 000)."""

@@ -1,0 +1,403 @@
+"""End-to-end runs on numpy arrays: centralized grid (optimizer × α × scaler) and the federated
+grid (split × strategy × centroid aggregation), evaluated on the pooled data (seed 000 §1.10)."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from fedclust.errors import ConfigError, InputDataError
+from fedclust.ledger import Ledger
+from fedclust.metrics.assignment import cycle_accuracy, external_scores, internal_scores
+from fedclust.seeds import derive_seed, rng, seed_torch
+
+from .federated import (
+    DECClient,
+    FederatedHistory,
+    aggregate_centroids,
+    local_centroid_messages,
+    make_strategy,
+    run_rounds,
+)
+from .io import MISSING_LABEL
+from .model import TSAE, DECModel, encoder_dims, get_parameters, set_parameters
+from .optim import make_optimizer
+from .train import (
+    ae_epoch,
+    embed,
+    kmeans_centroids,
+    predict,
+    predict_reconstructed,
+    reconstruction_mse,
+    train_dec,
+)
+
+log = logging.getLogger(__name__)
+
+#: Server strategy ↔ local optimizer pairing (seed 000 §1.8).
+PAIRING = {"fedavg": "sgd", "fedadam": "adam", "fedyogi": "yogi"}
+
+
+def device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def check_features(x: np.ndarray, where: str) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    if x.ndim != 2 or len(x) == 0:
+        raise InputDataError("features must be a non-empty samples × features matrix", where=where)
+    if not np.isfinite(x).all():
+        raise InputDataError(
+            "features contain NaN/inf", where=where, fix="impute missing values in the data stage"
+        )
+    if x.min() < 0 or x.max() > 1:
+        raise InputDataError(
+            f"features must lie in [0, 1] (found {x.min():.3g}..{x.max():.3g})",
+            where=where,
+            fix="scale pixels to [0, 1]; MDS features are binary / imputed probabilities",
+        )
+    return x
+
+
+def dataset_setting(cfg: dict, dataset: str, key: str, optimizer: str | None = None) -> Any:
+    """A per-dataset override (``dec.datasets.<d>.<key>``) or the global value."""
+    ds = cfg["datasets"].get(dataset) or {}
+    stage, name = key.split(".")
+    value = ds.get(f"{stage}_{name}", cfg[stage][name])
+    if optimizer is not None and isinstance(value, dict):
+        if optimizer not in value:
+            raise ConfigError(f"no {key} for optimizer {optimizer}", where=f"dec.{key}")
+        return value[optimizer]
+    return value
+
+
+def make_tsae(cfg: dict, n_features: int) -> TSAE:
+    m = cfg["model"]
+    return TSAE(
+        encoder_dims(n_features, m["arch"]),
+        hidden_act=m["hidden_act"],
+        final_act=m["final_act"],
+        hidden_dropout=m["hidden_dropout"],
+        input_noise=m["input_noise"],
+        noise_kind=m["noise_kind"],
+        init=m["init"],
+    )
+
+
+def reference_mask(y: np.ndarray) -> np.ndarray:
+    """Samples with a reference label (missing ones, "NA", are left out of external scores)."""
+    return np.asarray(y).astype(str) != MISSING_LABEL
+
+
+def evaluate(
+    model: DECModel, x: np.ndarray, y: np.ndarray | None, sample_size: int | None = None
+) -> tuple[dict, np.ndarray]:
+    """Pooled evaluation: external (vs reference), internal, cycle accuracy, recon. MSE."""
+    dev = next(model.parameters()).device
+    xt = torch.as_tensor(x, device=dev)
+    pred = predict(model, xt)
+    z = embed(model.tsae, xt)
+    out: dict[str, float] = {}
+    if y is not None:
+        known = reference_mask(y)
+        out.update(external_scores(pred[known], np.asarray(y)[known]))
+    out["cycle_accuracy"] = cycle_accuracy(predict_reconstructed(model, xt), pred)
+    out["recon_loss"] = reconstruction_mse(model.tsae, xt)
+    out["n_clusters_found"] = int(len(np.unique(pred)))
+    out.update(
+        internal_scores(x, z, pred, sample_size if sample_size and sample_size < len(x) else None)
+    )
+    return out, pred
+
+
+@dataclass
+class CentralizedResult:
+    table: pd.DataFrame
+    ae_curves: pd.DataFrame
+    dec_curves: pd.DataFrame
+    best: dict[str, Any] = field(default_factory=dict)
+
+
+def train_autoencoder(
+    tsae: TSAE,
+    x: torch.Tensor,
+    optimizer: str,
+    lr: float,
+    epochs: int,
+    batch_size: int,
+    loss: str,
+) -> list[float]:
+    opt = make_optimizer(optimizer, tsae.parameters(), lr)
+    return [ae_epoch(tsae, x, opt, batch_size, loss) for _ in range(epochs)]
+
+
+def run_centralized(
+    x: np.ndarray, y: np.ndarray | None, cfg: dict, dataset: str, seed: int
+) -> CentralizedResult:
+    """TSAE once per optimizer, then DEC for every α × scaler (Tables B.4/B.5 layout)."""
+    x = check_features(x, f"results/data/{dataset}/features.parquet")
+    k = int(cfg["datasets"][dataset]["k"])
+    dev = device()
+    xt = torch.as_tensor(x, device=dev)
+    rows, ae_curves, dec_curves, models = [], [], [], {}
+    g = cfg["grid"]
+    for opt_name in g["optimizers"]:
+        seed_torch(seed, "dec", dataset, "tsae", opt_name)
+        tsae = make_tsae(cfg, x.shape[1]).to(dev)
+        t0 = time.perf_counter()
+        curve = train_autoencoder(
+            tsae,
+            xt,
+            opt_name,
+            dataset_setting(cfg, dataset, "autoencoder.lr", opt_name),
+            int(dataset_setting(cfg, dataset, "autoencoder.epochs")),
+            int(dataset_setting(cfg, dataset, "autoencoder.batch_size")),
+            cfg["autoencoder"]["loss"],
+        )
+        ae_loss = reconstruction_mse(tsae, xt)
+        log.info(
+            "%s TSAE %s: %d epochs in %.1fs, MSE %.4g",
+            dataset,
+            opt_name,
+            len(curve),
+            time.perf_counter() - t0,
+            ae_loss,
+        )
+        ae_curves += [
+            {"optimizer": opt_name, "epoch": i + 1, "loss": v} for i, v in enumerate(curve)
+        ]
+        z = embed(tsae, xt)
+        for alpha in g["alphas"]:
+            for scaler in g["scalers"]:
+                s = derive_seed(seed, "dec", dataset, "kmeans", opt_name, alpha, scaler)
+                mu, init_labels = kmeans_centroids(z, k, scaler, cfg["clustering"]["n_init"], s)
+                model = DECModel(copy.deepcopy(tsae), k, float(alpha)).to(dev)
+                with torch.no_grad():
+                    model.centroids.copy_(torch.as_tensor(mu))
+                seed_torch(seed, "dec", dataset, "dec", opt_name, alpha, scaler)
+                params = [p for n, p in model.named_parameters() if "dec_bias" not in n]
+                opt = make_optimizer(
+                    opt_name, params, dataset_setting(cfg, dataset, "clustering.lr", opt_name)
+                )
+                hist = train_dec(
+                    model,
+                    xt,
+                    opt,
+                    int(dataset_setting(cfg, dataset, "clustering.batch_size", opt_name)),
+                    int(cfg["clustering"]["max_epochs"]),
+                    float(cfg["clustering"]["tol"]),
+                    cfg["clustering"]["target_update"],
+                    init_labels,
+                )
+                metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
+                row = {
+                    "optimizer": opt_name,
+                    "alpha": float(alpha),
+                    "scaler": scaler,
+                    **metrics,
+                    "ae_loss": ae_loss,
+                    "kmeans_accuracy": external_scores(
+                        init_labels[reference_mask(y)], y[reference_mask(y)]
+                    )["accuracy"]
+                    if y is not None
+                    else float("nan"),
+                    "delta_label": hist.delta_label[-1] if hist.delta_label else 0.0,
+                    "epochs": len(hist.loss),
+                }
+                rows.append(row)
+                dec_curves += [
+                    {
+                        "optimizer": opt_name,
+                        "alpha": float(alpha),
+                        "scaler": scaler,
+                        "epoch": i + 1,
+                        "kl": lo,
+                        "delta_label": d,
+                    }
+                    for i, (lo, d) in enumerate(zip(hist.loss, hist.delta_label, strict=False))
+                ]
+                models[(opt_name, float(alpha), scaler)] = (model, pred)
+    table = sort_results(pd.DataFrame(rows), cfg["datasets"][dataset]["selection"])
+    best_key = tuple(table.iloc[0][["optimizer", "alpha", "scaler"]])
+    model, pred = models[best_key]
+    best = {
+        "key": best_key,
+        "model": model.cpu(),
+        "labels": pred,
+        "features": embed(model.tsae, torch.as_tensor(x)),
+    }
+    return CentralizedResult(table, pd.DataFrame(ae_curves), pd.DataFrame(dec_curves), best)
+
+
+def sort_results(table: pd.DataFrame, selection: str) -> pd.DataFrame:
+    """accuracy ↓ (digits, §3.8) or the EUROMDS lexicographic order (Silh_data ↓, CH_data ↓,
+    Silh_feat ↓, CH_feat ↓, recon ↑)."""
+    if selection == "accuracy":
+        by, asc = ["accuracy", "recon_loss", "cycle_accuracy"], [False, True, False]
+    elif selection == "internal":
+        by = ["sil_data", "ch_data", "sil_feat", "ch_feat", "recon_loss"]
+        asc = [False, False, False, False, True]
+    else:
+        raise ConfigError(
+            f"unknown selection {selection!r}", where="dec.selection", fix="accuracy or internal"
+        )
+    return table.sort_values(by, ascending=asc, kind="mergesort").reset_index(drop=True)
+
+
+@dataclass
+class FederatedResult:
+    table: pd.DataFrame
+    curves: pd.DataFrame
+    ledger: pd.DataFrame
+
+
+def run_federated(
+    x: np.ndarray,
+    y: np.ndarray | None,
+    centers: np.ndarray,
+    cfg: dict,
+    dataset: str,
+    split: str,
+    seed: int,
+) -> FederatedResult:
+    """Every strategy × centroid aggregation on one split; evaluation on the pooled data."""
+    x = check_features(x, f"results/data/{dataset}/features.parquet")
+    k = int(cfg["datasets"][dataset]["k"])
+    f = cfg["federated"]
+    names = sorted(np.unique(centers).tolist(), key=str)
+    parts = {str(c): x[centers == c] for c in names}
+    ledgers: list[tuple[str, str, Ledger]] = []  # (strategy, centroid method, ledger)
+    rows, curves = [], []
+    for strategy in f["strategies"]:
+        ledger = Ledger()  # TSAE rounds and local k-means: shared by the four aggregations
+        ledgers.append((strategy, "shared", ledger))
+        opt_name = PAIRING[strategy]
+        tsae_seed = derive_seed(seed, "dec", dataset, "fed", split, strategy)
+
+        def make_model(alpha: float = float(f["alpha"])) -> DECModel:
+            return DECModel(make_tsae(cfg, x.shape[1]), k, alpha)
+
+        clients = [DECClient(f"center_{c}", parts[c], make_model, device()) for c in parts]
+        torch.manual_seed(tsae_seed)
+        init = make_model()
+        hist = FederatedHistory()
+        t0 = time.perf_counter()
+        ae_cfg = {
+            "stage": "ae",
+            "optimizer": opt_name,
+            "lr": dataset_setting(cfg, dataset, "autoencoder.lr", opt_name),
+            "batch_size": int(f["ae_batch_size"]),
+            "epochs": int(f["local_epochs"]),
+            "loss": cfg["autoencoder"]["loss"],
+        }
+        torch.manual_seed(tsae_seed)
+        ae_params = run_rounds(
+            clients,
+            make_strategy(strategy, f["server"]),
+            get_parameters(init.tsae),
+            int(f["ae_rounds"]),
+            ae_cfg,
+            ledger,
+            hist.ae_loss,
+        )
+        set_parameters(init.tsae, ae_params)
+        ae_loss = reconstruction_mse(init.tsae, torch.as_tensor(x))
+        log.info(
+            "%s/%s %s: %d TSAE rounds in %.1fs, pooled MSE %.4g",
+            dataset,
+            split,
+            strategy,
+            len(hist.ae_loss),
+            time.perf_counter() - t0,
+            ae_loss,
+        )
+        curves += [
+            {"strategy": strategy, "centroids": "", "stage": "ae", "round": i + 1, "loss": v}
+            for i, v in enumerate(hist.ae_loss)
+        ]
+        # Stage B: the centers' local k-means messages depend only on the TSAE, so they are
+        # computed (and counted in the ledger) once per strategy and aggregated four ways.
+        local = local_centroid_messages(
+            clients,
+            ae_params,
+            k,
+            ledger,
+            int(cfg["clustering"]["n_init"]),
+            derive_seed(seed, "dec", dataset, split, strategy, "kmeans"),
+        )
+        for method in f["centroid_aggregation"]:
+            mu = aggregate_centroids(
+                method,
+                [m["centroids"] for m in local],
+                [m["counts"] for m in local],
+                k,
+                rng(seed, "dec", dataset, split, strategy, method),
+                int(cfg["clustering"]["n_init"]),
+            )
+            dec_ledger = Ledger()
+            ledgers.append((strategy, method, dec_ledger))
+            for c in clients:
+                dec_ledger.send("server", c.cid, {"centroids": mu}, 0, "global_centroids")
+            model = make_model()
+            set_parameters(model.tsae, ae_params)
+            with torch.no_grad():
+                model.centroids.copy_(torch.as_tensor(mu))
+            pre = predict(model, torch.as_tensor(x))
+            dec_cfg = {
+                "stage": "dec",
+                "optimizer": opt_name,
+                "lr": dataset_setting(cfg, dataset, "clustering.lr", opt_name),
+                "batch_size": int(f["dec_batch_size"]),
+                "epochs": int(f["local_epochs"]),
+                "target_update": cfg["clustering"]["target_update"],
+            }
+            dec_losses: list[float] = []
+            torch.manual_seed(derive_seed(tsae_seed, method))
+            params = run_rounds(
+                clients,
+                make_strategy(strategy, f["server"]),
+                get_parameters(model),
+                int(f["dec_rounds"]),
+                dec_cfg,
+                dec_ledger,
+                dec_losses,
+            )
+            set_parameters(model, params)
+            metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
+            rows.append(
+                {
+                    "split": split,
+                    "strategy": strategy,
+                    "centroids": method,
+                    **metrics,
+                    "ae_loss": ae_loss,
+                    "changed_vs_init": float(np.mean(pred != pre)),
+                    "init_accuracy": external_scores(pre[reference_mask(y)], y[reference_mask(y)])[
+                        "accuracy"
+                    ]
+                    if y is not None
+                    else float("nan"),
+                }
+            )
+            curves += [
+                {
+                    "strategy": strategy,
+                    "centroids": method,
+                    "stage": "dec",
+                    "round": i + 1,
+                    "loss": v,
+                }
+                for i, v in enumerate(dec_losses)
+            ]
+    table = sort_results(pd.DataFrame(rows), cfg["datasets"][dataset]["selection"])
+    ledger_table = pd.concat(
+        [led.table().assign(strategy=st, centroids=m) for st, m, led in ledgers], ignore_index=True
+    )
+    return FederatedResult(table, pd.DataFrame(curves), ledger_table)

@@ -1,0 +1,176 @@
+"""Federated DEC: FedAvg weighting, FedAdam/FedYogi steps, centroid aggregations, invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fedclust.dec.federated import (
+    DECClient,
+    FedOpt,
+    aggregate_centroids,
+    federated_centroids,
+    run_rounds,
+    weighted_average,
+)
+from fedclust.dec.model import TSAE, DECModel, get_parameters, set_parameters
+from fedclust.dec.optim import make_optimizer
+from fedclust.dec.train import ae_epoch, dec_epoch
+from fedclust.errors import ConfigError
+from fedclust.ledger import Ledger
+
+
+def _make_model() -> DECModel:
+    return DECModel(TSAE([8, 6, 3]), 2, 1.0)
+
+
+def _data(n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).random((n, 8)).astype(np.float32)
+
+
+def test_fedavg_is_sample_weighted():
+    a = [np.array([1.0, 0.0]), np.array([[2.0]])]
+    b = [np.array([4.0, 3.0]), np.array([[5.0]])]
+    out = weighted_average([(a, 1), (b, 2)])
+    assert np.allclose(out[0], [3.0, 2.0]) and np.allclose(out[1], [[4.0]])
+
+
+def test_fedadam_and_fedyogi_server_steps():
+    cur = [np.array([1.0, 1.0])]
+    res = [([np.array([2.0, 0.0])], 1), ([np.array([0.0, 0.0])], 3)]  # avg = [0.5, 0]
+    d = np.array([-0.5, -1.0])
+    adam = FedOpt(kind="adam", eta=0.1, beta_1=0.9, beta_2=0.99, tau=1e-3)
+    out = adam.aggregate_fit(1, res, cur)[0]
+    m, v = 0.1 * d, 0.01 * d * d
+    assert np.allclose(out, 1 + 0.1 * m / (np.sqrt(v) + 1e-3))
+    yogi = FedOpt(kind="yogi", eta=0.1, beta_1=0.9, beta_2=0.99, tau=1e-3)
+    out = yogi.aggregate_fit(1, res, cur)[0]
+    vy = 0 - 0.01 * d * d * np.sign(0 - d * d)
+    assert np.allclose(out, 1 + 0.1 * m / (np.sqrt(vy) + 1e-3))
+    # second round: Yogi's v grows additively while Adam's decays geometrically
+    out2 = yogi.aggregate_fit(2, res, [out])[0]
+    d2 = np.array([0.5, 0.0]) - out
+    assert np.allclose(yogi.v[0], vy - 0.01 * d2 * d2 * np.sign(vy - d2 * d2))
+    assert out2.shape == (2,)
+
+
+def test_max_min_known_answer():
+    # two clients, k = 3; the first pick is forced by a seeded rng, then farthest points.
+    c1 = np.array([[0.0, 0.0], [0.1, 0.0], [10.0, 0.0]])
+    c2 = np.array([[0.0, 10.0], [0.0, 0.1], [5.0, 5.0]])
+    rng = np.random.default_rng(0)
+    first = int(np.random.default_rng(0).integers(6))
+    out = aggregate_centroids("max_min", [c1, c2], [np.ones(3), np.ones(3)], 3, rng)
+    allc = np.concatenate([c1, c2])
+    assert np.allclose(out[0], allc[first])
+    # from any start among these points, the farthest-point traversal picks the 3 extremes
+    # {origin-ish, (10,0), (0,10)} when the start is one of them
+    expected = {(0.0, 0.0), (10.0, 0.0), (0.0, 10.0)}
+    if tuple(allc[first]) in expected:
+        assert {tuple(r) for r in out} == expected
+
+    # from the origin explicitly: origin, then (10,0) or (0,10) (tie → first index), then the other
+    class Fixed:
+        def integers(self, n):  # noqa: ANN001, ANN201
+            return 0
+
+    out0 = aggregate_centroids("max_min", [c1, c2], [np.ones(3), np.ones(3)], 3, Fixed())
+    assert np.allclose(out0, [[0, 0], [10, 0], [0, 10]])
+
+
+def test_random_and_random_weighted_and_double_kmeans():
+    c1 = np.array([[0.0, 0.0], [10.0, 10.0]])
+    c2 = np.array([[0.2, 0.0], [10.2, 10.0]])
+    n = [np.array([5, 5]), np.array([5, 0])]
+    r = aggregate_centroids("random", [c1, c2], n, 2, np.random.default_rng(1))
+    assert len({tuple(x) for x in r}) == 2 and all(
+        any(np.allclose(x, y) for y in np.concatenate([c1, c2])) for x in r
+    )
+    for s in range(20):  # an empty cluster (weight 0) is never drawn
+        rw = aggregate_centroids("random_weighted", [c1, c2], n, 2, np.random.default_rng(s))
+        assert not any(np.allclose(x, [10.2, 10.0]) for x in rw)
+        assert len({tuple(x) for x in rw}) == 2
+    dk = aggregate_centroids("double_kmeans", [c1, c2], n, 2, np.random.default_rng(0))
+    dk = dk[np.argsort(dk[:, 0])]
+    # weighted means: (0*5 + 0.2*5)/10 = 0.1 ; (10*5 + 10.2*0)/5 = 10
+    assert np.allclose(dk, [[0.1, 0.0], [10.0, 10.0]], atol=1e-5)
+    with pytest.raises(ConfigError, match="unknown centroid aggregation"):
+        aggregate_centroids("median", [c1], [n[0]], 2, np.random.default_rng(0))
+
+
+def test_double_kmeans_single_client_returns_its_centroids():
+    c = np.array([[0.0, 0.0], [5.0, 5.0], [-5.0, 3.0]])
+    out = aggregate_centroids(
+        "double_kmeans", [c], [np.array([3, 4, 5])], 3, np.random.default_rng(0)
+    )
+    assert np.allclose(np.sort(out, axis=0), np.sort(c, axis=0), atol=1e-5)
+
+
+@pytest.mark.parametrize("stage", ["ae", "dec"])
+def test_one_client_fedavg_round_equals_centralized_epoch(stage):
+    x = _data(40)
+    torch.manual_seed(0)
+    ref = _make_model()
+    with torch.no_grad():
+        ref.centroids.copy_(torch.randn(2, 3))
+    start = get_parameters(ref)
+    cfg = {"stage": stage, "optimizer": "sgd", "lr": 0.05, "batch_size": 16, "epochs": 1}
+    # centralized: one epoch from the same start with a fresh optimizer
+    central = _make_model()
+    set_parameters(central, start)
+    target = central.tsae if stage == "ae" else central
+    params = [p for n, p in target.named_parameters() if "dec_bias" not in n or stage == "ae"]
+    opt = make_optimizer("sgd", params, 0.05)
+    xt = torch.as_tensor(x)
+    if stage == "ae":
+        ae_epoch(central.tsae, xt, opt, 16)
+    else:
+        dec_epoch(central, xt, opt, 16)
+    # federated: one client, FedAvg, one round
+    client = DECClient("c0", x, _make_model)
+    ledger = Ledger()
+    init = start if stage == "dec" else get_parameters(ref.tsae)
+    from fedclust.dec.federated import FedAvg
+
+    out = run_rounds([client], FedAvg(), init, 1, cfg, ledger, [])
+    for a, b in zip(out, get_parameters(target), strict=False):
+        assert np.allclose(a, b, atol=1e-6)
+    assert ledger.n_messages == 2
+    assert ledger.records[1]["floats"] == sum(a.size for a in out) + 2  # params + n + loss
+
+
+def test_identical_clients_fedavg_equals_client_update():
+    x = _data(30, 3)
+    torch.manual_seed(0)
+    start = get_parameters(_make_model().tsae)
+    cfg = {"stage": "ae", "optimizer": "adam", "lr": 0.01, "batch_size": 8, "epochs": 1}
+    from fedclust.dec.federated import FedAvg
+
+    one = run_rounds([DECClient("a", x, _make_model)], FedAvg(), start, 2, cfg, Ledger(), [])
+    three = run_rounds(
+        [DECClient(c, x, _make_model) for c in "abc"], FedAvg(), start, 2, cfg, Ledger(), []
+    )
+    for a, b in zip(one, three, strict=False):
+        assert np.allclose(a, b, atol=1e-6)
+
+
+def test_federated_centroids_go_through_the_ledger():
+    torch.manual_seed(0)
+    clients = [DECClient(f"c{i}", _data(20, i), _make_model) for i in range(3)]
+    ledger = Ledger()
+    params = get_parameters(_make_model().tsae)
+    mu = federated_centroids(
+        clients, params, "max_min", 2, np.random.default_rng(0), ledger, n_init=3
+    )
+    assert mu.shape == (2, 3)
+    t = ledger.table()
+    up = t[t.kind == "kmeans_centroids"]
+    assert len(up) == 3 and (up.floats == 2 * 3 + 2).all()  # k centroids (k×f) + k counts
+    assert (t[t.kind == "global_centroids"].floats == 6).all()
+
+
+def test_client_with_fewer_samples_than_k_fails_clearly():
+    c = DECClient("tiny", _data(1), _make_model)
+    with pytest.raises(ConfigError, match="fewer than k=2"):
+        c.kmeans(get_parameters(_make_model().tsae), {"k": 2, "n_init": 1, "seed": 0})

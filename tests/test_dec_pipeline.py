@@ -1,0 +1,115 @@
+"""DEC stage end to end on tiny data: centralized grid, federated grid, config, input errors."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs
+
+from fedclust.config import load_yaml, validate_config
+from fedclust.dec.pipeline import check_features, run_centralized, run_federated
+from fedclust.errors import ConfigError, InputDataError
+
+
+@pytest.fixture(scope="module")
+def cfg(repo):
+    c = validate_config(load_yaml(repo / "config" / "config.yaml"), repo / "config/schema.yaml")
+    d = copy.deepcopy(c["dec"])
+    d["datasets"] = {"toy": {"k": 3, "selection": "accuracy"}}
+    d["model"]["arch"] = [16, 4]
+    d["autoencoder"].update(epochs=15, batch_size=16)
+    d["autoencoder"]["lr"] = {"sgd": 0.1, "adam": 0.01, "yogi": 0.01}
+    d["clustering"].update(max_epochs=3, n_init=3)
+    d["grid"] = {"optimizers": ["adam"], "alphas": [1, 9], "scalers": ["none"]}
+    d["federated"].update(
+        strategies=["fedavg", "fedyogi"], ae_rounds=3, dec_rounds=2, ae_batch_size=16
+    )
+    return d
+
+
+@pytest.fixture(scope="module")
+def toy():
+    x, y = make_blobs(300, n_features=12, centers=3, cluster_std=0.6, random_state=0)
+    x = (x - x.min()) / (x.max() - x.min())
+    return x.astype(np.float32), y
+
+
+def test_both_configs_validate(repo):
+    for name in ("config.yaml", "thesis.yaml"):
+        c = validate_config(load_yaml(repo / "config" / name), repo / "config/schema.yaml")
+        assert c["dec"]["clustering"]["n_init"] == 20
+    thesis = load_yaml(repo / "config" / "thesis.yaml")["dec"]
+    assert thesis["model"]["arch"] == "DEC" and thesis["federated"]["dec_rounds"] == 25
+    assert thesis["federated"]["server"] == {
+        "eta": 0.01,
+        "beta_1": 0.9,
+        "beta_2": 0.999,
+        "tau": 0.001,
+    }
+
+
+def test_bad_dec_config_is_rejected(repo):
+    c = load_yaml(repo / "config" / "config.yaml")
+    c["dec"]["grid"]["scalers"] = ["minmax"]
+    with pytest.raises(ConfigError, match="minmax"):
+        validate_config(c, repo / "config/schema.yaml")
+
+
+def test_centralized_grid_beats_chance_and_is_deterministic(cfg, toy):
+    x, y = toy
+    r1 = run_centralized(x, y, cfg, "toy", 7)
+    assert len(r1.table) == 2 and set(r1.table.alpha) == {1.0, 9.0}
+    assert r1.table.accuracy.max() > 0.9  # three well-separated blobs
+    assert (r1.table.cycle_accuracy > 0.5).all()
+    assert {"sil_data", "ln_ch_feat", "ari", "nmi", "delta_label"} <= set(r1.table.columns)
+    r2 = run_centralized(x, y, cfg, "toy", 7)
+    assert np.allclose(r1.table.accuracy, r2.table.accuracy)
+    assert np.allclose(r1.table.recon_loss, r2.table.recon_loss)
+
+
+def test_federated_grid_and_ledger(cfg, toy):
+    x, y = toy
+    centers = np.repeat(["a", "b", "c"], 100)
+    res = run_federated(x, y, centers, cfg, "toy", "s", 3)
+    assert len(res.table) == 2 * 4  # strategies × centroid aggregations
+    assert set(res.table.centroids) == {"max_min", "random", "random_weighted", "double_kmeans"}
+    assert res.table.accuracy.max() > 0.6
+    led = res.ledger
+    ups = led[led.kind == "ae_update"]
+    assert len(ups) == 2 * 3 * 3  # strategies × rounds × centers
+    assert (led.sender.isin(["server", "center_a", "center_b", "center_c"])).all()
+    # an update carries the TSAE parameters + n + loss
+    n_params = 12 * 16 + 16 * 4 + 16 + 4 + 12 + 16
+    assert (ups.floats == n_params + 2).all()
+    from fedclust.dec.report import ledger_summary
+
+    summ = ledger_summary({("toy", "s"): led}).set_index(["strategy", "centroids", "kind"])
+    assert summ.loc[("fedavg", "shared", "ae_update"), "floats_per_center_round"] == n_params + 2
+    assert summ.loc[("fedyogi", "max_min", "global_centroids"), "messages"] == 3
+    assert summ.loc[("fedyogi", "shared", "kmeans_centroids"), "floats"] == 3 * (3 * 4 + 3)
+
+
+def test_bad_features_fail_clearly():
+    with pytest.raises(InputDataError, match="NaN"):
+        check_features(np.array([[np.nan, 0.5]]), "f.parquet")
+    with pytest.raises(InputDataError, match=r"\[0, 1\]"):
+        check_features(np.array([[3.0, 0.5]]), "f.parquet")
+
+
+def test_missing_reference_label_is_kept_as_na_and_left_out(tmp_path):
+    import pandas as pd
+
+    from fedclust.dec.io import load_centers, load_dataset
+    from fedclust.dec.pipeline import reference_mask
+
+    ids = pd.Index(["s1", "s2", "s3"], name="sample_id")
+    pd.DataFrame({"f": [0.0, 1.0, 0.5]}, index=ids).to_parquet(tmp_path / "features.parquet")
+    pd.DataFrame({"label": ["Low", None, "High"]}, index=ids).to_csv(tmp_path / "obs.tsv", sep="\t")
+    x, obs, cols = load_dataset(str(tmp_path / "features.parquet"), str(tmp_path / "obs.tsv"))
+    assert obs.label.tolist() == ["Low", "NA", "High"] and cols == ["f"]
+    assert reference_mask(obs.label.to_numpy()).tolist() == [True, False, True]
+    pd.DataFrame({"center": ["a", "b"]}, index=ids[:2]).to_csv(tmp_path / "s.tsv", sep="\t")
+    with pytest.raises(InputDataError, match="1 samples have no center"):
+        load_centers(str(tmp_path / "s.tsv"), obs.index)
