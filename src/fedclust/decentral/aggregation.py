@@ -18,8 +18,9 @@ def aggregate(weights_list: Sequence[Weights], n_list: Sequence[float]) -> Weigh
         raise ValueError("sample counts must be positive and non-empty")
     coef = n / n.sum()
     return [
-        sum(c * np.asarray(w[i], dtype=np.float64) for c, w in zip(coef, weights_list, strict=True))
-        .astype(np.float32)
+        sum(
+            c * np.asarray(w[i], dtype=np.float64) for c, w in zip(coef, weights_list, strict=True)
+        ).astype(np.float32)
         for i in range(len(weights_list[0]))
     ]
 

@@ -155,7 +155,10 @@ class KerasAdam(torch.optim.Optimizer):
     def step(self, closure=None):  # noqa: ANN001
         g = self.param_groups[0]
         grad = torch.cat(
-            [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in self.params]
+            [
+                (p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
+                for p in self.params
+            ]
         )
         self.t += 1
         b1, b2 = g["beta1"], g["beta2"]

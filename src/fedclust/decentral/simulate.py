@@ -107,7 +107,9 @@ def run_approach(
             ]
             topo.append("server")
         else:
-            spec = derangement(rnd, order) if approach == "GL_random" else fixed_topology(approach, k)
+            spec = (
+                derangement(rnd, order) if approach == "GL_random" else fixed_topology(approach, k)
+            )
             topo.append(str(spec))
             plan = plan_round(spec, n, mode)
             new = [c.fit(w, fit_cfg)[0] for c, w in zip(clients, states, strict=True)]
@@ -133,8 +135,15 @@ def run_approach(
             loss, n_te, met = c.evaluate(w)
             ledger.send(c.name, "observer", {"loss": loss, **met}, t, "eval_metrics")
             rows.append(
-                {"round": t, "client": i, "name": c.name, "n_train": c.n_train, "n_test": n_te,
-                 "loss_total": loss, **met}  # fmt: skip
+                {
+                    "round": t,
+                    "client": i,
+                    "name": c.name,
+                    "n_train": c.n_train,
+                    "n_test": n_te,
+                    "loss_total": loss,
+                    **met,
+                }  # fmt: skip
             )
         for pair, d in pairwise_divergence(states).items():
             drows.append({"round": t, "pair": pair, "divergence": d})
