@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,8 +65,12 @@ def run_approach(
     optimizer_state: str = "shared",
     seed: int = 0,
     published_validation_split: bool = True,
+    on_round: Callable[[int, list[dict], list[dict]], None] | None = None,
 ) -> RunResult:
-    """Run one approach for ``rounds`` rounds; metrics per client per round, divergence per pair."""
+    """Run one approach for ``rounds`` rounds; metrics per client per round, divergence per pair.
+
+    ``on_round(t, metric_rows, divergence_rows)`` is called after every round (progress files).
+    """
     if approach not in APPROACHES:
         raise ValueError(f"approach must be one of {APPROACHES}")
     if mode not in MODES:
@@ -148,6 +153,8 @@ def run_approach(
         for pair, d in pairwise_divergence(states).items():
             drows.append({"round": t, "pair": pair, "divergence": d})
         log.info("%s %s round %d/%d done (%d steps)", approach, mode, t, rounds, trainer.steps)
+        if on_round is not None:
+            on_round(t, rows, drows)
     return RunResult(
         pd.DataFrame(rows),
         pd.DataFrame(drows, columns=["round", "pair", "divergence"]),
