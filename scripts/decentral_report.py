@@ -100,6 +100,7 @@ def main() -> None:
                          f" (FL is 0 by construction). {size_note}"})  # fmt: skip
     wall = pd.DataFrame([{"split": k[0], "mode": k[1], "approach": k[2],
                           "steps": r["steps"], "wall_s": round(r["wall_s"], 2),
+                          "vectorised": r.get("vectorised", False),
                           "steps_per_s": round(r["steps_per_s"], 1)}
                          for k, r in runs.items()])  # fmt: skip
     write_table(snakemake.output.wall, wall, index=False)
@@ -135,7 +136,9 @@ def main() -> None:
          f" global 75/25 split, {'grid search' if cen['grid_search'] else 'published best'}"
          " batch/epochs, test metrics; thesis beside."},
         *sec_tables,
-        {"path": snakemake.output.wall, "caption": "Wall time per run (this machine; CPU)."},
+        {"path": snakemake.output.wall, "caption": "Wall time per run on this machine (CPU, "
+         "1 thread). With vectorise on, runs sharing a batch schedule train in lockstep: "
+         "wall_s is then that of the whole lockstep group and steps are per model."},
         {"path": snakemake.output.ledger, "caption": "Ledger: weight messages per run; "
          "'weights_unused' = sent by the published code but dropped by its truncating average."},
     ]  # fmt: skip

@@ -9,7 +9,7 @@ import torch  # noqa: E402
 from _common import run  # noqa: E402
 
 from fedclust.decentral.clients import make_client_data  # noqa: E402
-from fedclust.decentral.simulate import run_approach  # noqa: E402
+from fedclust.decentral.simulate import run_approach, run_group  # noqa: E402
 from fedclust.io import read_table, write_json, write_table  # noqa: E402
 
 SPLIT_COLUMN = {"hospitals": "hospital", "sources": "source"}
@@ -28,20 +28,23 @@ def main() -> None:
         test_size=cfg["test_size"],
         random_state=cfg["split_random_state"],
     )
+    kw = dict(
+        rounds=cfg["rounds"],
+        epochs=cfg["epochs"],
+        batch_size=cfg["batch_size"],
+        lr=cfg["learning_rate"],
+        optimizer_state=cfg["optimizer_state"],
+        seed=snakemake.params.seed,
+        published_validation_split=cfg["published_validation_split"],
+    )
+    approaches = list(snakemake.params.approaches)
+    if cfg["vectorise"]:
+        results = run_group(data, [(a, w.mode) for a in approaches], **kw)
+        results = {a: results[(a, w.mode)] for a in approaches}
+    else:
+        results = {a: run_approach(data, a, w.mode, **kw) for a in approaches}
     metrics, div, ledgers, info = [], [], [], []
-    for approach in snakemake.params.approaches:
-        res = run_approach(
-            data,
-            approach,
-            w.mode,
-            rounds=cfg["rounds"],
-            epochs=cfg["epochs"],
-            batch_size=cfg["batch_size"],
-            lr=cfg["learning_rate"],
-            optimizer_state=cfg["optimizer_state"],
-            seed=snakemake.params.seed,
-            published_validation_split=cfg["published_validation_split"],
-        )
+    for approach, res in results.items():
         metrics.append(res.metrics.assign(approach=approach))
         div.append(res.divergence.assign(approach=approach))
         ledgers.append(res.ledger.table().assign(approach=approach))
@@ -54,6 +57,7 @@ def main() -> None:
                 "topology": res.topology,
                 "messages": res.ledger.n_messages,
                 "floats": res.ledger.n_floats,
+                "vectorised": cfg["vectorise"],
             }  # fmt: skip
         )
     write_table(snakemake.output.metrics, pd.concat(metrics), index=False)

@@ -90,6 +90,26 @@ class HeartClient:
         )
         return weights, self.n_train, {"train_loss": loss, "n_fit": n_fit}
 
+    def fit_many(self, parameters_list, config: dict):  # noqa: ANN001
+        """``fit`` for several independent models at once (a :class:`BatchedTrainer`)."""
+        split = float(config.get("validation_split", 0.0))
+        n_fit = int(self.n_train * (1.0 - split))
+        out = self.trainer.fit(
+            parameters_list, self.X[:n_fit], self.y[:n_fit], int(config["epochs"]),
+            int(config["batch_size"]), owner=self.name,
+        )  # fmt: skip
+        return [(w, self.n_train, {"n_fit": n_fit}) for w in out]
+
+    def evaluate_many(self, parameters_list):  # noqa: ANN001
+        return [
+            (
+                r.loss_total,
+                len(self.yte),
+                {"loss_bce": r.loss_bce, "accuracy": r.accuracy, "auc": r.auc},
+            )  # fmt: skip
+            for r in self.trainer.evaluate(parameters_list, self.Xte, self.yte)
+        ]
+
     def evaluate(self, parameters, config: dict | None = None):  # noqa: ANN001
         r = self.trainer.evaluate(parameters, self.Xte, self.yte)
         return (
