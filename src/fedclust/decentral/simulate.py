@@ -1,0 +1,260 @@
+"""The round loops: FL (server) and the peer-to-peer approaches in both modes (spec §4).
+
+Sequential synchronous simulation in client order 1..K, as the thesis. Every weight message goes
+through :class:`fedclust.ledger.Ledger`; clients only see their own arrays; the aggregation sees
+only messages. :class:`ApproachRun` holds one approach's protocol state; two engines drive it:
+:func:`run_approach` (one model, one approach) and :func:`run_group` (several approaches whose
+local training shares the batch schedule, trained in lockstep by a :class:`BatchedTrainer`).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from fedclust.ledger import Ledger
+from fedclust.seeds import derive_seed, seed_torch
+
+from .aggregation import FedAvgStrategy, Weights, aggregate
+from .clients import ClientData, HeartClient
+from .divergence import pairwise_divergence
+from .topologies import (
+    APPROACHES,
+    MODES,
+    PEER_TO_PEER,
+    PUBLISHED_VALIDATION_SPLIT,
+    derangement,
+    fixed_topology,
+    plan_round,
+)
+from .training import Trainer
+
+log = logging.getLogger(__name__)
+SERVER = ("FL", "FL_SMA")
+
+
+@dataclass
+class RunResult:
+    metrics: pd.DataFrame  # round, client, name, n_train, n_test, loss_total, loss_bce, acc, auc
+    divergence: pd.DataFrame  # round, pair, divergence
+    topology: list[str] = field(default_factory=list)  # the ``clients`` list of each round
+    ledger: Ledger = field(default_factory=Ledger)
+    steps: int = 0
+    wall_s: float = 0.0
+
+
+def initial_weights(n_features: int, seed: int) -> Weights:
+    """The common start of every approach (thesis: all clients start from the same model)."""
+    from .model import HeartNet
+
+    seed_torch(seed, "decentral", "init")
+    return HeartNet(n_features).get_weights()
+
+
+def validation_split(approach: str, mode: str, published_validation_split: bool) -> float:
+    if mode == "as_published" and published_validation_split:
+        return PUBLISHED_VALIDATION_SPLIT.get(approach, 0.0)
+    return 0.0
+
+
+class ApproachRun:
+    """Protocol state of one approach × mode: who holds which weights, the ledger, the records."""
+
+    def __init__(self, approach: str, mode: str, names: list[str], n: list[int], w0: Weights,
+                 seed: int, split: float):  # fmt: skip
+        if approach not in APPROACHES:
+            raise ValueError(f"approach must be one of {APPROACHES}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}")
+        self.approach, self.mode, self.names, self.n = approach, mode, names, n
+        self.split = split
+        self.ledger = Ledger()
+        self.rows: list[dict] = []
+        self.drows: list[dict] = []
+        self.topology: list[str] = []
+        k = len(names)
+        if approach in SERVER:
+            self.strategy = FedAvgStrategy("simple" if approach == "FL_SMA" else "weighted")
+            self.states = [self.ledger.send("server", c, {"weights": w0}, 0, "init")["weights"]
+                           for c in names]  # fmt: skip
+        else:
+            self.states = [w0 for _ in names]
+            self.order = list(range(1, k + 1))
+            self.rnd = random.Random(derive_seed(seed, "decentral", "gl_random"))
+
+    def start_weights(self) -> list[Weights]:
+        """The weights each client trains from this round (its own current model)."""
+        return list(self.states)
+
+    def finish_round(self, t: int, new: list[Weights]) -> list[Weights]:
+        """Exchange this round's trained weights and aggregate (server or peers)."""
+        led, names, n = self.ledger, self.names, self.n
+        if self.approach in SERVER:
+            results = []
+            for c, p, n_ex in zip(names, new, n, strict=True):
+                msg = led.send(c, "server", {"weights": p, "n": n_ex}, t, "weights")
+                results.append((msg["weights"], msg["n"], {}))
+            w_glob, _ = self.strategy.aggregate_fit(t, results)
+            self.states = [
+                led.send("server", c, {"weights": w_glob}, t, "global_weights")["weights"]
+                for c in names
+            ]
+            self.topology.append("server")
+            return self.states
+        k = len(names)
+        if self.approach == "GL_random":
+            spec = derangement(self.rnd, self.order)
+        else:
+            spec = fixed_topology(self.approach, k)
+        self.topology.append(str(spec))
+        plan = plan_round(spec, n, self.mode)
+        inbox: dict[tuple[int, int], Weights] = {}
+        for s, r, used in plan.messages:
+            kind = "weights" if used else "weights_unused"
+            msg = led.send(names[s - 1], names[r - 1], {"weights": new[s - 1]}, t, kind)
+            inbox[(s, r)] = msg["weights"]
+        old, states = self.states, []
+        for r, (refs, wts) in enumerate(zip(plan.entries, plan.weights, strict=True), 1):
+            sets = []
+            for what, who in refs:
+                if who == r:  # the receiver's own model, old or new: no message
+                    sets.append(new[r - 1] if what == "new" else old[r - 1])
+                elif what == "new":
+                    sets.append(inbox[(who, r)])
+                else:
+                    raise AssertionError("a client never holds another client's old weights")
+            states.append(aggregate(sets, wts))
+        self.states = states
+        return states
+
+    def record(self, t: int, evals: list[tuple]) -> None:
+        """Per-client evaluation results (sent to the observer) and pairwise divergence."""
+        for i, (c, (loss, n_te, met)) in enumerate(zip(self.names, evals, strict=True), 1):
+            self.ledger.send(c, "observer", {"loss": loss, **met}, t, "eval_metrics")
+            self.rows.append({"round": t, "client": i, "name": c, "n_train": self.n[i - 1],
+                              "n_test": n_te, "loss_total": loss, **met})  # fmt: skip
+        for pair, d in pairwise_divergence(self.states).items():
+            self.drows.append({"round": t, "pair": pair, "divergence": d})
+
+    def result(self, steps: int, wall_s: float) -> RunResult:
+        return RunResult(
+            pd.DataFrame(self.rows),
+            pd.DataFrame(self.drows, columns=["round", "pair", "divergence"]),
+            self.topology, self.ledger, steps, wall_s,
+        )  # fmt: skip
+
+
+def run_approach(
+    data: list[ClientData],
+    approach: str,
+    mode: str,
+    rounds: int,
+    epochs: int,
+    batch_size: int,
+    lr: float = 1e-3,
+    optimizer_state: str = "shared",
+    seed: int = 0,
+    published_validation_split: bool = True,
+    on_round: Callable[[int, list[dict], list[dict]], None] | None = None,
+) -> RunResult:
+    """Run one approach for ``rounds`` rounds with one model object (the thesis' setting).
+
+    ``on_round(t, metric_rows, divergence_rows)`` is called after every round (progress files).
+    """
+    t0 = time.perf_counter()
+    n_feat = data[0].X_train.shape[1]
+    w0 = initial_weights(n_feat, seed)
+    trainer = Trainer(n_feat, lr, optimizer_state, derive_seed(seed, "decentral", "shuffle"))
+    clients = [HeartClient(d, trainer) for d in data]
+    split = validation_split(approach, mode, published_validation_split)
+    run = ApproachRun(approach, mode, [c.name for c in clients], [c.n_train for c in clients],
+                      w0, seed, split)  # fmt: skip
+    cfg = {"epochs": epochs, "batch_size": batch_size, "validation_split": split}
+    for t in range(1, rounds + 1):
+        new = [c.fit(w, cfg)[0] for c, w in zip(clients, run.start_weights(), strict=True)]
+        states = run.finish_round(t, new)
+        run.record(t, [c.evaluate(w) for c, w in zip(clients, states, strict=True)])
+        log.info("%s %s round %d/%d done (%d steps)", approach, mode, t, rounds, trainer.steps)
+        if on_round is not None:
+            on_round(t, run.rows, run.drows)
+    return run.result(trainer.steps, time.perf_counter() - t0)
+
+
+def run_group(
+    data: list[ClientData],
+    runs: Sequence[tuple[str, str]],
+    rounds: int,
+    epochs: int,
+    batch_size: int,
+    lr: float = 1e-3,
+    optimizer_state: str = "shared",
+    seed: int = 0,
+    published_validation_split: bool = True,
+    on_round: Callable[[int, dict[tuple[str, str], ApproachRun]], None] | None = None,
+) -> dict[tuple[str, str], RunResult]:
+    """Several (approach, mode) runs at once: runs with the same local batch schedule (same
+    validation split) are trained in lockstep as one stacked model. Same protocol, same data,
+    same shuffling as :func:`run_approach`; each run keeps its own weights and Adam state."""
+    from .batched import BatchedTrainer
+
+    n_feat = data[0].X_train.shape[1]
+    w0 = initial_weights(n_feat, seed)
+    groups: dict[float, list[tuple[str, str]]] = {}
+    for a, m in runs:
+        groups.setdefault(validation_split(a, m, published_validation_split), []).append((a, m))
+    out: dict[tuple[str, str], RunResult] = {}
+    for split, members in groups.items():
+        t0 = time.perf_counter()
+        trainer = BatchedTrainer(len(members), n_feat, lr, optimizer_state,
+                                 derive_seed(seed, "decentral", "shuffle"))  # fmt: skip
+        clients = [HeartClient(d, trainer) for d in data]
+        names, n = [c.name for c in clients], [c.n_train for c in clients]
+        state = [ApproachRun(a, m, names, n, w0, seed, split) for a, m in members]
+        cfg = {"epochs": epochs, "batch_size": batch_size, "validation_split": split}
+        for t in range(1, rounds + 1):
+            starts = [r.start_weights() for r in state]
+            new: list[list[Weights]] = [[] for _ in state]
+            for k, c in enumerate(clients):
+                fitted = c.fit_many([s[k] for s in starts], cfg)
+                for j, (w, _, _) in enumerate(fitted):
+                    new[j].append(w)
+            finals = [r.finish_round(t, nw) for r, nw in zip(state, new, strict=True)]
+            evals: list[list[tuple]] = [[] for _ in state]
+            for k, c in enumerate(clients):
+                for j, e in enumerate(c.evaluate_many([f[k] for f in finals])):
+                    evals[j].append(e)
+            for r, e in zip(state, evals, strict=True):
+                r.record(t, e)
+            log.info("group %s round %d/%d done (%d steps)", members, t, rounds, trainer.steps)
+            if on_round is not None:
+                on_round(t, dict(zip(members, state, strict=True)))
+        wall = time.perf_counter() - t0
+        for (a, m), r in zip(members, state, strict=True):
+            out[(a, m)] = r.result(trainer.steps, wall)
+    return out
+
+
+def weighted_summary(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per round: n_train-weighted mean over clients (the thesis' averaging, spec §4.0) and the
+    simple mean, of loss_total, loss_bce, accuracy, auc."""
+    cols = ["loss_total", "loss_bce", "accuracy", "auc"]
+    out = []
+    for t, g in metrics.groupby("round"):
+        w = g["n_train"].to_numpy(float)
+        row = {"round": t}
+        for c in cols:
+            v = g[c].to_numpy(float)
+            row[c] = float(np.average(v, weights=w))
+            row[f"{c}_simple"] = float(v.mean())
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+__all__ = ["PEER_TO_PEER", "ApproachRun", "RunResult", "run_approach", "run_group",
+           "weighted_summary"]  # fmt: skip
