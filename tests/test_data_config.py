@@ -41,8 +41,9 @@ def test_unknown_key_and_bad_values(repo, default):
     with pytest.raises(ConfigError, match="n_centers"):
         _check(repo, cfg)
     cfg = copy.deepcopy(default)
-    cfg["data"]["heart"] = {"anything": 1}  # the decentral stage owns data.heart
-    _check(repo, cfg)
+    cfg["data"]["heart"] = {"imputaton": "median"}  # data.heart is closed too
+    with pytest.raises(ConfigError, match="did you mean 'imputation'"):
+        _check(repo, cfg)
 
 
 def test_workflow_helpers(default):
