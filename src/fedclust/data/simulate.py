@@ -73,8 +73,14 @@ def simulate_rnaseq(
     batch_sd: float = 0.3,
     library_sd: float = 0.4,
     extra_sample_fraction: float = 0.05,
+    sex_genes: int = 10,
+    sex_lfc: float = 1.5,
 ) -> None:
     """Write a simulated cohort as Xena ``star_counts.tsv.gz`` + ``clinical.tsv.gz``.
+
+    ``sex_genes`` genes (playing the role of sex-chromosome genes) get a log fold change of
+    ``+sex_lfc`` in male and ``-sex_lfc`` in female patients, so the property-inference attack
+    (seed 001 §4.4.2) has a real signal to find; 0 switches it off.
 
     ``extra_sample_fraction`` of the patients also get a solid-normal sample (type 11) and as
     many a second primary vial (01B): the parser must drop them (one primary per patient).
@@ -91,13 +97,18 @@ def simulate_rnaseq(
     batch = {r: gen.normal(0.0, batch_sd, size=n_genes) for r in REGIONS}
     extra = gen.random(n_samples) < extra_sample_fraction
     dup = gen.random(n_samples) < extra_sample_fraction
-    barcodes, rows_cluster, rows_center = [], [], []
+    with_sex = gen.choice(["female", "male", ""], size=n_samples, p=[0.49, 0.49, 0.02])
+    sex_sign = np.select([with_sex == "male", with_sex == "female"], [1.0, -1.0], 0.0)
+    sex_lfc_genes = np.zeros(n_genes)
+    sex_lfc_genes[gen.choice(n_genes, size=min(sex_genes, n_genes), replace=False)] = sex_lfc
+    barcodes, rows_cluster, rows_center, rows_sex = [], [], [], []
     for i, p in enumerate(patients):
         for suffix, use in (("-01A", True), ("-01B", dup[i]), ("-11A", extra[i])):
             if use:
                 barcodes.append(p + suffix)
                 rows_cluster.append(cluster[i])
                 rows_center.append(region[tss[i]])
+                rows_sex.append(sex_sign[i])
     m = len(barcodes)
     lib = gen.lognormal(0.0, library_sd, size=m)
     log_mu = (
@@ -105,6 +116,7 @@ def simulate_rnaseq(
         + lfc[np.array(rows_cluster)]
         + np.stack([batch[r] for r in rows_center])
         + np.log(lib)[:, None]
+        + np.array(rows_sex)[:, None] * sex_lfc_genes[None, :]
     )
     mu = np.exp(log_mu)
     alpha = 0.05 + 2.0 / (np.exp(base) + 1.0)  # dispersion-mean trend
@@ -113,7 +125,6 @@ def simulate_rnaseq(
     genes = [f"ENSG{100000 + 7 * j:011d}.{1 + j % 9}" for j in range(n_genes)]
     table = pd.DataFrame(np.log2(counts.T + 1.0), index=pd.Index(genes, name="Ensembl_ID"))
     table.columns = barcodes
-    with_sex = gen.choice(["female", "male", ""], size=n_samples, p=[0.49, 0.49, 0.02])
     sex = {p: s for p, s in zip(patients, with_sex, strict=True)}
     clinical = pd.DataFrame(
         {
