@@ -212,25 +212,7 @@ def run_reconstruction(
         for k in cfg["fig4_18_k"]:
             q = projection_matrix(d, int(k), "gaussian", derive_seed(seed, "recon-q", run))
             y = xs @ q
-            for init in ("random", "pinv"):
-                xh, info = reconstruct(y, xa, q, spec_for("linear", init), seed + run)
-                errors += _errors_rows(
-                    relative_error(xh, xs),
-                    samples[srv],
-                    experiment="fig4_18",
-                    run=run,
-                    preprocessing="size_factors",
-                    genes="no_zero",
-                    n_genes=d,
-                    projection="gaussian",
-                    k=int(k),
-                    decoder="linear",
-                    init=init,
-                    sigma_factor=info["sigma_factor"],
-                )
-            errors += _errors_rows(
-                relative_error(pinv_reconstruction(y, q), xs),
-                samples[srv],
+            row = dict(
                 experiment="fig4_18",
                 run=run,
                 preprocessing="size_factors",
@@ -238,9 +220,24 @@ def run_reconstruction(
                 n_genes=d,
                 projection="gaussian",
                 k=int(k),
+            )
+            for init in ("random", "pinv"):
+                xh, info = reconstruct(y, xa, q, spec_for("linear", init), seed + run)
+                errors += _errors_rows(
+                    relative_error(xh, xs),
+                    samples[srv],
+                    decoder="linear",
+                    init=init,
+                    sigma_factor=info["sigma_factor"],
+                    **row,
+                )
+            errors += _errors_rows(
+                relative_error(pinv_reconstruction(y, q), xs),
+                samples[srv],
                 decoder="pinv",
                 init="untrained",
                 sigma_factor=np.nan,
+                **row,
             )
 
     # Fig 4.18 (left): pseudo-inverse error per cohort, averaged over n_projections matrices.
