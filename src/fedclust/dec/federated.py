@@ -18,7 +18,14 @@ from fedclust.ledger import Ledger
 
 from .model import DECModel, get_parameters, set_parameters
 from .optim import make_optimizer
-from .train import ae_epoch, dec_epoch, embed, kmeans_centroids, reconstruction_mse
+from .train import (
+    ae_epoch,
+    dec_epoch,
+    embed,
+    kmeans_centroids,
+    reconstruction_mse,
+    shuffle_generator,
+)
 
 NDArrays = list[np.ndarray]
 CENTROID_METHODS = ("max_min", "random", "random_weighted", "double_kmeans")
@@ -30,7 +37,9 @@ class DECClient:
     """One center. ``fit`` mirrors Flower's ``NumPyClient.fit(parameters, config)``.
 
     A fresh model and a fresh local optimizer are built every round (as the thesis' Flower clients
-    were re-created each round), so no optimizer state survives between rounds.
+    were re-created each round), so no optimizer state survives between rounds. With
+    ``config["shuffle"]`` the minibatch order is redrawn every local epoch from the client's own
+    generator (seeded by ``seed``), which lives across rounds.
     """
 
     def __init__(
@@ -39,11 +48,13 @@ class DECClient:
         x: np.ndarray,
         make_model: Callable[[], DECModel],
         device: torch.device | str = "cpu",
+        seed: int = 0,
     ) -> None:
         self.cid = cid
         self.device = torch.device(device)
         self.x = torch.as_tensor(np.asarray(x, dtype=np.float32), device=self.device)
         self.make_model = make_model
+        self.gen = shuffle_generator(seed)
 
     def _model(self, stage: str, parameters: NDArrays) -> DECModel:
         model = self.make_model().to(self.device)
@@ -52,18 +63,26 @@ class DECClient:
         return model
 
     def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]:
-        """``config``: stage (ae|dec), optimizer, lr, batch_size, epochs, loss, target_update."""
+        """``config``: stage (ae|dec), optimizer, lr, batch_size, epochs, loss, target_update,
+        shuffle."""
         stage = config["stage"]
         model = self._model(stage, parameters)
         target = model.tsae if stage == "ae" else model
         params = [p for n, p in target.named_parameters() if not n.startswith("tsae.dec_bias")]
         opt = make_optimizer(config["optimizer"], params, config["lr"])
         losses = []
+        shuffle = bool(config.get("shuffle", False))
         for _ in range(int(config.get("epochs", 1))):
             if stage == "ae":
                 losses.append(
                     ae_epoch(
-                        model.tsae, self.x, opt, config["batch_size"], config.get("loss", "mse")
+                        model.tsae,
+                        self.x,
+                        opt,
+                        config["batch_size"],
+                        config.get("loss", "mse"),
+                        shuffle,
+                        self.gen,
                     )
                 )
             else:
@@ -74,6 +93,8 @@ class DECClient:
                         opt,
                         config["batch_size"],
                         config.get("target_update", "batch"),
+                        shuffle,
+                        self.gen,
                     )
                 )
         return get_parameters(target), len(self.x), {"loss": float(np.mean(losses))}

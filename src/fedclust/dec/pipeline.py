@@ -36,6 +36,7 @@ from .train import (
     predict,
     predict_reconstructed,
     reconstruction_mse,
+    shuffle_generator,
     train_dec,
 )
 
@@ -133,9 +134,11 @@ def train_autoencoder(
     epochs: int,
     batch_size: int,
     loss: str,
+    shuffle: bool = False,
+    gen: torch.Generator | None = None,
 ) -> list[float]:
     opt = make_optimizer(optimizer, tsae.parameters(), lr)
-    return [ae_epoch(tsae, x, opt, batch_size, loss) for _ in range(epochs)]
+    return [ae_epoch(tsae, x, opt, batch_size, loss, shuffle, gen) for _ in range(epochs)]
 
 
 def run_centralized(
@@ -148,6 +151,7 @@ def run_centralized(
     xt = torch.as_tensor(x, device=dev)
     rows, ae_curves, dec_curves, models = [], [], [], {}
     g = cfg["grid"]
+    shuffle = bool(cfg.get("shuffle_batches", True))
     for opt_name in g["optimizers"]:
         seed_torch(seed, "dec", dataset, "tsae", opt_name)
         tsae = make_tsae(cfg, x.shape[1]).to(dev)
@@ -160,6 +164,8 @@ def run_centralized(
             int(dataset_setting(cfg, dataset, "autoencoder.epochs")),
             int(dataset_setting(cfg, dataset, "autoencoder.batch_size")),
             cfg["autoencoder"]["loss"],
+            shuffle,
+            shuffle_generator(derive_seed(seed, "dec", dataset, "shuffle", "tsae", opt_name)),
         )
         ae_loss = reconstruction_mse(tsae, xt)
         log.info(
@@ -195,6 +201,10 @@ def run_centralized(
                     float(cfg["clustering"]["tol"]),
                     cfg["clustering"]["target_update"],
                     init_labels,
+                    shuffle,
+                    shuffle_generator(
+                        derive_seed(seed, "dec", dataset, "shuffle", "dec", opt_name, alpha, scaler)
+                    ),
                 )
                 metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
                 row = {
@@ -284,7 +294,17 @@ def run_federated(
         def make_model(alpha: float = float(f["alpha"])) -> DECModel:
             return DECModel(make_tsae(cfg, x.shape[1]), k, alpha)
 
-        clients = [DECClient(f"center_{c}", parts[c], make_model, device()) for c in parts]
+        clients = [
+            DECClient(
+                f"center_{c}",
+                parts[c],
+                make_model,
+                device(),
+                derive_seed(seed, "dec", dataset, split, strategy, "shuffle", c),
+            )
+            for c in parts
+        ]
+        shuffle = bool(cfg.get("shuffle_batches", True))
         torch.manual_seed(tsae_seed)
         init = make_model()
         hist = FederatedHistory()
@@ -296,6 +316,7 @@ def run_federated(
             "batch_size": int(f["ae_batch_size"]),
             "epochs": int(f["local_epochs"]),
             "loss": cfg["autoencoder"]["loss"],
+            "shuffle": shuffle,
         }
         torch.manual_seed(tsae_seed)
         ae_params = run_rounds(
@@ -357,6 +378,7 @@ def run_federated(
                 "batch_size": int(f["dec_batch_size"]),
                 "epochs": int(f["local_epochs"]),
                 "target_update": cfg["clustering"]["target_update"],
+                "shuffle": shuffle,
             }
             dec_losses: list[float] = []
             torch.manual_seed(derive_seed(tsae_seed, method))

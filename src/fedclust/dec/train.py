@@ -19,7 +19,8 @@ LOSSES = ("mse", "bce")
 
 
 def batches(n: int, batch_size: int, shuffle: bool, gen: torch.Generator | None) -> list:
-    """Index batches over ``n`` samples (in order unless ``shuffle``)."""
+    """Index batches over ``n`` samples: in order, or in a fresh permutation drawn from ``gen``
+    (a CPU generator, so the order does not depend on the training device)."""
     order = torch.randperm(n, generator=gen) if shuffle else torch.arange(n)
     return [order[i : i + batch_size] for i in range(0, n, batch_size)]
 
@@ -158,12 +159,17 @@ def train_dec(
     tol: float = 0.001,
     target_update: str = "batch",
     initial_labels: np.ndarray | None = None,
+    shuffle: bool = False,
+    gen: torch.Generator | None = None,
 ) -> DECHistory:
-    """Centralized Step 2: stop when the fraction of changed labels is ≤ ``tol`` or at the cap."""
+    """Centralized Step 2: stop when the fraction of changed labels is ≤ ``tol`` or at the cap.
+
+    ``shuffle`` draws a new minibatch order every epoch from ``gen`` (seed 000 §1.6 item 10).
+    """
     prev = predict(model, x) if initial_labels is None else initial_labels
     hist = DECHistory([], [])
     for _ in range(max_epochs):
-        hist.loss.append(dec_epoch(model, x, opt, batch_size, target_update))
+        hist.loss.append(dec_epoch(model, x, opt, batch_size, target_update, shuffle, gen))
         pred = predict(model, x)
         delta = float(np.mean(pred != prev))
         hist.delta_label.append(delta)
@@ -176,3 +182,8 @@ def train_dec(
 def assignment_torch(z: np.ndarray, mu: np.ndarray, alpha: float) -> np.ndarray:
     """Soft assignment on numpy arrays (evaluation helper)."""
     return soft_assignment(torch.as_tensor(z), torch.as_tensor(mu), alpha).numpy()
+
+
+def shuffle_generator(seed: int) -> torch.Generator:
+    """The CPU generator every minibatch permutation of one trainer is drawn from."""
+    return torch.Generator().manual_seed(int(seed))
