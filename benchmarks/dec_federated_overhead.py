@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from fedclust.dec.federated import DECClient, FedAvg, run_rounds  # noqa: E402
 from fedclust.dec.model import TSAE, DECModel, encoder_dims, get_parameters  # noqa: E402
 from fedclust.dec.optim import make_optimizer  # noqa: E402
-from fedclust.dec.train import ae_epoch  # noqa: E402
+from fedclust.dec.train import ae_epoch, shuffle_generator  # noqa: E402
 from fedclust.ledger import Ledger  # noqa: E402
 
 
@@ -60,11 +60,12 @@ def main() -> None:
     xt = torch.as_tensor(x, device=dev)
     central_t = []
     model = make_model()
+    gen = shuffle_generator(0)
     for _ in range(args.rounds + 1):
         opt = make_optimizer(args.optimizer, model.tsae.parameters(), 1e-3)
         sync()
         t0 = time.perf_counter()
-        ae_epoch(model.tsae, xt, opt, args.batch)
+        ae_epoch(model.tsae, xt, opt, args.batch, shuffle=True, gen=gen)
         sync()
         central_t.append(time.perf_counter() - t0)
 
@@ -76,6 +77,7 @@ def main() -> None:
         "lr": 1e-3,
         "batch_size": args.batch,
         "epochs": 1,
+        "shuffle": True,
     }
     fed_t, params, ledger = [], start, Ledger()
     for _r in range(args.rounds + 1):
