@@ -173,10 +173,20 @@ def test_federated_centroids_go_through_the_ledger():
     assert (t[t.kind == "global_centroids"].floats == 6).all()
 
 
-def test_client_with_fewer_samples_than_k_fails_clearly():
-    c = DECClient("tiny", _data(1), _make_model)
-    with pytest.raises(ConfigError, match="fewer than k=2"):
-        c.kmeans(get_parameters(_make_model().tsae), {"k": 2, "n_init": 1, "seed": 0})
+def test_client_with_fewer_samples_than_k_abstains_and_too_few_centroids_fail_clearly():
+    params = get_parameters(_make_model().tsae)
+    tiny = DECClient("tiny", _data(1), _make_model)
+    msg = tiny.kmeans(params, {"k": 2, "n_init": 1, "seed": 0})
+    assert msg["centroids"].shape == (0, 3) and msg["counts"].size == 0  # no raw sample leaves
+    big = DECClient("big", _data(20), _make_model)
+    ledger = Ledger()
+    mu = federated_centroids([tiny, big], params, "max_min", 2, np.random.default_rng(0), ledger,
+                             n_init=2)  # fmt: skip
+    assert mu.shape == (2, 3)
+    up = ledger.table().query("kind == 'kmeans_centroids'").set_index("sender")
+    assert up.loc["tiny", "floats"] == 0 and up.loc["big", "floats"] == 2 * 3 + 2
+    with pytest.raises(ConfigError, match="only 0 centroids for k=2"):
+        federated_centroids([tiny], params, "random", 2, np.random.default_rng(0), Ledger())
 
 
 def test_shuffled_batches_are_a_fresh_permutation_every_epoch():

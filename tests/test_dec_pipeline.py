@@ -113,3 +113,18 @@ def test_missing_reference_label_is_kept_as_na_and_left_out(tmp_path):
     pd.DataFrame({"center": ["a", "b"]}, index=ids[:2]).to_csv(tmp_path / "s.tsv", sep="\t")
     with pytest.raises(InputDataError, match="1 samples have no center"):
         load_centers(str(tmp_path / "s.tsv"), obs.index)
+
+
+def test_per_dataset_federated_overrides(cfg, toy):
+    """dec.datasets.<d>.federated_* replace dec.federated.* for that dataset only (full MNIST runs
+    with MNIST-sized batches and fewer rounds while MDS keeps the thesis' 8 / 500)."""
+    x, y = toy
+    c = copy.deepcopy(cfg)
+    c["federated"].update(strategies=["fedavg"], centroid_aggregation=["max_min"])
+    c["datasets"]["toy"].update(federated_ae_rounds=2, federated_dec_rounds=1,
+                                federated_ae_batch_size=300)  # fmt: skip
+    res = run_federated(x[:200], y[:200], np.repeat(["a", "b"], 100), c, "toy", "s", 3)
+    curves = res.curves
+    assert curves[curves.stage == "ae"]["round"].max() == 2
+    assert curves[curves.stage == "dec"]["round"].max() == 1
+    assert len(res.ledger[res.ledger.kind == "ae_update"]) == 2 * 2  # rounds × centers

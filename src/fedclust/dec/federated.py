@@ -5,6 +5,7 @@ every message passes :class:`fedclust.ledger.Ledger`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ from .train import (
 )
 
 NDArrays = list[np.ndarray]
+log = logging.getLogger(__name__)
 CENTROID_METHODS = ("max_min", "random", "random_weighted", "double_kmeans")
 STRATEGIES = ("fedavg", "fedadam", "fedyogi")
 
@@ -100,16 +102,24 @@ class DECClient:
         return get_parameters(target), len(self.x), {"loss": float(np.mean(losses))}
 
     def kmeans(self, parameters: NDArrays, config: dict[str, Any]) -> dict[str, Any]:
-        """Local k-means in feature space: k centroids and their cluster sizes (one message)."""
+        """Local k-means in feature space: k centroids and their cluster sizes (one message).
+
+        A center with fewer than k samples abstains: it sends 0 centroids (k-means with k ≥ n
+        would return its samples themselves, i.e. raw data). Skewed splits of large data sets
+        have such centers in the histogram's tail (seed 000 §2.4). It still trains every round.
+        """
         model = self._model("ae", parameters)
         z = embed(model.tsae, self.x)
         k = int(config["k"])
         if len(z) < k:
-            raise ConfigError(
-                f"center {self.cid} has {len(z)} samples, fewer than k={k}",
-                where="dec federated split",
-                fix="use fewer centers or a less skewed split",
-            )
+            log.warning(
+                "center %s has %d samples, fewer than k=%d: it sends no centroids",
+                self.cid, len(z), k,
+            )  # fmt: skip
+            return {
+                "centroids": np.zeros((0, z.shape[1]), dtype=np.float32),
+                "counts": np.zeros(0, dtype=np.int64),
+            }
         mu, labels = kmeans_centroids(
             z, k, config.get("scaler", "none"), config["n_init"], config["seed"]
         )
@@ -218,7 +228,11 @@ def aggregate_centroids(
     allc = np.concatenate([np.asarray(c, dtype=np.float64) for c in centroids])
     alln = np.concatenate([np.asarray(n, dtype=np.float64) for n in counts])
     if len(allc) < k:
-        raise ConfigError(f"only {len(allc)} centroids for k={k}", where="dec centroid aggregation")
+        raise ConfigError(
+            f"only {len(allc)} centroids for k={k} (centers with fewer than k samples send none)",
+            where="dec centroid aggregation",
+            fix="use fewer centers or a less skewed split",
+        )
     if method == "max_min":
         chosen = [int(rng.integers(len(allc)))]
         dmin = np.linalg.norm(allc - allc[chosen[0]], axis=1)
