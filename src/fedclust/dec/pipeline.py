@@ -285,6 +285,7 @@ def run_federated(
     parts = {str(c): x[centers == c] for c in names}
     ledgers: list[tuple[str, str, Ledger]] = []  # (strategy, centroid method, ledger)
     rows, curves = [], []
+    shuffle = bool(cfg.get("shuffle_batches", True))
     for strategy in f["strategies"]:
         ledger = Ledger()  # TSAE rounds and local k-means: shared by the four aggregations
         ledgers.append((strategy, "shared", ledger))
@@ -304,7 +305,6 @@ def run_federated(
             )
             for c in parts
         ]
-        shuffle = bool(cfg.get("shuffle_batches", True))
         torch.manual_seed(tsae_seed)
         init = make_model()
         hist = FederatedHistory()
