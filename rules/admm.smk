@@ -1,0 +1,80 @@
+# Stage: admm (seed 003 §2, D6.2 chapter 3): centralized and consensus-distributed ADMM for
+# ridge / LASSO / logistic / linear SVM. One job per (task, mode); admm_report merges them.
+# (Issue 12 groups this under `survival`; it is its own stage so both fan out independently.)
+ADMM = config.get("admm", {})
+ADMM_TASKS = ADMM.get("tasks", {})
+ADMM_MODES = ADMM.get("modes", [])
+ADMM_RUNS = [f"{t}/{m}" for t in ADMM_TASKS for m in ADMM_MODES]
+if enabled("admm"):
+    from fedclust.convex.pipeline import check_tasks
+
+    try:
+        check_tasks(ADMM, config["data"])
+    except ConfigError as err:
+        sys.exit(f"fedclust: invalid configuration\n{err}")
+ADMM_MDS_SOURCE = {
+    "ipssm": "IPSS-M cohort (real; public stand-in for the private D6.2 MDS cohort)",
+    "simulated": "SIMULATED MDS-like cohort (default config; thesis.yaml uses the real IPSS-M)",
+}.get(config["data"]["mds"]["source"], config["data"]["mds"]["source"])
+
+
+def admm_inputs(wildcards):
+    """The MDS task reads the data stage's tables and its center split; sklearn sets nothing."""
+    task = ADMM_TASKS[wildcards.task]
+    if task.get("dataset") != "mds":
+        return {}
+    return {
+        "features": "results/data/mds/features.parquet",
+        "obs": "results/data/mds/obs.tsv",
+        "split": f"results/data/mds/splits/{task.get('split', 'equal8')}.tsv",
+    }
+
+
+wildcard_constraints:
+    admm_mode="centralized|distributed",
+
+
+rule admm_run:
+    input:
+        unpack(admm_inputs),
+    output:
+        history="results/admm/runs/{task}/{admm_mode}/history.tsv",
+        result="results/admm/runs/{task}/{admm_mode}/result.json",
+        ledger="results/admm/runs/{task}/{admm_mode}/ledger.tsv",
+    log:
+        "results/logs/admm/admm_run_{task}_{admm_mode}.log",
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        cfg=ADMM,
+        task=lambda wc: ADMM_TASKS[wc.task],
+        seed=SEED,
+        mds_source=ADMM_MDS_SOURCE,
+    script:
+        "../scripts/admm_run.py"
+
+
+rule admm_report:
+    input:
+        history=expand("results/admm/runs/{run}/history.tsv", run=ADMM_RUNS),
+        result=expand("results/admm/runs/{run}/result.json", run=ADMM_RUNS),
+        ledger=expand("results/admm/runs/{run}/ledger.tsv", run=ADMM_RUNS),
+    output:
+        summary="results/admm/tables/summary.tsv",
+        messages="results/admm/tables/messages.tsv",
+        figures=expand("results/admm/figures/{task}.png", task=list(ADMM_TASKS)),
+        section="results/report/sections/admm.json",
+    log:
+        "results/logs/admm/admm_report.log",
+    conda:
+        "../envs/fedclust.yaml"
+    params:
+        cfg=ADMM,
+        runs=ADMM_RUNS,
+    script:
+        "../scripts/admm_report.py"
+
+
+if enabled("admm"):
+    TARGETS += ["results/report/sections/admm.json"]
+    REPORT_SECTIONS.append("results/report/sections/admm.json")

@@ -1,0 +1,160 @@
+"""Data for the ADMM stage (seed 003 §12.1): scikit-learn's bundled diabetes (in place of D6.2's
+Boston housing) and breast-cancer (in place of Banknote) sets, and a clinical task on the MDS
+cohort of the data stage over its centers.
+
+Inputs are standardised (mean 0, SD 1, as D6.2's ``admm.py`` does "to improve convergence"), a
+regression target too, and a bias column of ones is appended (x = [w; b], seed 003 §2.1). In the
+distributed mode the means and SDs come from per-center sums (n, Σv, Σv²) sent through the
+ledger, never from pooled rows; they equal the pooled ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError, InputDataError
+from ..ledger import Ledger, Message
+from . import problems as P
+
+SKLEARN_DATASETS = ("diabetes", "breast_cancer")
+DATASETS = (*SKLEARN_DATASETS, "mds")
+
+
+def load_sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Features and raw target of a bundled scikit-learn dataset (no download)."""
+    from sklearn import datasets
+
+    if name == "diabetes":
+        return datasets.load_diabetes(return_X_y=True)
+    if name == "breast_cancer":
+        return datasets.load_breast_cancer(return_X_y=True)
+    raise ConfigError(
+        f"unknown ADMM dataset '{name}'",
+        where="admm.tasks.<task>.dataset",
+        fix=f"use one of {', '.join(DATASETS)}",
+    )
+
+
+def load_table_task(
+    features: str, obs: str, outcome: str, positive: str | float | None
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """Features and target from a data-stage table pair; rows with a missing outcome dropped.
+
+    ``positive`` given: binary target (+1 where ``obs[outcome] == positive``, else −1);
+    ``None``: the outcome as a number (regression).
+    """
+    from ..io import read_table
+
+    X = read_table(features)
+    o = pd.read_csv(obs, sep="\t", index_col=0)
+    X.index, o.index = X.index.astype(str), o.index.astype(str)
+    if outcome not in o.columns:
+        raise InputDataError(
+            f"outcome column '{outcome}' not in {obs}",
+            where="admm.tasks.<task>.outcome",
+            fix=f"use one of: {', '.join(map(str, o.columns))}",
+        )
+    y = o[outcome].reindex(X.index)
+    keep = y.notna().to_numpy()
+    X, y = X.loc[keep], y[keep]
+    if positive is None:
+        return X, y.to_numpy(dtype=float)
+    pos = y.astype(str) == str(positive)
+    if str(positive) not in set(y.astype(str)):  # e.g. OS_STATUS read as 1.0
+        pos = pd.to_numeric(y, errors="coerce") == float(positive)
+    if pos.all() or not pos.any():
+        raise InputDataError(
+            f"outcome '{outcome}' == {positive!r} holds for {int(pos.sum())} of {len(y)} rows: "
+            "a classifier needs both classes",
+            where="admm.tasks.<task>.positive",
+        )
+    return X, np.where(pos.to_numpy(), 1.0, -1.0)
+
+
+def encode_target(problem: str, y: np.ndarray) -> np.ndarray:
+    """Classification: a 0/1 (or ±1) target to ±1; regression: unchanged float."""
+    y = np.asarray(y, dtype=float)
+    if problem in P.CLASSIFICATION and not np.isin(y, (-1.0, 1.0)).all():
+        vals = np.unique(y)
+        if len(vals) != 2:
+            raise InputDataError(f"{problem} needs a binary target, got {len(vals)} values")
+        y = np.where(y == vals[1], 1.0, -1.0)
+    return y
+
+
+# ---- standardisation: pooled (one data holder) and federated (per-center sums) ------------
+
+
+def center_moments(V: np.ndarray) -> Message:
+    """Center side: n, column sums and sums of squares (nothing row-level)."""
+    V = np.asarray(V, dtype=float)
+    return {"n": int(len(V)), "sum": V.sum(axis=0), "sumsq": (V**2).sum(axis=0)}
+
+
+def server_moments(messages: Sequence[Message]) -> tuple[np.ndarray, np.ndarray]:
+    """Server side: mean and population SD from the centers' sums (SD 0 → 1: column kept as 0)."""
+    n = sum(m["n"] for m in messages)
+    s = np.sum([m["sum"] for m in messages], axis=0)
+    ss = np.sum([m["sumsq"] for m in messages], axis=0)
+    mean = s / n
+    sd = np.sqrt(np.maximum(ss / n - mean**2, 0.0))
+    return mean, np.where(sd > 1e-12 * np.maximum(1.0, np.abs(mean)), sd, 1.0)
+
+
+def design(X: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """A = [(X − mean)/sd, 1]: standardised inputs plus the bias column (u_i = [v_i; 1])."""
+    return np.hstack([(np.asarray(X, float) - mean) / sd, np.ones((len(X), 1))])
+
+
+def pooled_blocks(
+    X: np.ndarray, y: np.ndarray, problem: str, standardize: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Centralized mode: the data holder standardises with its own moments."""
+    mean, sd = server_moments([center_moments(X)])
+    if not standardize:
+        mean, sd = np.zeros(X.shape[1]), np.ones(X.shape[1])
+    b = np.asarray(y, float)
+    if standardize and problem not in P.CLASSIFICATION:
+        (ym,), (ysd,) = server_moments([center_moments(b[:, None])])
+        b = (b - ym) / ysd
+    return design(X, mean, sd), b
+
+
+def federated_blocks(
+    X: np.ndarray,
+    y: np.ndarray,
+    centers: np.ndarray,
+    names: Sequence[str],
+    problem: str,
+    ledger: Ledger,
+    standardize: bool = True,
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Distributed mode: per-center (A_i, b_i), standardised by federated moments (round 0)."""
+    X, y, centers = np.asarray(X, float), np.asarray(y, float), np.asarray(centers)
+    parts = [(c, X[centers == c], y[centers == c]) for c in names]
+    empty = [c for c, Xi, _ in parts if len(Xi) == 0]
+    if empty:
+        raise InputDataError(
+            f"center(s) {', '.join(empty)} hold no samples",
+            where="admm split",
+            fix="use a split without empty centers",
+        )
+    regress = problem not in P.CLASSIFICATION
+    mean, sd = np.zeros(X.shape[1]), np.ones(X.shape[1])
+    ym, ysd = 0.0, 1.0
+    if standardize:
+        msgs = []
+        for c, Xi, yi in parts:
+            V = np.column_stack([Xi, yi]) if regress else Xi
+            msgs.append(ledger.send(c, "server", center_moments(V), 0, "standardize"))
+        mean, sd = server_moments(msgs)
+        if regress:
+            mean, sd, ym, ysd = mean[:-1], sd[:-1], mean[-1], sd[-1]
+        for c, *_ in parts:
+            ledger.send(
+                "server", c, {"mean": mean, "sd": sd, "y_mean": ym, "y_sd": ysd}, 0, "standardize"
+            )
+    return [(c, design(Xi, mean, sd), (yi - ym) / ysd if regress else yi) for c, Xi, yi in parts]

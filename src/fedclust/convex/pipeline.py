@@ -1,0 +1,177 @@
+"""One ADMM job = one (task, mode): load data, run ADMM, compare with the library reference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..data.split import center_names, make_split
+from ..errors import ConfigError, InputDataError
+from ..ledger import Ledger
+from . import data as D
+from . import problems as P
+from .admm import AdmmResult, AdmmSettings, admm_centralized, admm_distributed
+from .reference import reference_solution
+
+MODES = ("centralized", "distributed")
+
+
+def settings_for(cfg: dict[str, Any], task: dict[str, Any]) -> AdmmSettings:
+    """AdmmSettings from the ``admm`` config section and one ``admm.tasks`` entry."""
+    svm, inner = cfg.get("svm", {}), cfg.get("inner", {})
+    eps_abs = task.get("eps_abs", cfg.get("eps_abs"))
+    return AdmmSettings(
+        problem=P.check_problem(task.get("problem", "?")),
+        lam=float(task["lam"]),
+        rho=float(task.get("rho", cfg.get("rho", 1.0))),
+        max_iter=int(task.get("max_iter", cfg.get("max_iter", 500))),
+        eps_abs=None if eps_abs is None else float(eps_abs),
+        eps_rel=float(task.get("eps_rel", cfg.get("eps_rel", 1e-3))),
+        penalize_bias=bool(cfg.get("penalize_bias", True)),
+        scaling=cfg.get("scaling", "total"),
+        inner_tol=float(inner.get("tol", 1e-10)),
+        max_inner=int(inner.get("max_iter", 100)),
+        svm_method=svm.get("x_update", "dual"),
+        svm_step=float(svm.get("step", 0.01)),
+        svm_substeps=int(svm.get("substeps", 10)),
+    )
+
+
+@dataclass
+class TaskData:
+    X: np.ndarray
+    y: np.ndarray
+    centers: np.ndarray
+    names: list[str]
+    source: str
+
+
+def load_task(
+    cfg: dict[str, Any],
+    task: dict[str, Any],
+    seed: int,
+    name: str,
+    features: str | None = None,
+    obs: str | None = None,
+    split: str | None = None,
+    source: str = "",
+) -> TaskData:
+    """Features, target (±1 for classification) and each sample's center for one task."""
+    problem, dataset = P.check_problem(task.get("problem", "?")), task.get("dataset", "?")
+    if dataset in D.SKLEARN_DATASETS:
+        X, y = D.load_sklearn(dataset)
+        k = int(task.get("n_blocks", cfg.get("n_blocks", 4)))
+        names = center_names(k)
+        centers = np.array(names)[make_split(len(y), "equal", k, seed, raw_seed=False)]
+        src = f"scikit-learn load_{dataset} (real, bundled)"
+    elif dataset == "mds":
+        if not (features and obs and split):
+            raise ConfigError(
+                f"task '{name}' on mds needs the data-stage files and a split",
+                where=f"admm.tasks.{name}.split",
+            )
+        Xdf, y = D.load_table_task(
+            features,
+            obs,
+            task.get("outcome", "OS_STATUS"),
+            task.get("positive", 1) if problem in P.CLASSIFICATION else None,
+        )
+        X = Xdf.to_numpy(dtype=float)
+        tab = pd.read_csv(split, sep="\t", dtype={"sample_id": str}).set_index("sample_id")
+        missing = Xdf.index.difference(tab.index)
+        if len(missing):
+            raise InputDataError(
+                f"{len(missing)} MDS samples have no center in {split}",
+                where=split,
+                fix="rebuild the split from the same obs.tsv",
+            )
+        centers = tab.loc[Xdf.index, "center"].astype(str).to_numpy()
+        names = sorted(set(centers))
+        src = source or "MDS cohort of the data stage"
+    else:
+        D.load_sklearn(dataset)  # raises the unknown-dataset error
+        raise AssertionError  # pragma: no cover
+    return TaskData(X, D.encode_target(problem, y), centers, names, src)
+
+
+def run_job(
+    cfg: dict[str, Any], task: dict[str, Any], mode: str, data: TaskData
+) -> tuple[AdmmResult, dict[str, Any]]:
+    """Run ADMM in ``mode`` and compare with the reference solve on the pooled standardised data.
+
+    The reference (and the pooled design it uses) is an evaluation only; the distributed run
+    itself sees per-center blocks and messages.
+    """
+    if mode not in MODES:
+        raise ConfigError(
+            f"unknown ADMM mode '{mode}'", where="admm.modes", fix=f"use {', '.join(MODES)}"
+        )
+    s = settings_for(cfg, task)
+    std = bool(cfg.get("standardize", True))
+    A, b = D.pooled_blocks(data.X, data.y, s.problem, std)
+    if mode == "centralized":
+        res = admm_centralized(A, b, s)
+    else:
+        ledger = Ledger()
+        blocks = D.federated_blocks(
+            data.X, data.y, data.centers, data.names, s.problem, ledger, std
+        )
+        res = admm_distributed(blocks, s, ledger)
+    # node scaling (3.34) with equal-size centers = the centralized problem with λ/N_b
+    lam_ref = s.lam if s.scaling == "total" or mode == "centralized" else s.lam / len(data.names)
+    x_ref = reference_solution(s.problem, A, b, lam_ref, s.penalize_bias)
+    f_ref = P.objective(s.problem, A, b, x_ref, lam_ref, s.penalize_bias)
+    f_z = P.objective(s.problem, A, b, res.z, lam_ref, s.penalize_bias)
+    m = A @ res.z
+    if s.problem in P.CLASSIFICATION:
+        metric, metric_name = float(np.mean(np.sign(m) == b)), "train_accuracy"
+    else:
+        metric = float(1.0 - np.sum((b - m) ** 2) / np.sum((b - b.mean()) ** 2))
+        metric_name = "train_r2"
+    info = {
+        "problem": s.problem,
+        "dataset": task.get("dataset"),
+        "source": data.source,
+        "mode": mode,
+        "n": int(len(b)),
+        "d": int(A.shape[1]),
+        "centers": 1 if mode == "centralized" else len(data.names),
+        "lam": s.lam,
+        "rho": s.rho,
+        "iterations": res.iterations,
+        "converged": bool(res.converged),
+        "objective": f_z,
+        "reference_objective": f_ref,
+        "relative_gap": (f_z - f_ref) / abs(f_ref),
+        "max_abs_coef_diff": float(np.max(np.abs(res.z - x_ref))),
+        "metric_name": metric_name,
+        "metric": metric,
+        "nonzero_coefs": int(np.sum(np.abs(res.z) > 1e-8)),
+        "messages": res.ledger.n_messages,
+        "floats": res.ledger.n_floats,
+        "seconds": res.seconds,
+        "z": res.z,
+        "reference_x": x_ref,
+    }
+    return res, info
+
+
+def check_tasks(admm: dict[str, Any], data_cfg: dict[str, Any]) -> None:
+    """Config checks the schema cannot make: an MDS task's split exists and covers mds."""
+    for name, task in admm.get("tasks", {}).items():
+        P.check_problem(task.get("problem", "?"), where=f"admm.tasks.{name}.problem")
+        if task.get("dataset") != "mds":
+            continue
+        split = task.get("split", "equal8")
+        spec = data_cfg.get("splits", {}).get(split)
+        if spec is None or "mds" not in spec.get("datasets", []):
+            raise ConfigError(
+                f"admm task '{name}' uses split '{split}', which is not a data.splits entry "
+                "for the mds dataset",
+                where=f"admm.tasks.{name}.split",
+                fix="add e.g. `equal8: {kind: equal, n_centers: 8, datasets: [mds]}` to "
+                "data.splits, or name an existing mds split",
+            )
