@@ -1,33 +1,17 @@
 # Stage: admm (seed 003 §2, D6.2 chapter 3): centralized and consensus-distributed ADMM for
 # ridge / LASSO / logistic / linear SVM. One job per (task, mode); admm_report merges them.
 # (Issue 12 groups this under `survival`; it is its own stage so both fan out independently.)
+from fedclust.convex.pipeline import check_tasks, mds_source, task_inputs
+
 ADMM = config.get("admm", {})
 ADMM_TASKS = ADMM.get("tasks", {})
 ADMM_MODES = ADMM.get("modes", [])
 ADMM_RUNS = [f"{t}/{m}" for t in ADMM_TASKS for m in ADMM_MODES]
 if enabled("admm"):
-    from fedclust.convex.pipeline import check_tasks
-
     try:
         check_tasks(ADMM, config["data"])
     except ConfigError as err:
         sys.exit(f"fedclust: invalid configuration\n{err}")
-ADMM_MDS_SOURCE = {
-    "ipssm": "IPSS-M cohort (real; public stand-in for the private D6.2 MDS cohort)",
-    "simulated": "SIMULATED MDS-like cohort (default config; thesis.yaml uses the real IPSS-M)",
-}.get(config["data"]["mds"]["source"], config["data"]["mds"]["source"])
-
-
-def admm_inputs(wildcards):
-    """The MDS task reads the data stage's tables and its center split; sklearn sets nothing."""
-    task = ADMM_TASKS[wildcards.task]
-    if task.get("dataset") != "mds":
-        return {}
-    return {
-        "features": "results/data/mds/features.parquet",
-        "obs": "results/data/mds/obs.tsv",
-        "split": f"results/data/mds/splits/{task.get('split', 'equal8')}.tsv",
-    }
 
 
 wildcard_constraints:
@@ -36,7 +20,7 @@ wildcard_constraints:
 
 rule admm_run:
     input:
-        unpack(admm_inputs),
+        unpack(lambda wc: task_inputs(ADMM_TASKS[wc.task])),
     output:
         history="results/admm/runs/{task}/{admm_mode}/history.tsv",
         result="results/admm/runs/{task}/{admm_mode}/result.json",
@@ -49,7 +33,7 @@ rule admm_run:
         cfg=ADMM,
         task=lambda wc: ADMM_TASKS[wc.task],
         seed=SEED,
-        mds_source=ADMM_MDS_SOURCE,
+        mds_source=mds_source(config["data"]),
     script:
         "../scripts/admm_run.py"
 

@@ -175,3 +175,26 @@ def check_tasks(admm: dict[str, Any], data_cfg: dict[str, Any]) -> None:
                 fix="add e.g. `equal8: {kind: equal, n_centers: 8, datasets: [mds]}` to "
                 "data.splits, or name an existing mds split",
             )
+
+
+MDS_SOURCES = {
+    "ipssm": "IPSS-M cohort (real; the public stand-in for D6.2's private MDS cohort)",
+    "simulated": "SIMULATED MDS-like cohort (default config; config/thesis.yaml uses real IPSS-M)",
+}
+
+
+def mds_source(data_cfg: dict[str, Any]) -> str:
+    """Honest label of the MDS data the data stage builds (real IPSS-M or simulated)."""
+    src = data_cfg["mds"]["source"]
+    return MDS_SOURCES.get(src, str(src))
+
+
+def task_inputs(task: dict[str, Any]) -> dict[str, str]:
+    """Rule inputs of a task: the MDS tables and center split, nothing for scikit-learn sets."""
+    if task.get("dataset") != "mds":
+        return {}
+    return {
+        "features": "results/data/mds/features.parquet",
+        "obs": "results/data/mds/obs.tsv",
+        "split": f"results/data/mds/splits/{task.get('split', 'equal8')}.tsv",
+    }
