@@ -317,3 +317,25 @@ def test_config_admm_section(repo):
     bad["data"]["splits"].pop("equal8")
     with pytest.raises(ConfigError, match="equal8"):
         PL.check_tasks(bad["admm"], bad["data"])
+
+
+def test_report_tables_and_figure(regression):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from fedclust.convex import report as REP
+
+    A, b = regression
+    s = M.AdmmSettings("ridge", 0.1, max_iter=5, eps_abs=None)
+    dis = M.admm_distributed(_blocks(A, b, 2), s)
+    cen = M.admm_centralized(A, b, s)
+    t = REP.message_table({("r", "distributed"): dis.ledger.table(),
+                           ("r", "centralized"): cen.ledger.table()})  # fmt: skip
+    got = {(r.kind, r.direction): (r.messages, r.floats) for r in t.itertuples()}
+    d = A.shape[1]
+    assert got == {("local_update", "center->server"): (10, 10 * 2 * d),
+                   ("consensus", "server->center"): (10, 10 * d),
+                   ("objective", "center->server"): (10, 10)}  # fmt: skip
+    fig = REP.convergence_figure("r", {"centralized": cen.history, "distributed": dis.history},
+                                 cen.objective)  # fmt: skip
+    assert len(fig.axes) == 3 and len(fig.axes[0].lines) == 2

@@ -78,20 +78,25 @@ def convergence_figure(
 
 
 def message_table(ledgers: Mapping[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
-    """Messages and floats per (task, kind) of the distributed jobs."""
+    """Messages and floats per (task, kind, direction) of the distributed jobs."""
+    cols = ["task", "mode", "kind", "direction", "fields", "messages", "floats"]
     rows = []
     for (task, mode), t in ledgers.items():
         if t.empty:
             continue
-        for kind, g in t.groupby("kind", sort=False):
+        t = t.assign(
+            direction=np.where(t["sender"] == "server", "server->center", "center->server")
+        )
+        for (kind, direction), g in t.groupby(["kind", "direction"], sort=False):
             rows.append(
                 {
                     "task": task,
                     "mode": mode,
                     "kind": kind,
+                    "direction": direction,
                     "fields": g["fields"].iloc[0],
                     "messages": len(g),
                     "floats": int(g["floats"].sum()),
                 }
             )
-    return pd.DataFrame(rows, columns=["task", "mode", "kind", "fields", "messages", "floats"])
+    return pd.DataFrame(rows, columns=cols)
