@@ -104,9 +104,23 @@ def test_item11_snakemake_reports_duplicate_key_with_line(repo, tmp_path):
     path = tmp_path / "dup.yaml"
     path.write_text((repo / "config" / "config.yaml").read_text() + "\nseed: 5\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "-s", str(repo / "Snakefile"),
-         "--configfile", str(path), "--directory", str(tmp_path)],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--cores",
+            "1",
+            "-s",
+            str(repo / "Snakefile"),
+            "--configfile",
+            str(path),
+            "--directory",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode != 0
     assert "duplicate key 'seed'" in proc.stderr + proc.stdout
@@ -205,26 +219,44 @@ def test_item13_wheel_install_check_config_and_where(repo, tmp_path):
     import shutil
 
     src = tmp_path / "src"
-    shutil.copytree(repo / "src", src / "src", symlinks=True,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(
+        repo / "src",
+        src / "src",
+        symlinks=True,
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+    )
     shutil.copytree(repo / "config", src / "config")
     for f in ("pyproject.toml", "README.md"):
         shutil.copy(repo / f, src / f)
     pip = [sys.executable, "-m", "pip", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "w"),
-                    str(src)], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "w"), str(src)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     site = tmp_path / "site"
     wheel = next((tmp_path / "w").glob("*.whl"))
-    subprocess.run([*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "HOME": str(tmp_path)}
     run = lambda *a, cwd=tmp_path: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "fedclust.cli", *a], capture_output=True, text=True, env=env,
-        cwd=cwd, timeout=60)
+        [sys.executable, "-m", "fedclust.cli", *a],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+    )
     out = run("check-config", str(repo / "config" / "config.yaml"))
     assert out.returncode == 0, out.stderr
     assert (site / "fedclust" / "schema.yaml").read_text() == (
-        repo / "config" / "schema.yaml").read_text()
+        repo / "config" / "schema.yaml"
+    ).read_text()
     out = run("where")  # outside any checkout: a clear error, not a site-packages path
     assert out.returncode == 2 and "--workflow" in out.stderr
     assert run("where", cwd=repo / "rules").stdout.strip() == str(repo)

@@ -16,7 +16,6 @@ import pandas as pd
 import pytest
 import yaml
 
-
 TABLES = (".tsv", ".tsv.gz", ".parquet", ".csv", ".json")
 TARGETS = ("results/data/summary.tsv", "results/report/sections/hac.json")
 

@@ -16,10 +16,25 @@ import yaml
 def _snakemake(repo, workdir, *targets, extra=()):
     env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1")
     proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", *targets, "--cores", "1", "-s",
-         str(repo / "Snakefile"), "--configfile", str(workdir / "c.yaml"),
-         "--directory", str(workdir), *extra],
-        capture_output=True, text=True, timeout=300, env=env,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            *targets,
+            "--cores",
+            "1",
+            "-s",
+            str(repo / "Snakefile"),
+            "--configfile",
+            str(workdir / "c.yaml"),
+            "--directory",
+            str(workdir),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout + proc.stderr

@@ -213,14 +213,20 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
         datasets = dec.get("datasets", {})
         _subset(datasets, DATASETS, "dec.datasets", source, "the data section")
         _subset(
-            dec.get("federated_datasets"), list(datasets), "dec.federated_datasets", source,
+            dec.get("federated_datasets"),
+            list(datasets),
+            "dec.federated_datasets",
+            source,
             "dec.datasets",
         )
         _subset(dec.get("splits"), list(splits), "dec.splits", source, "data.splits")
         for name in dec.get("splits") or []:
             applies = splits[name]["datasets"]
             _subset(
-                dec.get("federated_datasets"), applies, f"dec.splits ({name})", source,
+                dec.get("federated_datasets"),
+                applies,
+                f"dec.splits ({name})",
+                source,
                 f"data.splits.{name}.datasets",
             )
     sims = []

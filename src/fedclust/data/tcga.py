@@ -74,7 +74,11 @@ def _cell(i: int, j: int, rows, cols) -> str:  # noqa: ANN001
 
 
 def counts_from_log2(
-    values: np.ndarray, where: str, atol: float = 1e-3, rows=None, cols=None  # noqa: ANN001
+    values: np.ndarray,
+    where: str,
+    atol: float = 1e-3,
+    rows=None,
+    cols=None,  # noqa: ANN001
 ) -> np.ndarray:
     """Invert log2(count + 1) to integer counts; error if the result is not integer/non-negative
     or implausibly large (> :data:`MAX_COUNT`). ``rows``/``cols`` name genes/samples in errors.
