@@ -99,7 +99,7 @@ def test_item11_yaml_syntax_error_names_file_line_column(tmp_path, capsys):
     assert main(["run", "--config", str(path), "-n"]) == 2
 
 
-def test_item11_snakemake_reports_duplicate_key_with_line(repo, tmp_path):
+def test_item08_snakemake_run_rejects_duplicate_key_with_line(repo, tmp_path):
     """Through Snakemake itself (its own loader keeps the last key): the Snakefile rechecks."""
     path = tmp_path / "dup.yaml"
     path.write_text((repo / "config" / "config.yaml").read_text() + "\nseed: 5\n")
