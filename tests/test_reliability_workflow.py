@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 import yaml
 
 
@@ -47,6 +48,7 @@ def _write_config(repo, workdir, n_centers):
     (workdir / "c.yaml").write_text(yaml.safe_dump(cfg))
 
 
+@pytest.mark.slow
 def test_item03_changed_split_parameters_rebuild_the_split(repo, tmp_path):
     target = "results/data/mds/splits/uniform10.tsv"
     centers = tmp_path / "results/data/mds/centers/uniform10"
@@ -67,6 +69,7 @@ def test_item03_changed_split_parameters_rebuild_the_split(repo, tmp_path):
     assert "Nothing to be done" in _snakemake(repo, tmp_path, target, extra=("-n",))
 
 
+@pytest.mark.slow
 def test_item17_sigterm_then_documented_rerun_path(repo, tmp_path):
     """A SIGTERM'd run fails; the README's rerun path (--unlock, --rerun-incomplete) completes it
     and keeps no half-written output."""
