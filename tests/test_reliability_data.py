@@ -89,7 +89,7 @@ def test_item04_flipped_ipssm_mutation_column_fails_where_read(tmp_path, mirror)
         load_ipssm(*paths)
 
 
-# ---- items 5 and 6: IPS-M columns, IDs, survival -------------------------------------------
+# ---- items 5 and 6: IPSS-M columns, IDs, survival -------------------------------------------
 
 
 def _ipssm(tmp_path, mutate=None):
