@@ -3,7 +3,6 @@
 from fedclust.config import data_mirror
 from fedclust.data.registry import REGISTRY
 from fedclust.data import workflow as W
-from fedclust.data.split import spec_centers
 
 DATA = config["data"]
 DL = DATA["download_dir"]
@@ -165,7 +164,10 @@ rule mnist:
         "../scripts/data_mnist.py"
 
 
-# ---- center splits: one rule per configured split (its centers are known from config) --------
+# ---- center splits: one rule per configured split -------------------------------------------
+# The per-center files are one directory() output, so the job's outputs do not depend on the
+# split's parameters: a changed n_centers/kind/... is seen by Snakemake's params trigger (the
+# whole split, table and folder, is rebuilt; no stale center file survives).
 
 for _split, _spec in SPLITS.items():
 
@@ -176,10 +178,7 @@ for _split, _spec in SPLITS.items():
             obs="results/data/{dataset}/obs.tsv",
         output:
             split=f"results/data/{{dataset}}/splits/{_split}.tsv",
-            centers=expand(
-                f"results/data/{{{{dataset}}}}/centers/{_split}/{{center}}.tsv",
-                center=spec_centers(_spec),
-            ),
+            centers=directory(f"results/data/{{dataset}}/centers/{_split}"),
         log:
             f"results/logs/data/split_{_split}_{{dataset}}.log",
         wildcard_constraints:

@@ -53,7 +53,7 @@ rule decentral_train:
         metrics="results/decentral/runs/{split}/{mode}/metrics.tsv",
         divergence="results/decentral/runs/{split}/{mode}/divergence.tsv",
         ledger="results/decentral/runs/{split}/{mode}/ledger.tsv",
-        run="results/decentral/runs/{split}/{mode}/run.json",
+        run="results/benchmarks/decentral/runs/{split}/{mode}/run.json",  # wall_s
     log:
         "results/logs/decentral/decentral_train_{split}_{mode}.log",
     conda:
@@ -74,7 +74,7 @@ rule decentral_report:
         metrics=expand("results/decentral/runs/{run}/metrics.tsv", run=DEC_RUNS),
         divergence=expand("results/decentral/runs/{run}/divergence.tsv", run=DEC_RUNS),
         ledger=expand("results/decentral/runs/{run}/ledger.tsv", run=DEC_RUNS),
-        run=expand("results/decentral/runs/{run}/run.json", run=DEC_RUNS),
+        run=expand("results/benchmarks/decentral/runs/{run}/run.json", run=DEC_RUNS),
         centralized="results/decentral/centralized/result.json",
         imputation="results/data/heart/imputation.json",
     output:
@@ -88,7 +88,7 @@ rule decentral_report:
             split=DEC.get("splits", []),
             fig=DEC_FIGS,
         ),
-        wall="results/decentral/tables/wall_time.tsv",
+        wall="results/benchmarks/decentral/wall_time.tsv",
         ledger="results/decentral/tables/messages.tsv",
         centralized="results/decentral/tables/centralized.tsv",
         section="results/report/sections/decentral.json",

@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir)))
 from _common import run  # noqa: E402
 
-from fedclust.data.download import fetch  # noqa: E402
+from fedclust.data.download import fetch, lock_path_for  # noqa: E402
 from fedclust.data.registry import remote  # noqa: E402
 
 
@@ -19,6 +19,7 @@ def main() -> None:
             mirror=p.mirror,
             retries=p.cfg["retries"],
             timeout=p.cfg["timeout"],
+            lock=lock_path_for(out),
         )
 
 

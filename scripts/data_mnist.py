@@ -6,12 +6,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir)))
 from _common import run  # noqa: E402
 
+from fedclust.data.download import verify_downloads  # noqa: E402
 from fedclust.data.mnist import as_tables, binarise, load_source  # noqa: E402
 from fedclust.io import write_table  # noqa: E402
 
 
 def main() -> None:
     cfg, out = snakemake.params.cfg, snakemake.output
+    verify_downloads(snakemake.input)  # cached IDX files unchanged since their download
     images = getattr(snakemake.input, "images", None)
     labels = getattr(snakemake.input, "labels", None)
     x, y = load_source(cfg["source"], images, labels)

@@ -1,4 +1,4 @@
-"""Rules `split_<name>`: assign a dataset's samples to centers; one table + one file per center."""
+"""Rules `split_<name>`: assign samples to centers; one table + a folder of center files."""
 
 import sys
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir)))
 from _common import run  # noqa: E402
 
-from fedclust.data.split import split_table  # noqa: E402
+from fedclust.data.split import spec_centers, split_table  # noqa: E402
 from fedclust.io import read_table, write_table  # noqa: E402
 from fedclust.seeds import derive_seed  # noqa: E402
 
@@ -21,10 +21,10 @@ def main() -> None:
     label = spec.get("label_column", "true_cluster" if "true_cluster" in obs else "label")
     table = split_table(obs, spec, seed, label_column=label)
     write_table(snakemake.output.split, table, index=False)
-    for path in snakemake.output.centers:
-        center = Path(path).stem
+    folder = Path(snakemake.output.centers)  # one directory() output: every center's samples
+    for center in spec_centers(spec):
         members = table.loc[table["center"] == center, ["sample_id"]]
-        write_table(path, members, index=False)
+        write_table(folder / f"{center}.tsv", members, index=False)
 
 
 run(main, snakemake)

@@ -9,7 +9,7 @@ import pandas as pd  # noqa: E402
 from _common import run  # noqa: E402
 
 from fedclust.hac import experiments as ex  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
+from fedclust.io import write_result_and_benchmark, write_table  # noqa: E402
 
 
 def main() -> None:
@@ -30,7 +30,7 @@ def main() -> None:
         t = ex.gradual_table(data[prep], centers, links, metric, n_mins, k_max, g.get("d_min", 0.0))
         tabs.append(t.assign(cohort=cohort, prep=prep, n=n, n_min_top=max(n_mins)))
         logging.info("gradual %s %s done", prep, metric)
-    write_table(out.gradual, pd.concat(tabs, ignore_index=True), index=False)
+    write_result_and_benchmark(out.gradual, out.gradual_bench, pd.concat(tabs, ignore_index=True))
 
     s = cfg["simultaneous"]
     t = ex.simultaneous_table(
@@ -53,7 +53,9 @@ def main() -> None:
             )
             tabs.append(t.assign(cohort=cohort, prep=prep))
         logging.info("projection %s %s done", prep, metric)
-    write_table(out.projection, pd.concat(tabs, ignore_index=True), index=False)
+    write_result_and_benchmark(
+        out.projection, out.projection_bench, pd.concat(tabs, ignore_index=True)
+    )
 
     write_table(out.pca, ex.pca_table(data).assign(cohort=cohort), index=False)
 

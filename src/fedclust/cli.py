@@ -1,8 +1,12 @@
 """``fedclust`` command line: a thin front end to the Snakemake workflow.
 
-fedclust run [--config FILE] [--cores N] [--profile DIR] [-- extra snakemake args]
+fedclust [--workflow DIR] run [--config FILE] [--cores N] [--profile DIR] [-- extra args]
 fedclust check-config FILE
-fedclust where
+fedclust [--workflow DIR] where
+
+The workflow folder (``Snakefile`` + ``config/``) is ``--workflow``, else the working directory
+or one of its parents, else this checkout (editable install). A non-editable install (``pip
+install .``) ships the schema as package data, so ``check-config`` works anywhere.
 """
 
 from __future__ import annotations
@@ -13,10 +17,36 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import load_yaml, validate_config
-from .errors import FedclustError
+from .config import SCHEMA, load_yaml, validate_config
+from .errors import ConfigError, FedclustError
 
-REPO = Path(__file__).resolve().parents[2]
+CHECKOUT = Path(__file__).resolve().parents[2]  # the repository, for an editable install
+
+
+def is_workflow(path: Path) -> bool:
+    return (path / "Snakefile").is_file() and (path / "config" / "schema.yaml").is_file()
+
+
+def find_workflow(flag: str | None = None, cwd: str | os.PathLike | None = None) -> Path:
+    """The workflow folder: ``flag``, else ``cwd`` or a parent, else this checkout."""
+    if flag:
+        path = Path(flag).expanduser().resolve()
+        if not is_workflow(path):
+            raise ConfigError(
+                "--workflow does not point to a fedclust workflow (Snakefile + config/schema.yaml)",
+                where=str(path),
+                fix="pass the folder of the fedclust repository",
+            )
+        return path
+    here = Path(cwd or os.getcwd()).resolve()
+    for cand in (here, *here.parents, CHECKOUT):
+        if is_workflow(cand):
+            return cand
+    raise ConfigError(
+        "no fedclust workflow found (a folder with Snakefile and config/schema.yaml)",
+        where=str(here),
+        fix="run fedclust inside a clone of the fedclust repository, or pass --workflow DIR",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,12 +59,16 @@ def _parser() -> argparse.ArgumentParser:
         "`fedclust run --config config/thesis.yaml --profile profiles/slurm`; "
         "`fedclust check-config my.yaml`. Offline data mirror: set FEDCLUST_DATA_MIRROR.",
     )
+    p.add_argument(
+        "--workflow",
+        help="the fedclust workflow folder (default: the working directory or a parent)",
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="run the workflow (snakemake) with a config")
     run.add_argument(
         "--config",
-        default=str(REPO / "config" / "config.yaml"),
-        help="config file (default: config/config.yaml, offline)",
+        default=None,
+        help="config file (default: <workflow>/config/config.yaml, offline)",
     )
     run.add_argument("--cores", default="all", help="cores for local runs (default: all)")
     run.add_argument("--profile", help="snakemake profile, e.g. profiles/slurm")
@@ -50,17 +84,22 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.cmd == "check-config":
-            validate_config(load_yaml(args.file), REPO / "config" / "schema.yaml", source=args.file)
+            schema = SCHEMA
+            if args.workflow:
+                schema = find_workflow(args.workflow) / "config" / "schema.yaml"
+            validate_config(load_yaml(args.file), schema, source=args.file)
             print(f"{args.file}: valid")
             return 0
+        repo = find_workflow(args.workflow)
         if args.cmd == "where":
-            print(REPO)
+            print(repo)
             return 0
-        validate_config(load_yaml(args.config), REPO / "config" / "schema.yaml", source=args.config)
+        config = args.config or str(repo / "config" / "config.yaml")
+        validate_config(load_yaml(config), repo / "config" / "schema.yaml", source=config)
     except FedclustError as err:
         print(f"fedclust: {err}", file=sys.stderr)
         return 2
-    cmd = ["snakemake", "-s", str(REPO / "Snakefile"), "--configfile", args.config]
+    cmd = ["snakemake", "-s", str(repo / "Snakefile"), "--configfile", config]
     cmd += ["--profile", args.profile] if args.profile else ["--cores", str(args.cores)]
     if args.dry_run:
         cmd.append("-n")

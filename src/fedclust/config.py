@@ -5,8 +5,11 @@ The Snakefile calls :func:`validate_config` at start; the same function is unit-
 
 from __future__ import annotations
 
+import copy
 import difflib
 import os
+import re
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +18,63 @@ import yaml
 
 from .errors import ConfigError
 
-SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")  # config names that become file/folder names
+
+
+def _find_schema() -> Path:
+    """The schema shipped in the package (``fedclust/schema.yaml``: in a checkout a symlink to
+    ``config/schema.yaml``, the source of truth; in a wheel a copy), else the checkout's file."""
+    packaged = Path(str(resources.files("fedclust") / "schema.yaml"))
+    if packaged.is_file():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+
+
+SCHEMA = _find_schema()
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A safe loader that rejects duplicate mapping keys (YAML's "last one wins" hides typos)."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False):
+    loader.flatten_mapping(node)
+    seen: dict[Any, yaml.Mark] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            first = seen.get(key)
+        except TypeError:  # unhashable key: let the base class raise its error
+            break
+        if first is not None:
+            m = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first defined on line {first.line + 1})", m
+            )
+        seen[key] = key_node.start_mark
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def load_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a YAML file; a syntax error or a duplicate key raises :class:`ConfigError` naming
+    the file, line and column."""
     with open(path) as fh:
-        return yaml.safe_load(fh) or {}
+        try:
+            return yaml.load(fh, Loader=_StrictLoader) or {}  # noqa: S506 (a SafeLoader)
+        except yaml.MarkedYAMLError as err:
+            mark = err.problem_mark or err.context_mark
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+            what = " ".join(x for x in (err.context, err.problem) if x)
+            raise ConfigError(
+                f"invalid YAML: {what}",
+                where=where,
+                fix="fix the line shown (indentation, a missing ':' or quote, a repeated key)",
+            ) from None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"invalid YAML: {err}", where=str(path)) from None
 
 
 def _schema_at(schema: dict[str, Any], path: list[Any]) -> dict[str, Any]:
@@ -65,6 +119,13 @@ def _describe(err: jsonschema.ValidationError, schema: dict[str, Any], source: s
             where=f"{source}: {key}",
             fix="add it (see config/config.yaml for an example)",
         )
+    if err.validator == "pattern":
+        return ConfigError(
+            f"config name {err.instance!r} under '{key}' is not allowed: it becomes part of a "
+            f"file path",
+            where=source,
+            fix=f"use only letters, digits, '_' and '-' (pattern {err.validator_value})",
+        )
     if err.validator == "type":
         return ConfigError(
             f"config key '{key}' = {err.instance!r} has the wrong type",
@@ -87,16 +148,110 @@ def validate_config(
     errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         raise _describe(errors[0], schema, source)
-    _fill_defaults(config, schema)
+    fill_defaults(config, schema)
+    check_references(config, source)
     return config
 
 
-def _fill_defaults(config: dict[str, Any], schema: dict[str, Any]) -> None:
-    for key, sub in schema.get("properties", {}).items():
-        if key not in config and "default" in sub:
-            config[key] = sub["default"]
-        if isinstance(config.get(key), dict):
-            _fill_defaults(config[key], sub)
+def fill_defaults(node: Any, schema: dict[str, Any]) -> Any:
+    """Fill schema defaults into ``node`` in place, recursively: named ``properties``,
+    ``additionalProperties`` entries (e.g. every ``data.splits.<name>``) and array ``items``."""
+    if isinstance(node, dict):
+        props = schema.get("properties", {})
+        for key, sub in props.items():
+            if key not in node and "default" in sub:
+                node[key] = copy.deepcopy(sub["default"])
+        extra = schema.get("additionalProperties")
+        for key, value in node.items():
+            sub = props.get(key, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                fill_defaults(value, sub)
+    elif isinstance(node, list) and isinstance(schema.get("items"), dict):
+        for value in node:
+            fill_defaults(value, schema["items"])
+    return node
+
+
+def defaults_at(entry: dict[str, Any], path: list[str]) -> dict[str, Any]:
+    """A copy of ``entry`` with the defaults of the schema node at ``path`` (``"*"`` = an
+    ``additionalProperties`` entry), e.g. ``defaults_at(spec, ["data", "splits", "*"])``."""
+    node = load_yaml(SCHEMA)
+    for key in path:
+        node = node["additionalProperties"] if key == "*" else node["properties"][key]
+    return fill_defaults(copy.deepcopy(entry), node)
+
+
+def _subset(values: Any, allowed: Any, key: str, source: str, defined_by: str) -> None:
+    unknown = [v for v in values or [] if v not in allowed]
+    if unknown:
+        raise ConfigError(
+            f"config key '{key}' names {', '.join(map(repr, unknown))}, which "
+            f"{defined_by} does not define",
+            where=f"{source}: {key}",
+            fix=f"use only: {', '.join(map(str, allowed)) or '(nothing defined)'}",
+        )
+
+
+def check_references(config: dict[str, Any], source: str = "config") -> None:
+    """Cross-key checks the schema cannot express (run after defaults are filled).
+
+    Stage cohort/dataset/split lists must name what the data section defines; simulators need
+    at least as many samples as clusters.
+    """
+    data = config.get("data", {})
+    rnaseq = data.get("rnaseq", {})
+    cohorts = rnaseq.get("cohorts", [])
+    splits = data.get("splits", {})
+    for stage in ("hac", "attacks"):
+        cfg = config.get(stage, {})
+        if cfg.get("enabled", True):
+            _subset(cfg.get("cohorts"), cohorts, f"{stage}.cohorts", source, "data.rnaseq.cohorts")
+    dec = config.get("dec", {})
+    if dec.get("enabled", False):
+        from .data.workflow import DATASETS
+
+        datasets = dec.get("datasets", {})
+        _subset(datasets, DATASETS, "dec.datasets", source, "the data section")
+        _subset(
+            dec.get("federated_datasets"),
+            list(datasets),
+            "dec.federated_datasets",
+            source,
+            "dec.datasets",
+        )
+        _subset(dec.get("splits"), list(splits), "dec.splits", source, "data.splits")
+        for name in dec.get("splits") or []:
+            applies = splits[name]["datasets"]
+            _subset(
+                dec.get("federated_datasets"),
+                applies,
+                f"dec.splits ({name})",
+                source,
+                f"data.splits.{name}.datasets",
+            )
+    sims = []
+    if rnaseq.get("source", "simulated") == "simulated":
+        sims.append(("data.rnaseq.simulate", rnaseq.get("simulate", {})))
+    if data.get("mds", {}).get("source", "simulated") == "simulated":
+        sims.append(("data.mds.simulate", data.get("mds", {}).get("simulate", {})))
+    for key, sim in sims:
+        if sim.get("n_clusters", 1) > sim.get("n_samples", 10**9):
+            raise ConfigError(
+                f"{key}: more clusters ({sim['n_clusters']}) than samples ({sim['n_samples']})",
+                where=f"{source}: {key}",
+                fix="lower n_clusters or raise n_samples",
+            )
+
+
+def check_name(name: str, where: str) -> str:
+    """A name that becomes part of a path (split, center, dataset) must match :data:`NAME_RE`."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ConfigError(
+            f"name {name!r} cannot be used in a file path",
+            where=where,
+            fix="use only letters, digits, '_' and '-'",
+        )
+    return name
 
 
 def data_mirror(config: dict[str, Any]) -> Path | None:

@@ -2,11 +2,17 @@
 
 Every output is written to a temporary file in the destination folder and renamed into place, so
 an interrupted rule never leaves a file that looks complete (rename is atomic on POSIX).
+
+Result tables are byte-identical across runs of the same config: gzip is written with a fixed
+header time (mtime 0), and timing columns (:data:`TIMING_COLUMNS`) go to separate benchmark files
+under ``results/benchmarks/`` (:func:`write_result_and_benchmark`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
 import json
 import os
 import tempfile
@@ -61,6 +67,33 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+#: columns holding wall-clock measurements: never part of a result table
+TIMING_COLUMNS = ("seconds", "pooled_seconds", "pooled seconds", "wall_s", "steps_per_s")
+
+
+def to_tsv_gz(df: pd.DataFrame, path: str | os.PathLike, **to_csv: Any) -> None:
+    """``df.to_csv(sep="\t")`` gzipped with reproducible bytes: no time and no file name in
+    the gzip header (pandas writes both, and the name of a temporary file differs per run)."""
+    with (
+        open(path, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
+        io.TextIOWrapper(gz, encoding="utf-8", newline="") as text,
+    ):
+        df.to_csv(text, sep="\t", **to_csv)
+
+
+def write_result_and_benchmark(
+    path: str | os.PathLike,
+    bench_path: str | os.PathLike,
+    df: pd.DataFrame,
+    index: bool = False,
+) -> None:
+    """``df`` without its timing columns to ``path`` (a result table) and the whole table,
+    timings included, to ``bench_path`` (a benchmark file, not reproducible by nature)."""
+    write_table(path, df.drop(columns=[c for c in TIMING_COLUMNS if c in df.columns]), index)
+    write_table(bench_path, df, index)
+
+
 def write_table(path: str | os.PathLike, df: pd.DataFrame, index: bool = True) -> None:
     """Write a DataFrame by extension: ``.parquet``, ``.tsv``/``.tsv.gz`` or ``.csv``."""
     path = Path(path)
@@ -69,9 +102,10 @@ def write_table(path: str | os.PathLike, df: pd.DataFrame, index: bool = True) -
         if name.endswith(".parquet"):
             df.to_parquet(tmp, index=index)
         elif name.endswith((".tsv", ".tsv.gz")):
-            df.to_csv(
-                tmp, sep="\t", index=index, compression="gzip" if name.endswith(".gz") else None
-            )
+            if name.endswith(".gz"):
+                to_tsv_gz(df, tmp, index=index)
+            else:
+                df.to_csv(tmp, sep="\t", index=index)
         elif name.endswith(".csv"):
             df.to_csv(tmp, index=index)
         else:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputDataError
+from .download import verify_downloads
 from .preprocess import impute_binary_frequency
 from .simulate import TABLE_3_1
 
@@ -37,6 +38,14 @@ CYTO_MAP: dict[str, list[str]] = {
     "LOCHRY": ["delY"],
 }
 SURVIVAL = ["OS_YEARS", "OS_STATUS", "LFS_YEARS", "LFS_STATUS"]
+NOT_IN_IPSSM = ("PIGA", "FBXW7", "PRPF40B", "CBLB", "idicXq13")  # Table 3.1, absent from IPSS-M
+#: the Table 3.1 genes read from ``df_mut.tsv`` (38): every one is required
+IPSSM_GENES = [
+    g
+    for g in TABLE_3_1
+    if g not in CYTO_MAP and g not in NOT_IN_IPSSM and g != "LOCHR5OD5qPLUSother"
+]
+MAX_YEARS = 100.0  # a survival time above this is a unit or data-entry error
 
 
 def _read(path: str) -> pd.DataFrame:
@@ -58,6 +67,50 @@ def _require(df: pd.DataFrame, cols: list[str], path: str) -> None:
         )
 
 
+def _same_ids(ref: pd.DataFrame, ref_path: str, df: pd.DataFrame, path: str) -> None:
+    """Both files must hold the same patient IDs (order may differ); no silent intersection."""
+    for a, a_path, b, b_path in ((ref, ref_path, df, path), (df, path, ref, ref_path)):
+        dup = a.index[a.index.duplicated()]
+        if len(dup):
+            raise InputDataError(
+                f"duplicate patient ID(s) {', '.join(map(str, dup[:5]))}",
+                where=a_path,
+                fix="use the IPSS-M files as published (one row per patient)",
+            )
+        missing = a.index.difference(b.index, sort=False)
+        if len(missing):
+            raise InputDataError(
+                f"{len(missing)} patient ID(s) of {a_path} are missing from this file, first: "
+                f"{', '.join(map(str, missing[:5]))}",
+                where=b_path,
+                fix="the three IPSS-M files must list the same patients: re-download them "
+                "(or restore the mirror copies)",
+            )
+
+
+def check_survival(obs: pd.DataFrame, where: str) -> None:
+    """``*_YEARS`` in [0, MAX_YEARS] or NaN, ``*_STATUS`` in {0, 1} or NaN (1 = event)."""
+    for col in obs.columns:
+        if col.endswith("_YEARS"):
+            v = pd.to_numeric(obs[col], errors="coerce")
+            bad = (v.isna() & obs[col].notna()) | (v < 0) | (v > MAX_YEARS) | np.isinf(v)
+            what = f"survival times must be numbers in [0, {MAX_YEARS:g}] years"
+        elif col.endswith("_STATUS"):
+            v = pd.to_numeric(obs[col], errors="coerce")
+            bad = (v.isna() & obs[col].notna()) | (v.notna() & ~v.isin([0, 1]))
+            what = "status codes must be 0 (censored) or 1 (event)"
+        else:
+            continue
+        if bad.any():
+            rows = obs.index[bad.to_numpy()]
+            raise InputDataError(
+                f"{int(bad.sum())} bad value(s) in column {col}: {what}; first: patient "
+                f"{rows[0]} = {obs.loc[rows[0], col]}",
+                where=where,
+                fix="correct or blank (NA) these values; unknown values may be left empty",
+            )
+
+
 def _any(df: pd.DataFrame, cols: list[str]) -> pd.Series:
     """OR over columns with NaN semantics: 1 if any 1, NaN if no 1 but some NaN, else 0."""
     sub = df[cols]
@@ -69,9 +122,10 @@ def _any(df: pd.DataFrame, cols: list[str]) -> pd.Series:
 def ipssm_features(mut: pd.DataFrame, cna: pd.DataFrame, where: str) -> pd.DataFrame:
     """Binary features (0/1/NaN) in Table 3.1 order, restricted to variables IPSS-M has."""
     cols = {}
+    _require(mut, IPSSM_GENES, where)
     other = cna.drop(columns=["del5q"], errors="ignore")
     for name in TABLE_3_1:
-        if name in mut.columns and name not in CYTO_MAP:
+        if name in IPSSM_GENES:
             cols[name] = mut[name].astype(float)
         elif name in CYTO_MAP:
             _require(cna, CYTO_MAP[name], where)
@@ -88,15 +142,14 @@ def load_ipssm(
     clinical_path: str, mut_path: str, cna_path: str, label: str = "IPSSM"
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
     """Features (imputed, binary/probabilities), obs (label + survival) and NaNs per column."""
+    verify_downloads([clinical_path, mut_path, cna_path])  # unchanged since the download
     clin, mut, cna = _read(clinical_path), _read(mut_path), _read(cna_path)
     _require(clin, [label, *SURVIVAL], clinical_path)
-    if not (clin.index.equals(mut.index) and clin.index.equals(cna.index)):
-        common = clin.index.intersection(mut.index).intersection(cna.index)
-        if len(common) == 0:
-            raise InputDataError(
-                "the IPSS-M files share no patient ID", where=clinical_path, fix="re-download"
-            )
-        clin, mut, cna = clin.loc[common], mut.loc[common], cna.loc[common]
+    _same_ids(clin, clinical_path, mut, mut_path)
+    _same_ids(clin, clinical_path, cna, cna_path)
+    mut, cna = mut.loc[clin.index], cna.loc[clin.index]
+    check_survival(clin[SURVIVAL], clinical_path)
+    _require(mut, IPSSM_GENES, mut_path)
     raw = ipssm_features(mut, cna, where=cna_path)
     feats, n_nan = impute_binary_frequency(raw, where=f"{mut_path} + {cna_path}")
     feats.index = feats.index.astype(str)

@@ -139,10 +139,10 @@ def simulate_rnaseq(
 
 
 def _write_gz_tsv(path: str, df: pd.DataFrame, index: bool, float_format: str | None = None):
-    from ..io import atomic_path
+    from ..io import atomic_path, to_tsv_gz
 
-    with atomic_path(path) as tmp:
-        df.to_csv(tmp, sep="\t", index=index, compression="gzip", float_format=float_format)
+    with atomic_path(path) as tmp:  # reproducible gzip bytes (no time or name in the header)
+        to_tsv_gz(df, tmp, index=index, float_format=float_format)
 
 
 def simulate_mds(

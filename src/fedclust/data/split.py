@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..config import check_name, defaults_at
 from ..errors import ConfigError, InputDataError
 from ..seeds import derive_seed
 
@@ -147,10 +148,13 @@ def split_by_column(obs: pd.DataFrame, column: str, centers: list[str]) -> pd.Se
 def split_table(
     obs: pd.DataFrame, spec: dict, seed: int, label_column: str = "label"
 ) -> pd.DataFrame:
-    """The split of a dataset as a table (``sample_id``, ``center``) from a config entry."""
+    """The split of a dataset as a table (``sample_id``, ``center``) from a config entry.
+
+    Defaults come from the schema (``data.splits.*``), the one place they are defined."""
+    spec = defaults_at(spec, ["data", "splits", "*"])
     kind = spec["kind"]
     if kind == "column":
-        center = split_by_column(obs, spec.get("column", "center"), spec_centers(spec))
+        center = split_by_column(obs, spec["column"], spec_centers(spec))
         return pd.DataFrame({"sample_id": obs.index.astype(str), "center": center.to_numpy()})
     arg = obs[label_column].to_numpy() if kind == "dirichlet" else len(obs)
     if kind == "dirichlet" and label_column not in obs.columns:
@@ -160,8 +164,8 @@ def split_table(
         kind,
         spec["n_centers"],
         seed,
-        skewness=spec.get("skewness", 4.0),
-        alpha=spec.get("alpha", 0.5),
+        skewness=spec["skewness"],
+        alpha=spec["alpha"],
     )
     names = np.array(center_names(spec["n_centers"]))
     return pd.DataFrame({"sample_id": obs.index.astype(str), "center": names[idx]})
@@ -171,7 +175,11 @@ REGIONS = ["Northeast", "South", "West", "Midwest", "Canada", "Europe", "Other"]
 
 
 def spec_centers(spec: dict) -> list[str]:
-    """Center names a split config entry produces (known before running: per-center files)."""
+    """Center names a split config entry produces (known before running: per-center files).
+
+    Every name becomes a file name, so it must match ``^[A-Za-z0-9_-]+$``."""
     if spec["kind"] == "column":
-        return list(spec.get("centers") or REGIONS)
-    return center_names(spec["n_centers"])
+        names = list(spec.get("centers") or REGIONS)
+    else:
+        names = center_names(spec["n_centers"])
+    return [check_name(n, "data.splits.<name>.centers") for n in names]

@@ -22,12 +22,16 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputDataError
+from .download import verify_downloads
 
 log = logging.getLogger(__name__)
 
 REGIONS = ("Northeast", "South", "West", "Midwest", "Canada", "Europe", "Other")
 BARCODE = re.compile(r"^TCGA-([A-Z0-9]{2})-([A-Z0-9]{4})-(\d{2})([A-Z]?)")
 SEX_COLUMNS = ("gender.demographic", "demographic.gender", "gender")
+#: largest plausible read count of one gene in one sample (deep libraries hold ~1e8 reads);
+#: larger values are corrupt files (and 2**63 would overflow int64)
+MAX_COUNT = 2**32
 
 
 @cache
@@ -63,8 +67,21 @@ def tss_region(codes: pd.Series | list[str]) -> pd.Series:
     return region.fillna("Other")
 
 
-def counts_from_log2(values: np.ndarray, where: str, atol: float = 1e-3) -> np.ndarray:
-    """Invert log2(count + 1) to integer counts; error if the result is not integer/non-negative.
+def _cell(i: int, j: int, rows, cols) -> str:  # noqa: ANN001
+    r = f"row {i}" + (f" ({rows[i]})" if rows is not None else "")
+    c = f"column {j}" + (f" ({cols[j]})" if cols is not None else "")
+    return f"{r}, {c}"
+
+
+def counts_from_log2(
+    values: np.ndarray,
+    where: str,
+    atol: float = 1e-3,
+    rows=None,
+    cols=None,  # noqa: ANN001
+) -> np.ndarray:
+    """Invert log2(count + 1) to integer counts; error if the result is not integer/non-negative
+    or implausibly large (> :data:`MAX_COUNT`). ``rows``/``cols`` name genes/samples in errors.
 
     A value is accepted when log2(round(count) + 1) reproduces it within ``atol`` (the hub
     prints a few decimals, so large counts are only known to that precision in log space).
@@ -80,9 +97,20 @@ def counts_from_log2(values: np.ndarray, where: str, atol: float = 1e-3) -> np.n
         i, j = np.argwhere(neg)[0]
         raise InputDataError(
             f"negative count {np.exp2(values[i, j]) - 1:.3g} (stored value {values[i, j]:.4g}) "
-            f"at row {i}, column {j}: counts must be >= 0",
+            f"at {_cell(i, j, rows, cols)}: counts must be >= 0",
             where=where,
             fix="the file must hold log2(count + 1) of raw (non-negative integer) counts",
+        )
+    huge = values > np.log2(MAX_COUNT + 1.0)
+    if huge.any():
+        i, j = np.argwhere(huge)[0]
+        raise InputDataError(
+            f"implausible count {np.exp2(values[i, j]) - 1:.4g} (stored value "
+            f"{values[i, j]:.6g}) at {_cell(i, j, rows, cols)}; {int(huge.sum())} value(s) "
+            f"above {MAX_COUNT:.3g}",
+            where=where,
+            fix="the file must hold log2(count + 1) of raw counts: it is corrupt or holds "
+            "another quantity; re-download it",
         )
     # in place, to keep the peak memory of a 60,000-gene × 1,200-sample cohort low
     rounded = np.exp2(values)
@@ -98,7 +126,7 @@ def counts_from_log2(values: np.ndarray, where: str, atol: float = 1e-3) -> np.n
         i, j = np.argwhere(bad)[0]
         raise InputDataError(
             f"{int(bad.sum())} values are not log2(integer + 1), e.g. {values[i, j]:.6g} at "
-            f"row {i}, column {j} (count {np.exp2(values[i, j]) - 1:.6g})",
+            f"{_cell(i, j, rows, cols)} (count {np.exp2(values[i, j]) - 1:.6g})",
             where=where,
             fix="fedclust needs raw integer counts (Xena 'star_counts'), not TPM/FPKM files",
         )
@@ -123,7 +151,7 @@ def read_xena_counts(path: str) -> pd.DataFrame:
             where=path,
             fix="use the unmodified Xena star_counts file",
         ) from None
-    counts = counts_from_log2(values, where=path)
+    counts = counts_from_log2(values, where=path, rows=df.index, cols=df.columns)
     out = pd.DataFrame(counts.T, index=df.columns.astype(str), columns=df.index.astype(str))
     out.index.name = "sample_id"
     out.columns.name = None
@@ -176,7 +204,10 @@ def read_xena_clinical(path: str) -> pd.DataFrame:
 
 
 def load_xena_cohort(counts_path: str, clinical_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Counts (primary tumours, one per patient) and ``obs`` (tss, center, sex[, true_cluster])."""
+    """Counts (primary tumours, one per patient) and ``obs`` (tss, center, sex[, true_cluster]).
+
+    Cached downloads are checked against their pinned sha256 first (simulated files are not)."""
+    verify_downloads([counts_path, clinical_path])
     counts = read_xena_counts(counts_path)
     keep = select_primary(counts.index)
     if not keep:
