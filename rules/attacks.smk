@@ -30,6 +30,9 @@ rule attack_known_io:
         cohort="[A-Z0-9]+",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("attack_known_io")
+    resources:
+        **job_resources("attack_known_io"),
     params:
         cfg=ATT.get("known_io"),
         seed=SEED,
@@ -46,11 +49,13 @@ rule attack_property_inference:
         tests="results/attacks/property_inference/ttests.tsv",
     log:
         "results/logs/attacks/attack_property_inference.log",
+    benchmark:
+        "results/benchmarks/attack_property_inference/all.tsv"
     conda:
         "../envs/fedclust.yaml"
-    threads: 2
+    threads: job_threads("attack_property_inference")
     resources:
-        gpu=1,
+        **job_resources("attack_property_inference"),
     params:
         cfg=ATT.get("property_inference"),
         cohorts=ATT_SEX_COHORTS,
@@ -71,11 +76,13 @@ rule attack_reconstruction:
         tests="results/attacks/reconstruction/ttests.tsv",
     log:
         "results/logs/attacks/attack_reconstruction.log",
+    benchmark:
+        "results/benchmarks/attack_reconstruction/all.tsv"
     conda:
         "../envs/fedclust.yaml"
-    threads: 2
+    threads: job_threads("attack_reconstruction")
     resources:
-        gpu=1,
+        **job_resources("attack_reconstruction"),
     params:
         cfg=ATT.get("reconstruction"),
         cohorts=ATT_COHORTS,
@@ -103,6 +110,9 @@ rule attacks_report:
         "results/logs/attacks/attacks_report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("attacks_report")
+    resources:
+        **job_resources("attacks_report"),
     params:
         cfg=ATT,
         cohorts=ATT_COHORTS,

@@ -32,6 +32,9 @@ rule download_tcga:
     retries: 1
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("download_tcga")
+    resources:
+        **job_resources("download_tcga"),
     params:
         dataset="tcga",
         mirror=MIRROR,
@@ -50,6 +53,9 @@ rule download_ipssm:
     retries: 1
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("download_ipssm")
+    resources:
+        **job_resources("download_ipssm"),
     params:
         dataset="ipssm",
         mirror=MIRROR,
@@ -68,6 +74,9 @@ rule download_mnist:
     retries: 1
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("download_mnist")
+    resources:
+        **job_resources("download_mnist"),
     params:
         dataset="mnist",
         mirror=MIRROR,
@@ -89,6 +98,9 @@ rule simulate_rnaseq:
         cohort=COHORT_RE,
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("simulate_rnaseq")
+    resources:
+        **job_resources("simulate_rnaseq"),
     params:
         seed=SEED,
         cfg=RNASEQ["simulate"],
@@ -112,11 +124,15 @@ rule rnaseq_cohort:
         ),
     log:
         "results/logs/data/rnaseq_cohort_{cohort}.log",
+    benchmark:
+        "results/benchmarks/rnaseq_cohort/{cohort}.tsv"
     wildcard_constraints:
         cohort=COHORT_RE,
     conda:
         "../envs/fedclust.yaml"
     threads: RNASEQ["threads"]
+    resources:
+        **job_resources("rnaseq_cohort"),
     params:
         top_genes=RNASEQ["top_genes"],
     script:
@@ -137,6 +153,9 @@ rule mds:
         "results/logs/data/mds.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("mds")
+    resources:
+        **job_resources("mds"),
     params:
         seed=SEED,
         cfg=MDS,
@@ -159,6 +178,9 @@ rule mnist:
         "results/logs/data/mnist.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("mnist")
+    resources:
+        **job_resources("mnist"),
     params:
         cfg=MNIST,
     script:
@@ -186,6 +208,9 @@ for _split, _spec in SPLITS.items():
             dataset=DATASET_RE,
         conda:
             "../envs/fedclust.yaml"
+        threads: job_threads("split")
+        resources:
+            **job_resources("split"),
         params:
             seed=SEED,
             spec=_spec,
@@ -209,6 +234,9 @@ rule data_report:
         "results/logs/data/data_report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("data_report")
+    resources:
+        **job_resources("data_report"),
     params:
         datasets=W.datasets(DATA),
         sources=W.sources(DATA),
@@ -234,6 +262,9 @@ rule data_heart:
         "results/logs/data/data_heart.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("data_heart")
+    resources:
+        **job_resources("data_heart"),
     params:
         cfg=HEART_CFG,
     script:

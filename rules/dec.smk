@@ -5,11 +5,7 @@ DEC_DATASETS = list(DEC.get("datasets", {}))
 DEC_FED = [
     (d, s) for d in DEC.get("federated_datasets", []) for s in DEC.get("splits", [])
 ]
-
-
-wildcard_constraints:
-    dataset="[A-Za-z0-9_]+",
-    split="[A-Za-z0-9_]+",
+DEC_WILDCARDS = {"dataset": "[A-Za-z0-9_]+", "split": "[A-Za-z0-9_]+"}
 
 
 rule dec_train:
@@ -26,10 +22,15 @@ rule dec_train:
         generated="results/dec/{dataset}/centralized/generated.png",
     log:
         "results/logs/dec/dec_train_{dataset}.log",
+    benchmark:
+        "results/benchmarks/dec_train/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("dec_train")
     resources:
-        gpu=1,
+        **job_resources("dec_train"),
     params:
         cfg=DEC,
         seed=SEED,
@@ -48,6 +49,9 @@ rule dec_survival:
         "results/logs/dec/dec_survival.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("dec_survival")
+    resources:
+        **job_resources("dec_survival"),
     params:
         cfg=DEC,
     script:
@@ -66,10 +70,15 @@ rule dec_train_federated:
         figure="results/dec/{dataset}/federated/{split}/curves.png",
     log:
         "results/logs/dec/dec_train_federated_{dataset}_{split}.log",
+    benchmark:
+        "results/benchmarks/dec_train_federated/{dataset}_{split}.tsv"
+    wildcard_constraints:
+        **DEC_WILDCARDS,
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("dec_train_federated")
     resources:
-        gpu=1,
+        **job_resources("dec_train_federated"),
     params:
         cfg=DEC,
         seed=SEED,
@@ -107,6 +116,9 @@ rule dec_report:
         "results/logs/dec/dec_report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("dec_report")
+    resources:
+        **job_resources("dec_report"),
     params:
         cfg=DEC,
         datasets=DEC_DATASETS,

@@ -25,6 +25,9 @@ rule hac_toy:
         "results/logs/hac/hac_toy.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("hac_toy")
+    resources:
+        **job_resources("hac_toy"),
     params:
         cfg=HAC,
         seed=SEED,
@@ -45,8 +48,13 @@ rule hac_cohort:
         pca="results/hac/{cohort}/pca.tsv",
     log:
         "results/logs/hac/hac_cohort_{cohort}.log",
+    benchmark:
+        "results/benchmarks/hac_cohort/{cohort}.tsv"
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("hac_cohort")
+    resources:
+        **job_resources("hac_cohort"),
     params:
         cfg=HAC,
         seed=SEED,
@@ -72,6 +80,9 @@ rule hac_report:
         "results/logs/hac/hac_report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("hac_report")
+    resources:
+        **job_resources("hac_report"),
     params:
         cfg=HAC,
         cohorts=HAC_COHORTS,

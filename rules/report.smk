@@ -14,6 +14,9 @@ rule report:
         "results/logs/report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("report")
+    resources:
+        **job_resources("report"),
     params:
         title=config["report"]["title"],
         config_name=config["report"]["config_name"],
