@@ -60,7 +60,8 @@ def _run(cmd: list[str], env: dict[str, str], timeout: float) -> subprocess.Comp
 def _expected(config: dict, profile: dict, rule: str, threads: int) -> dict[str, str | None]:
     """What the profile + config `resources` promise for ``rule`` (set-resources win)."""
     res = config["resources"]
-    spec = {**res["default"], **res["rules"].get(rule, {}), **profile["set-resources"].get(rule, {})}
+    spec = {**res["default"], **res["rules"].get(rule, {})}
+    spec.update(profile["set-resources"].get(rule, {}))
     default = profile["default-resources"]
     return {
         "-A": default["slurm_account"],
@@ -73,7 +74,7 @@ def _expected(config: dict, profile: dict, rule: str, threads: int) -> dict[str,
 
 
 def test_profile_asks_for_gpus_through_resources_not_slurm_extra():
-    """Plugin 2.x rejects --gres/--gpus in slurm_extra at submission: the profile must not use it."""
+    """Plugin 2.x rejects --gres/--gpus in slurm_extra at submission: the profile avoids it."""
     profile = yaml.safe_load(PROFILE.read_text())
     every = [profile["default-resources"], *profile["set-resources"].values()]
     assert not [r for r in every if "slurm_extra" in r]
