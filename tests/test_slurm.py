@@ -105,9 +105,7 @@ def test_slurm_profile_submits_cpu_and_gpu_rule(tmp_path: Path):
     config["decentral"]["centralized"]["best_epochs"] = 1  # the job only has to finish
     configfile = tmp_path / "config.yaml"
     configfile.write_text(yaml.safe_dump(config))
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SRUN_"))
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SRUN_"))}
     env.update(
         PATH=os.pathsep.join([str(STUBS), str(Path(sys.executable).parent), env["PATH"]]),
         FEDCLUST_STUB_STATE=str(state),
