@@ -22,6 +22,9 @@ from fedclust.errors import ConfigError  # noqa: E402
 configfile: "config/config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 try:
     validate_config(
         config, Path(workflow.basedir) / "config" / "schema.yaml", source="config"

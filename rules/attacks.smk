@@ -12,6 +12,7 @@ ATT_FIGS = {
 }
 
 ATT_RNASEQ = "results/data/rnaseq/{cohort}/{what}"
+ATT_REPORT = {"caption": "../report/attacks.rst", "category": "Attacks"}
 
 
 if enabled("attacks"):
@@ -102,10 +103,10 @@ rule attacks_report:
         rec_combined=rules.attack_reconstruction.output.combined,
         rec_tests=rules.attack_reconstruction.output.tests,
     output:
-        **ATT_FIGS,
+        **{k: report(v, **ATT_REPORT) for k, v in ATT_FIGS.items()},
         section="results/report/sections/attacks.json",
-        summary="results/attacks/summary.tsv",
-        known_io_ranking="results/attacks/known_io_ranking.tsv",
+        summary=report("results/attacks/summary.tsv", **ATT_REPORT),
+        known_io_ranking=report("results/attacks/known_io_ranking.tsv", **ATT_REPORT),
     log:
         "results/logs/attacks/attacks_report.log",
     conda:

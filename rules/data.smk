@@ -119,6 +119,7 @@ rule rnaseq_cohort:
         obs="results/data/rnaseq/{cohort}/obs.tsv",
         pca=report(
             "results/data/rnaseq/{cohort}/pca.png",
+            caption="../report/data.rst",
             category="Data",
             labels={"cohort": "{cohort}", "figure": "PCA: size factors vs VST"},
         ),
@@ -228,7 +229,9 @@ rule data_report:
         splits=[p for s in W.splits(DATA).values() for p in s.values()],
         figures=[f["path"] for f in W.figures(DATA)],
     output:
-        summary="results/data/summary.tsv",
+        summary=report(
+            "results/data/summary.tsv", caption="../report/data.rst", category="Data"
+        ),
         section="results/report/sections/data.json",
     log:
         "results/logs/data/data_report.log",

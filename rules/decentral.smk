@@ -19,6 +19,7 @@ DECENTRAL_APPROACHES = {
 DECENTRAL_TABLES = ["table_4_1_loss", "table_4_1b_loss_bce", "table_4_2_accuracy"]
 DECENTRAL_TABLES += ["table_4_3_auc", "table_4_4_divergence"]
 DECENTRAL_FIGS = ["fig4_1", "fig4_2", "fig4_3"]
+DECENTRAL_REPORT = {"caption": "../report/decentral.rst", "category": "Decentral"}
 
 DECENTRAL_WILDCARDS = {
     "split": "hospitals|sources",
@@ -88,19 +89,27 @@ rule decentral_report:
         centralized="results/decentral/centralized/result.json",
         imputation="results/data/heart/imputation.json",
     output:
-        tables=expand(
-            "results/decentral/tables/{split}_{table}.tsv",
-            split=DECENTRAL.get("splits", []),
-            table=DECENTRAL_TABLES,
+        tables=report(
+            expand(
+                "results/decentral/tables/{split}_{table}.tsv",
+                split=DECENTRAL.get("splits", []),
+                table=DECENTRAL_TABLES,
+            ),
+            **DECENTRAL_REPORT,
         ),
-        figures=expand(
-            "results/decentral/figures/{split}_{fig}.png",
-            split=DECENTRAL.get("splits", []),
-            fig=DECENTRAL_FIGS,
+        figures=report(
+            expand(
+                "results/decentral/figures/{split}_{fig}.png",
+                split=DECENTRAL.get("splits", []),
+                fig=DECENTRAL_FIGS,
+            ),
+            **DECENTRAL_REPORT,
         ),
-        wall="results/decentral/tables/wall_time.tsv",
-        ledger="results/decentral/tables/messages.tsv",
-        centralized="results/decentral/tables/centralized.tsv",
+        wall=report("results/decentral/tables/wall_time.tsv", **DECENTRAL_REPORT),
+        ledger=report("results/decentral/tables/messages.tsv", **DECENTRAL_REPORT),
+        centralized=report(
+            "results/decentral/tables/centralized.tsv", **DECENTRAL_REPORT
+        ),
         section="results/report/sections/decentral.json",
     log:
         "results/logs/decentral/decentral_report.log",

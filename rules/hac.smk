@@ -15,6 +15,8 @@ HAC_FIGURES = [
     "projection_metrics",
 ]
 
+HAC_REPORT = {"caption": "../report/hac.rst", "category": "HAC"}
+
 
 rule hac_toy:
     output:
@@ -72,10 +74,12 @@ rule hac_report:
         pca=expand("results/hac/{cohort}/pca.tsv", cohort=HAC_COHORTS),
     output:
         section="results/report/sections/hac.json",
-        figures=expand("results/hac/figures/{name}.png", name=HAC_FIGURES),
-        table41="results/hac/tables/table41.tsv",
-        nmin10="results/hac/tables/nmin10.tsv",
-        exact="results/hac/tables/exact.tsv",
+        figures=report(
+            expand("results/hac/figures/{name}.png", name=HAC_FIGURES), **HAC_REPORT
+        ),
+        table41=report("results/hac/tables/table41.tsv", **HAC_REPORT),
+        nmin10=report("results/hac/tables/nmin10.tsv", **HAC_REPORT),
+        exact=report("results/hac/tables/exact.tsv", **HAC_REPORT),
     log:
         "results/logs/hac/hac_report.log",
     conda:

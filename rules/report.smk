@@ -7,7 +7,7 @@ rule report:
     output:
         html=report(
             "results/report/index.html",
-            caption="../docs/report_caption.rst",
+            caption="../report/index.rst",
             category="Report",
         ),
     log:
