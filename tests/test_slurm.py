@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -151,3 +152,18 @@ def test_slurm_profile_submits_cpu_and_gpu_rule(tmp_path: Path):
     assert want[CPU_RULE]["-p"] == "cpu" and want[GPU_RULE]["-p"] == "gpu"
     # both jobs ran their step through srun inside the allocation
     assert len((state / "srun_calls.jsonl").read_text().splitlines()) == 2
+
+
+def test_every_rule_takes_threads_and_resources_from_config():
+    """Each rule block in rules/*.smk declares threads and **job_resources (docs/RESOURCES.md)."""
+    missing = []
+    for path in sorted((REPO / "rules").glob("*.smk")):
+        blocks = re.split(r"^\s*rule\b", path.read_text(), flags=re.M)[1:]
+        for block in blocks:
+            name = block.split(":", 1)[0].strip() or block.split("\n")[2].strip()
+            if "**job_resources(" not in block or "threads:" not in block:
+                missing.append(f"{path.name}: {name}")
+    assert not missing, (
+        'add `threads: job_threads("<rule>")` (or a stage threads key) and '
+        f'`resources: **job_resources("<rule>")` to: {missing}'
+    )
