@@ -22,6 +22,9 @@ from fedclust.errors import ConfigError  # noqa: E402
 configfile: "config/config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 try:
     # duplicate keys / YAML errors with file, line and column
     for _cf in workflow.configfiles:

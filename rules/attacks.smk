@@ -12,6 +12,7 @@ ATT_FIGS = {
 }
 
 ATT_RNASEQ = "results/data/rnaseq/{cohort}/{what}"
+ATT_REPORT = {"caption": "../report/attacks.rst", "category": "Attacks"}
 
 
 if enabled("attacks"):
@@ -30,6 +31,9 @@ rule attack_known_io:
         cohort="[A-Z0-9]+",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("attack_known_io")
+    resources:
+        **job_resources("attack_known_io"),
     params:
         cfg=ATT.get("known_io"),
         seed=SEED,
@@ -46,11 +50,13 @@ rule attack_property_inference:
         tests="results/attacks/property_inference/ttests.tsv",
     log:
         "results/logs/attacks/attack_property_inference.log",
+    benchmark:
+        "results/benchmarks/attack_property_inference/all.tsv"
     conda:
         "../envs/fedclust.yaml"
-    threads: 2
+    threads: job_threads("attack_property_inference")
     resources:
-        gpu=1,
+        **job_resources("attack_property_inference"),
     params:
         cfg=ATT.get("property_inference"),
         cohorts=ATT_SEX_COHORTS,
@@ -71,11 +77,13 @@ rule attack_reconstruction:
         tests="results/attacks/reconstruction/ttests.tsv",
     log:
         "results/logs/attacks/attack_reconstruction.log",
+    benchmark:
+        "results/benchmarks/attack_reconstruction/all.tsv"
     conda:
         "../envs/fedclust.yaml"
-    threads: 2
+    threads: job_threads("attack_reconstruction")
     resources:
-        gpu=1,
+        **job_resources("attack_reconstruction"),
     params:
         cfg=ATT.get("reconstruction"),
         cohorts=ATT_COHORTS,
@@ -95,14 +103,17 @@ rule attacks_report:
         rec_combined=rules.attack_reconstruction.output.combined,
         rec_tests=rules.attack_reconstruction.output.tests,
     output:
-        **ATT_FIGS,
+        **{k: report(v, **ATT_REPORT) for k, v in ATT_FIGS.items()},
         section="results/report/sections/attacks.json",
-        summary="results/attacks/summary.tsv",
-        known_io_ranking="results/attacks/known_io_ranking.tsv",
+        summary=report("results/attacks/summary.tsv", **ATT_REPORT),
+        known_io_ranking=report("results/attacks/known_io_ranking.tsv", **ATT_REPORT),
     log:
         "results/logs/attacks/attacks_report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("attacks_report")
+    resources:
+        **job_resources("attacks_report"),
     params:
         cfg=ATT,
         cohorts=ATT_COHORTS,

@@ -1,8 +1,33 @@
 # Shared helpers for all rule files. Stage rule files append to TARGETS and REPORT_SECTIONS.
 SEED = int(config["seed"])
 SCRIPTS = Path(workflow.basedir) / "scripts"
+JOB_RESOURCES = config.get("resources", {})
 
 
 def enabled(stage):
     """Whether a stage is switched on in config (``<stage>.enabled``)."""
     return bool(config.get(stage, {}).get("enabled", False))
+
+
+def job_spec(rule_name):
+    """Config ``resources.default`` updated by ``resources.rules.<rule_name>``."""
+    spec = dict(JOB_RESOURCES.get("default", {}))
+    spec.update(JOB_RESOURCES.get("rules", {}).get(rule_name, {}))
+    return spec
+
+
+def job_resources(rule_name):
+    """Resources of a rule's jobs (mem_mb, runtime in minutes, gpu only when > 0).
+
+    Used as ``resources: **job_resources("<rule>")``; --set-resources still overrides them.
+    """
+    spec = job_spec(rule_name)
+    spec.pop("threads", None)
+    if not spec.get("gpu"):
+        spec.pop("gpu", None)
+    return spec
+
+
+def job_threads(rule_name):
+    """Threads of a rule's jobs (config ``resources``; capped by --cores locally)."""
+    return int(job_spec(rule_name).get("threads", 1))

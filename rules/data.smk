@@ -31,6 +31,9 @@ rule download_tcga:
     retries: 1
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("download_tcga")
+    resources:
+        **job_resources("download_tcga"),
     params:
         dataset="tcga",
         mirror=MIRROR,
@@ -49,6 +52,9 @@ rule download_ipssm:
     retries: 1
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("download_ipssm")
+    resources:
+        **job_resources("download_ipssm"),
     params:
         dataset="ipssm",
         mirror=MIRROR,
@@ -67,6 +73,9 @@ rule download_mnist:
     retries: 1
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("download_mnist")
+    resources:
+        **job_resources("download_mnist"),
     params:
         dataset="mnist",
         mirror=MIRROR,
@@ -88,6 +97,9 @@ rule simulate_rnaseq:
         cohort=COHORT_RE,
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("simulate_rnaseq")
+    resources:
+        **job_resources("simulate_rnaseq"),
     params:
         seed=SEED,
         cfg=RNASEQ["simulate"],
@@ -106,16 +118,21 @@ rule rnaseq_cohort:
         obs="results/data/rnaseq/{cohort}/obs.tsv",
         pca=report(
             "results/data/rnaseq/{cohort}/pca.png",
+            caption="../report/data.rst",
             category="Data",
             labels={"cohort": "{cohort}", "figure": "PCA: size factors vs VST"},
         ),
     log:
         "results/logs/data/rnaseq_cohort_{cohort}.log",
+    benchmark:
+        "results/benchmarks/rnaseq_cohort/{cohort}.tsv"
     wildcard_constraints:
         cohort=COHORT_RE,
     conda:
         "../envs/fedclust.yaml"
     threads: RNASEQ["threads"]
+    resources:
+        **job_resources("rnaseq_cohort"),
     params:
         top_genes=RNASEQ["top_genes"],
     script:
@@ -136,6 +153,9 @@ rule mds:
         "results/logs/data/mds.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("mds")
+    resources:
+        **job_resources("mds"),
     params:
         seed=SEED,
         cfg=MDS,
@@ -158,6 +178,9 @@ rule mnist:
         "results/logs/data/mnist.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("mnist")
+    resources:
+        **job_resources("mnist"),
     params:
         cfg=MNIST,
     script:
@@ -185,6 +208,9 @@ for _split, _spec in SPLITS.items():
             dataset=DATASET_RE,
         conda:
             "../envs/fedclust.yaml"
+        threads: job_threads("split")
+        resources:
+            **job_resources("split"),
         params:
             seed=SEED,
             spec=_spec,
@@ -202,12 +228,17 @@ rule data_report:
         splits=[p for s in W.splits(DATA).values() for p in s.values()],
         figures=[f["path"] for f in W.figures(DATA)],
     output:
-        summary="results/data/summary.tsv",
+        summary=report(
+            "results/data/summary.tsv", caption="../report/data.rst", category="Data"
+        ),
         section="results/report/sections/data.json",
     log:
         "results/logs/data/data_report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("data_report")
+    resources:
+        **job_resources("data_report"),
     params:
         datasets=W.datasets(DATA),
         sources=W.sources(DATA),
@@ -233,6 +264,9 @@ rule data_heart:
         "results/logs/data/data_heart.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("data_heart")
+    resources:
+        **job_resources("data_heart"),
     params:
         cfg=HEART_CFG,
     script:

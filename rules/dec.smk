@@ -5,11 +5,9 @@ DEC_DATASETS = list(DEC.get("datasets", {}))
 DEC_FED = [
     (d, s) for d in DEC.get("federated_datasets", []) for s in DEC.get("splits", [])
 ]
-
-
-wildcard_constraints:
-    dataset="[A-Za-z0-9_]+",
-    split="[A-Za-z0-9_]+",
+DEC_WILDCARDS = {"dataset": "[A-Za-z0-9_]+", "split": "[A-Za-z0-9_]+"}
+DEC_REPORT = {"caption": "../report/dec.rst", "category": "DEC"}
+DEC_RUN = {**DEC_REPORT, "subcategory": "{dataset}"}
 
 
 rule dec_train:
@@ -17,19 +15,24 @@ rule dec_train:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
     output:
-        table="results/dec/{dataset}/centralized/results.tsv",
+        table=report("results/dec/{dataset}/centralized/results.tsv", **DEC_RUN),
         ae_curves="results/dec/{dataset}/centralized/ae_curves.tsv",
         dec_curves="results/dec/{dataset}/centralized/dec_curves.tsv",
         labels="results/dec/{dataset}/centralized/labels.tsv",
-        curves="results/dec/{dataset}/centralized/curves.png",
-        tsne="results/dec/{dataset}/centralized/tsne.png",
-        generated="results/dec/{dataset}/centralized/generated.png",
+        curves=report("results/dec/{dataset}/centralized/curves.png", **DEC_RUN),
+        tsne=report("results/dec/{dataset}/centralized/tsne.png", **DEC_RUN),
+        generated=report("results/dec/{dataset}/centralized/generated.png", **DEC_RUN),
     log:
         "results/logs/dec/dec_train_{dataset}.log",
+    benchmark:
+        "results/benchmarks/dec_train/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("dec_train")
     resources:
-        gpu=1,
+        **job_resources("dec_train"),
     params:
         cfg=DEC,
         seed=SEED,
@@ -42,12 +45,15 @@ rule dec_survival:
         labels="results/dec/mds/centralized/labels.tsv",
         obs="results/data/mds/obs.tsv",
     output:
-        figure="results/dec/mds/centralized/km.png",
-        table="results/dec/mds/centralized/km.tsv",
+        figure=report("results/dec/mds/centralized/km.png", **DEC_REPORT),
+        table=report("results/dec/mds/centralized/km.tsv", **DEC_REPORT),
     log:
         "results/logs/dec/dec_survival.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("dec_survival")
+    resources:
+        **job_resources("dec_survival"),
     params:
         cfg=DEC,
     script:
@@ -60,16 +66,21 @@ rule dec_train_federated:
         obs="results/data/{dataset}/obs.tsv",
         split="results/data/{dataset}/splits/{split}.tsv",
     output:
-        table="results/dec/{dataset}/federated/{split}/results.tsv",
+        table=report("results/dec/{dataset}/federated/{split}/results.tsv", **DEC_RUN),
         curves="results/dec/{dataset}/federated/{split}/curves.tsv",
         ledger="results/dec/{dataset}/federated/{split}/ledger.tsv",
-        figure="results/dec/{dataset}/federated/{split}/curves.png",
+        figure=report("results/dec/{dataset}/federated/{split}/curves.png", **DEC_RUN),
     log:
         "results/logs/dec/dec_train_federated_{dataset}_{split}.log",
+    benchmark:
+        "results/benchmarks/dec_train_federated/{dataset}_{split}.tsv"
+    wildcard_constraints:
+        **DEC_WILDCARDS,
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("dec_train_federated")
     resources:
-        gpu=1,
+        **job_resources("dec_train_federated"),
     params:
         cfg=DEC,
         seed=SEED,
@@ -100,13 +111,16 @@ rule dec_report:
         fed_figures=[f"results/dec/{d}/federated/{s}/curves.png" for d, s in DEC_FED],
     output:
         section="results/report/sections/dec.json",
-        cycle="results/dec/cycle_vs_recon.png",
-        federated="results/dec/federated_summary.tsv",
-        ledger="results/dec/ledger_summary.tsv",
+        cycle=report("results/dec/cycle_vs_recon.png", **DEC_REPORT),
+        federated=report("results/dec/federated_summary.tsv", **DEC_REPORT),
+        ledger=report("results/dec/ledger_summary.tsv", **DEC_REPORT),
     log:
         "results/logs/dec/dec_report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("dec_report")
+    resources:
+        **job_resources("dec_report"),
     params:
         cfg=DEC,
         datasets=DEC_DATASETS,

@@ -1,27 +1,30 @@
 # Stage: decentral (seed 004): federated vs decentralised learning on the heart hospitals.
-DEC = config.get("decentral", {})
-DEC_SERVER = ["FL", "FL_SMA"]
-DEC_RUNS = [f"{s}/{m}" for s in DEC.get("splits", []) for m in DEC.get("modes", [])]
+DECENTRAL = config.get("decentral", {})
+DECENTRAL_SERVER = ["FL", "FL_SMA"]
+DECENTRAL_RUNS = [
+    f"{s}/{m}" for s in DECENTRAL.get("splits", []) for m in DECENTRAL.get("modes", [])
+]
 # FL has no exchange bug: it runs once, in as_described when that mode is on.
-DEC_APPROACHES = {
+DECENTRAL_APPROACHES = {
     m: [
         a
-        for a in DEC.get("approaches", [])
-        if a not in DEC_SERVER
+        for a in DECENTRAL.get("approaches", [])
+        if a not in DECENTRAL_SERVER
         or m == "as_described"
-        or "as_described" not in DEC.get("modes", [])
+        or "as_described" not in DECENTRAL.get("modes", [])
     ]
-    for m in DEC.get("modes", [])
+    for m in DECENTRAL.get("modes", [])
 }
 
-DEC_TABLES = ["table_4_1_loss", "table_4_1b_loss_bce", "table_4_2_accuracy"]
-DEC_TABLES += ["table_4_3_auc", "table_4_4_divergence"]
-DEC_FIGS = ["fig4_1", "fig4_2", "fig4_3"]
+DECENTRAL_TABLES = ["table_4_1_loss", "table_4_1b_loss_bce", "table_4_2_accuracy"]
+DECENTRAL_TABLES += ["table_4_3_auc", "table_4_4_divergence"]
+DECENTRAL_FIGS = ["fig4_1", "fig4_2", "fig4_3"]
+DECENTRAL_REPORT = {"caption": "../report/decentral.rst", "category": "Decentral"}
 
-
-wildcard_constraints:
-    split="hospitals|sources",
-    mode="as_published|as_described",
+DECENTRAL_WILDCARDS = {
+    "split": "hospitals|sources",
+    "mode": "as_published|as_described",
+}
 
 
 rule decentral_centralized:
@@ -33,13 +36,15 @@ rule decentral_centralized:
         result="results/decentral/centralized/result.json",
     log:
         "results/logs/decentral/decentral_centralized.log",
+    benchmark:
+        "results/benchmarks/decentral_centralized/all.tsv"
     conda:
         "../envs/fedclust.yaml"
-    threads: DEC.get("threads", 1)
+    threads: DECENTRAL.get("threads", 1)
     resources:
-        gpu=1,
+        **job_resources("decentral_centralized"),
     params:
-        cfg=DEC,
+        cfg=DECENTRAL,
         seed=SEED,
     script:
         "../scripts/decentral_centralized.py"
@@ -56,49 +61,66 @@ rule decentral_train:
         run="results/benchmarks/decentral/runs/{split}/{mode}/run.json",  # wall_s
     log:
         "results/logs/decentral/decentral_train_{split}_{mode}.log",
+    benchmark:
+        "results/benchmarks/decentral_train/{split}_{mode}.tsv"
+    wildcard_constraints:
+        **DECENTRAL_WILDCARDS,
     conda:
         "../envs/fedclust.yaml"
-    threads: DEC.get("threads", 1)
+    threads: DECENTRAL.get("threads", 1)
     resources:
-        gpu=1,
+        **job_resources("decentral_train"),
     params:
-        cfg=DEC,
+        cfg=DECENTRAL,
         seed=SEED,
-        approaches=lambda wc: DEC_APPROACHES[wc.mode],
+        approaches=lambda wc: DECENTRAL_APPROACHES[wc.mode],
     script:
         "../scripts/decentral_train.py"
 
 
 rule decentral_report:
     input:
-        metrics=expand("results/decentral/runs/{run}/metrics.tsv", run=DEC_RUNS),
-        divergence=expand("results/decentral/runs/{run}/divergence.tsv", run=DEC_RUNS),
-        ledger=expand("results/decentral/runs/{run}/ledger.tsv", run=DEC_RUNS),
-        run=expand("results/benchmarks/decentral/runs/{run}/run.json", run=DEC_RUNS),
+        metrics=expand("results/decentral/runs/{run}/metrics.tsv", run=DECENTRAL_RUNS),
+        divergence=expand(
+            "results/decentral/runs/{run}/divergence.tsv", run=DECENTRAL_RUNS
+        ),
+        ledger=expand("results/decentral/runs/{run}/ledger.tsv", run=DECENTRAL_RUNS),
+        run=expand("results/benchmarks/decentral/runs/{run}/run.json", run=DECENTRAL_RUNS),
         centralized="results/decentral/centralized/result.json",
         imputation="results/data/heart/imputation.json",
     output:
-        tables=expand(
-            "results/decentral/tables/{split}_{table}.tsv",
-            split=DEC.get("splits", []),
-            table=DEC_TABLES,
+        tables=report(
+            expand(
+                "results/decentral/tables/{split}_{table}.tsv",
+                split=DECENTRAL.get("splits", []),
+                table=DECENTRAL_TABLES,
+            ),
+            **DECENTRAL_REPORT,
         ),
-        figures=expand(
-            "results/decentral/figures/{split}_{fig}.png",
-            split=DEC.get("splits", []),
-            fig=DEC_FIGS,
+        figures=report(
+            expand(
+                "results/decentral/figures/{split}_{fig}.png",
+                split=DECENTRAL.get("splits", []),
+                fig=DECENTRAL_FIGS,
+            ),
+            **DECENTRAL_REPORT,
         ),
         wall="results/benchmarks/decentral/wall_time.tsv",
-        ledger="results/decentral/tables/messages.tsv",
-        centralized="results/decentral/tables/centralized.tsv",
+        ledger=report("results/decentral/tables/messages.tsv", **DECENTRAL_REPORT),
+        centralized=report(
+            "results/decentral/tables/centralized.tsv", **DECENTRAL_REPORT
+        ),
         section="results/report/sections/decentral.json",
     log:
         "results/logs/decentral/decentral_report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("decentral_report")
+    resources:
+        **job_resources("decentral_report"),
     params:
-        cfg=DEC,
-        runs=DEC_RUNS,
+        cfg=DECENTRAL,
+        runs=DECENTRAL_RUNS,
     script:
         "../scripts/decentral_report.py"
 

@@ -15,6 +15,8 @@ HAC_FIGURES = [
     "projection_metrics",
 ]
 
+HAC_REPORT = {"caption": "../report/hac.rst", "category": "HAC"}
+
 
 rule hac_toy:
     output:
@@ -25,6 +27,9 @@ rule hac_toy:
         "results/logs/hac/hac_toy.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("hac_toy")
+    resources:
+        **job_resources("hac_toy"),
     params:
         cfg=HAC,
         seed=SEED,
@@ -48,8 +53,13 @@ rule hac_cohort:
         projection_bench="results/benchmarks/hac/{cohort}/projection.tsv",
     log:
         "results/logs/hac/hac_cohort_{cohort}.log",
+    benchmark:
+        "results/benchmarks/hac_cohort/{cohort}.tsv"
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("hac_cohort")
+    resources:
+        **job_resources("hac_cohort"),
     params:
         cfg=HAC,
         seed=SEED,
@@ -73,15 +83,20 @@ rule hac_report:
         ),
     output:
         section="results/report/sections/hac.json",
-        figures=expand("results/hac/figures/{name}.png", name=HAC_FIGURES),
-        table41="results/hac/tables/table41.tsv",
+        figures=report(
+            expand("results/hac/figures/{name}.png", name=HAC_FIGURES), **HAC_REPORT
+        ),
+        table41=report("results/hac/tables/table41.tsv", **HAC_REPORT),
         table41_bench="results/benchmarks/hac/table41.tsv",
-        nmin10="results/hac/tables/nmin10.tsv",
-        exact="results/hac/tables/exact.tsv",
+        nmin10=report("results/hac/tables/nmin10.tsv", **HAC_REPORT),
+        exact=report("results/hac/tables/exact.tsv", **HAC_REPORT),
     log:
         "results/logs/hac/hac_report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("hac_report")
+    resources:
+        **job_resources("hac_report"),
     params:
         cfg=HAC,
         cohorts=HAC_COHORTS,

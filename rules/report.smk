@@ -7,13 +7,16 @@ rule report:
     output:
         html=report(
             "results/report/index.html",
-            caption="../docs/report_caption.rst",
+            caption="../report/index.rst",
             category="Report",
         ),
     log:
         "results/logs/report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("report")
+    resources:
+        **job_resources("report"),
     params:
         title=config["report"]["title"],
         config_name=config["report"]["config_name"],

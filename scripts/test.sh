@@ -38,5 +38,9 @@ if [ -z "${FEDCLUST_SKIP_E2E:-}" ]; then
   snakemake --cores 2 --directory "$work" -s "$PWD/Snakefile" --configfile "$PWD/config/config.yaml" -q
   echo "default workflow: $(( $(date +%s) - start )) s; report: $work/results/report/index.html"
   test -s "$work/results/report/index.html"
+  step "snakemake --report of that run"
+  snakemake -q --directory "$work" -s "$PWD/Snakefile" --configfile "$PWD/config/config.yaml" \
+    --report "$work/report.html"
+  test -s "$work/report.html" && echo "snakemake report: $work/report.html"
 fi
 step "done"
