@@ -12,10 +12,7 @@ if enabled("admm"):
         check_tasks(ADMM, config["data"])
     except ConfigError as err:
         sys.exit(f"fedclust: invalid configuration\n{err}")
-
-
-wildcard_constraints:
-    admm_mode="centralized|distributed",
+ADMM_REPORT = {"caption": "../report/admm.rst", "category": "ADMM"}
 
 
 rule admm_run:
@@ -27,8 +24,15 @@ rule admm_run:
         ledger="results/admm/runs/{task}/{admm_mode}/ledger.tsv",
     log:
         "results/logs/admm/admm_run_{task}_{admm_mode}.log",
+    benchmark:
+        "results/benchmarks/admm_run/{task}_{admm_mode}.tsv"
+    wildcard_constraints:
+        admm_mode="centralized|distributed",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("admm_run")
+    resources:
+        **job_resources("admm_run"),
     params:
         cfg=ADMM,
         task=lambda wc: ADMM_TASKS[wc.task],
@@ -44,14 +48,20 @@ rule admm_report:
         result=expand("results/admm/runs/{run}/result.json", run=ADMM_RUNS),
         ledger=expand("results/admm/runs/{run}/ledger.tsv", run=ADMM_RUNS),
     output:
-        summary="results/admm/tables/summary.tsv",
-        messages="results/admm/tables/messages.tsv",
-        figures=expand("results/admm/figures/{task}.png", task=list(ADMM_TASKS)),
+        summary=report("results/admm/tables/summary.tsv", **ADMM_REPORT),
+        messages=report("results/admm/tables/messages.tsv", **ADMM_REPORT),
+        figures=report(
+            expand("results/admm/figures/{task}.png", task=list(ADMM_TASKS)),
+            **ADMM_REPORT,
+        ),
         section="results/report/sections/admm.json",
     log:
         "results/logs/admm/admm_report.log",
     conda:
         "../envs/fedclust.yaml"
+    threads: job_threads("admm_report")
+    resources:
+        **job_resources("admm_report"),
     params:
         cfg=ADMM,
         runs=ADMM_RUNS,

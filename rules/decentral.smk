@@ -85,7 +85,9 @@ rule decentral_report:
             "results/decentral/runs/{run}/divergence.tsv", run=DECENTRAL_RUNS
         ),
         ledger=expand("results/decentral/runs/{run}/ledger.tsv", run=DECENTRAL_RUNS),
-        run=expand("results/benchmarks/decentral/runs/{run}/run.json", run=DECENTRAL_RUNS),
+        run=expand(
+            "results/benchmarks/decentral/runs/{run}/run.json", run=DECENTRAL_RUNS
+        ),
         centralized="results/decentral/centralized/result.json",
         imputation="results/data/heart/imputation.json",
     output:
