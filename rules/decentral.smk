@@ -65,6 +65,7 @@ rule decentral_train:
         cfg=DEC,
         seed=SEED,
         approaches=lambda wc: DEC_APPROACHES[wc.mode],
+        heart=config.get("data", {}).get("heart", {}),
     script:
         "../scripts/decentral_train.py"
 
