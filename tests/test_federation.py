@@ -123,3 +123,109 @@ def test_abstentions_recorded_and_summarised():
 def test_protocol_rejects_unknown_kind():
     with pytest.raises(ValueError, match="unknown field kinds"):
         Protocol("p", {"x": "raw"})
+
+
+# ---------------------------------------------------------------- strategies and the round loop
+def test_the_two_former_fedavgs_agree_to_zero_on_float32():
+    from fedclust.federation import aggregate, weighted_average
+
+    r = np.random.default_rng(0)
+    ws = [[r.normal(size=(4, 3)).astype(np.float32), r.normal(size=3).astype(np.float32)]
+          for _ in range(3)]  # fmt: skip
+    n = [114, 219, 103]
+    a = weighted_average(list(zip(ws, n, strict=True)))
+    b = aggregate(ws, n)
+    ref = [sum(np.float64(k) / sum(n) * w[i].astype(np.float64) for k, w in zip(n, ws, strict=True))
+           for i in range(2)]  # fmt: skip
+    for x, y, z in zip(a, b, ref, strict=True):
+        assert x.dtype == np.float32 and np.array_equal(x, y)
+        np.testing.assert_allclose(x, z, rtol=1e-6)
+
+
+def test_fedavg_simple_published_and_one_client():
+    from fedclust.federation import FedAvg, PublishedAverage
+
+    w1, w2 = [np.array([1.0], np.float32)], [np.array([4.0], np.float32)]
+    res = [(w1, 1), (w2, 3)]
+    assert FedAvg().aggregate_fit(1, res)[0][0] == 3.25
+    assert FedAvg("simple").aggregate_fit(1, res)[0][0] == 2.5
+    assert PublishedAverage().aggregate_fit(1, res)[0][0] == 3.25
+    assert FedAvg().aggregate_fit(1, [(w1, 7)])[0] is not w1[0]  # one client = its weights
+    assert FedAvg().aggregate_fit(1, [(w1, 7)])[0][0] == 1.0
+
+
+def test_fedadam_bias_correction_is_optional():
+    from fedclust.federation import FedAdam, FedYogi
+
+    cur = [np.zeros(2)]
+    res = [([np.array([0.1, -0.2])], 1)]
+    plain = FedAdam(eta=0.1, beta_1=0.9, beta_2=0.99, tau=1e-3).aggregate_fit(1, res, cur)
+    # no bias correction: m = 0.1 Δ, v = 0.01 Δ², step = η m / (√v + τ)
+    d = np.array([0.1, -0.2])
+    np.testing.assert_allclose(plain[0], 0.1 * 0.1 * d / (0.1 * np.abs(d) + 1e-3))
+    bc = FedAdam(eta=0.1, beta_1=0.9, beta_2=0.99, tau=1e-3, bias_correction=True)
+    scale = np.sqrt(1 - 0.99) / (1 - 0.9)
+    np.testing.assert_allclose(bc.aggregate_fit(1, res, cur)[0], plain[0] * scale)
+    y = FedYogi(eta=0.1, beta_1=0.9, beta_2=0.99, tau=1e-3).aggregate_fit(1, res, cur)
+    np.testing.assert_allclose(y[0], plain[0])  # from v = 0, Yogi's first v equals Adam's
+
+
+class _Client:
+    def __init__(self, n: int, abstain: bool = False):
+        self.n, self.abstain = n, abstain
+
+    def fit(self, parameters, config):  # noqa: ANN001, ANN201
+        from fedclust.federation import Abstain
+
+        if self.abstain:
+            return Abstain("too small")
+        return [p + self.n for p in parameters], self.n, {"loss": float(self.n)}
+
+
+def test_round_loop_logs_eta_skips_abstainers_and_uses_the_ledger(caplog):
+    import logging
+
+    from fedclust.federation import FedAvg, History, LedgerClientProxy, fit_protocol, run_rounds
+
+    led = Ledger()
+    clients = {"a": _Client(10), "b": _Client(30), "tiny": _Client(2, abstain=True)}
+    proxies = [LedgerClientProxy(c, cl, led) for c, cl in clients.items()]
+    hist = History()
+    with caplog.at_level(logging.INFO, logger="fedclust.federation.engine"):
+        out = run_rounds(proxies, FedAvg(), [np.zeros(2)], 2, {}, fit_protocol("toy"),
+                         label="toy", history=hist)  # fmt: skip
+    # each round: + (10·10 + 30·30) / 40 = 25
+    np.testing.assert_allclose(out[0], [50.0, 50.0])
+    assert hist.loss == [25.0, 25.0] and hist.participants == [2, 2]
+    assert "toy round 2/2" in caplog.text and "ETA" in caplog.text and "elapsed" in caplog.text
+    t = led.table()
+    assert (t.kind == "fit_update").sum() == 4 and (t.kind == "fit_global").sum() == 6
+    assert led.abstentions().center.tolist() == ["tiny", "tiny"]
+    with pytest.raises(RuntimeError, match="every center abstained"):
+        run_rounds(proxies[2:], FedAvg(), [np.zeros(2)], 1, {}, fit_protocol("toy"))
+
+
+def test_fit_protocol_refuses_a_client_that_smuggles_rows():
+    from fedclust.federation import FedAvg, LedgerClientProxy, fit_protocol, run_rounds
+
+    class Sneaky:
+        def fit(self, parameters, config):  # noqa: ANN001, ANN201
+            return parameters, 3, {"loss": 1.0}
+
+    proxy = LedgerClientProxy("c", Sneaky(), Ledger())
+    with pytest.raises(DisclosureError, match="min-samples>=5"):
+        run_rounds([proxy], FedAvg(), [np.zeros(2)], 1, {}, fit_protocol("p", min_samples=5))
+
+
+def test_legacy_imports_still_work():
+    from fedclust.dec.federated import FedAvg, FedOpt, make_strategy, weighted_average
+    from fedclust.decentral.aggregation import FedAvgStrategy, aggregate, ave_weights_published
+    from fedclust.federation import strategy
+
+    assert FedAvg is strategy.FedAvg and FedOpt is strategy.FedOpt
+    assert weighted_average is strategy.weighted_average and aggregate is strategy.aggregate
+    assert ave_weights_published is strategy.ave_weights_published
+    assert isinstance(make_strategy("fedyogi", {"eta": 0.1, "beta_1": 0.9, "beta_2": 0.99,
+                                                "tau": 1e-3}), FedOpt)  # fmt: skip
+    w, meta = FedAvgStrategy("simple").aggregate_fit(1, [([np.ones(1)], 1), ([np.zeros(1)], 9)])
+    assert w[0][0] == 0.5 and meta == {"round": 1, "clients": 2}
