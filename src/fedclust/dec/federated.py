@@ -118,7 +118,7 @@ class DECClient:
         shuffle. Stage ae trains and returns the TSAE; stage dec the encoder + centroids."""
         stage = config["stage"]
         if stage == "ae":
-            self.tsae = [np.array(p, copy=True) for p in parameters]
+            self.tsae = list(parameters)  # the ledger delivered a copy: the center owns it
         model = self._model(stage, parameters)
         target = model.tsae if stage == "ae" else model
         params = [p for n, p in target.named_parameters() if not n.startswith(DECODER_PREFIX)]
@@ -162,7 +162,7 @@ class DECClient:
         n_init, seed, scaler, min_cluster_size. Skewed splits of large data sets
         have such centers in the histogram's tail (seed 000 §2.4). It still trains every round.
         """
-        self.tsae = [np.array(p, copy=True) for p in parameters]
+        self.tsae = list(parameters)
         model = self._model("ae", parameters)
         z = embed(model.tsae, self.x)
         k, m = int(config["k"]), int(config.get("min_cluster_size", 1))
