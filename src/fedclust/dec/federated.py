@@ -101,7 +101,7 @@ class DECClient:
         self.x = torch.as_tensor(np.asarray(x, dtype=np.float32), device=self.device)
         self.make_model = make_model
         self.gen = shuffle_generator(seed)
-        self.tsae: NDArrays | None = None  # last global TSAE received (has the decoder biases)
+        self.tsae: NDArrays | None = None  # the final global TSAE (with the decoder biases)
 
     def _model(self, stage: str, parameters: NDArrays) -> DECModel:
         model = self.make_model().to(self.device)
@@ -117,8 +117,6 @@ class DECClient:
         """``config``: stage (ae|dec), optimizer, lr, batch_size, epochs, loss, target_update,
         shuffle. Stage ae trains and returns the TSAE; stage dec the encoder + centroids."""
         stage = config["stage"]
-        if stage == "ae":
-            self.tsae = list(parameters)  # the ledger delivered a copy: the center owns it
         model = self._model(stage, parameters)
         target = model.tsae if stage == "ae" else model
         params = [p for n, p in target.named_parameters() if not n.startswith(DECODER_PREFIX)]
