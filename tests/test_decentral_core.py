@@ -1,4 +1,4 @@
-"""Per-center class-conditional imputation of the heart data (issue 13; seed 004 §2.4)."""
+"""Heart on the federation core: per-center imputation, optimizer state by mode, protocols."""
 
 from __future__ import annotations
 
@@ -80,3 +80,49 @@ def test_center_without_observed_values_gets_a_federated_fill_and_small_centers_
     assert fed.loc[0, "fill"] == pytest.approx(np.average(meds, weights=ns))
     swiss = (g == "swiss") & (df.HeartDisease == 0).to_numpy()
     assert (out.Cholesterol[swiss] == fed.loc[0, "fill"]).all()
+
+
+# ---------------------------------------------------------------- heart on the federation core
+def _clients(k: int = 3, n: int = 24):
+    from fedclust.decentral.clients import make_client_data
+
+    r = np.random.default_rng(0)
+    x = r.random((k * n, 20)).astype(np.float32)
+    y = (x[:, 0] + 0.2 * r.standard_normal(k * n) > 0.5).astype(int)
+    return make_client_data(pd.DataFrame(x), y, np.repeat([f"c{i}" for i in range(k)], n))
+
+
+def test_shared_adam_state_only_as_published():
+    from fedclust.decentral.simulate import optimizer_state_for, run_approach
+    from fedclust.errors import ConfigError
+
+    assert optimizer_state_for("as_published") == "shared"
+    assert optimizer_state_for("as_published", "per_client") == "shared"
+    assert optimizer_state_for("as_described") == "per_client"
+    assert optimizer_state_for("as_described", "fresh_each_fit") == "fresh_each_fit"
+    with pytest.raises(ConfigError, match="only available in as_published"):
+        optimizer_state_for("as_described", "shared")
+    data = _clients()
+    kw = dict(rounds=2, epochs=1, batch_size=8)
+    default = run_approach(data, "FL", "as_described", **kw)
+    per_client = run_approach(data, "FL", "as_described", optimizer_state="per_client", **kw)
+    pd.testing.assert_frame_equal(default.metrics, per_client.metrics)
+    # the policy reaches the trainer: resetting Adam every fit changes round 2
+    fresh = run_approach(data, "FL", "as_described", optimizer_state="fresh_each_fit", **kw)
+    r1, r2 = (default.metrics["round"] == 1), (default.metrics["round"] == 2)
+    assert np.allclose(default.metrics[r1].loss_total, fresh.metrics[r1].loss_total)
+    assert not np.allclose(default.metrics[r2].loss_total, fresh.metrics[r2].loss_total)
+
+
+def test_heart_messages_obey_their_protocols():
+    from fedclust.decentral.simulate import run_approach
+
+    res = run_approach(_clients(), "customized", "as_described", rounds=1, epochs=1, batch_size=8)
+    t = res.ledger.table()
+    w = t[t.kind == "weights"]
+    assert (w.protocol == "heart_peer_weights").all() and (w.fields == "n,weights").all()
+    ev = t[t.kind == "eval_metrics"]
+    assert (ev.protocol == "heart_eval_metrics").all() and ev.fields.str.contains("n").all()
+    fl = run_approach(_clients(), "FL", "as_described", rounds=1, epochs=1, batch_size=8)
+    assert set(fl.ledger.table().protocol) == {"heart_fl_global", "heart_fl_update",
+                                               "heart_eval_metrics"}  # fmt: skip
