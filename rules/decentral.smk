@@ -74,6 +74,7 @@ rule decentral_train:
         cfg=DECENTRAL,
         seed=SEED,
         approaches=lambda wc: DECENTRAL_APPROACHES[wc.mode],
+        heart=config.get("data", {}).get("heart", {}),
     script:
         "../scripts/decentral_train.py"
 

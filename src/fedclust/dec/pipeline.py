@@ -22,9 +22,12 @@ from .federated import (
     DECClient,
     FederatedHistory,
     aggregate_centroids,
+    broadcast_centroids,
+    dec_parameters,
     local_centroid_messages,
     make_strategy,
     run_rounds,
+    set_dec_parameters,
 )
 from .io import MISSING_LABEL
 from .model import TSAE, DECModel, encoder_dims, get_parameters, set_parameters
@@ -42,6 +45,8 @@ from .train import (
 
 log = logging.getLogger(__name__)
 
+#: Default m: the fewest samples a shared local centroid may summarise (dec.federated).
+MIN_CLUSTER_SIZE = 5
 #: Server strategy ↔ local optimizer pairing (seed 000 §1.8).
 PAIRING = {"fedavg": "sgd", "fedadam": "adam", "fedyogi": "yogi"}
 
@@ -329,7 +334,7 @@ def run_federated(
             hist.ae_loss,
         )
         set_parameters(init.tsae, ae_params)
-        ae_loss = reconstruction_mse(init.tsae, torch.as_tensor(x))
+        ae_loss = reconstruction_mse(init.tsae, torch.as_tensor(x))  # pooled evaluation only
         log.info(
             "%s/%s %s: %d TSAE rounds in %.1fs, pooled MSE %.4g",
             dataset,
@@ -352,6 +357,7 @@ def run_federated(
             ledger,
             int(cfg["clustering"]["n_init"]),
             derive_seed(seed, "dec", dataset, split, strategy, "kmeans"),
+            min_cluster_size=int(f.get("min_cluster_size", MIN_CLUSTER_SIZE)),
         )
         for method in f["centroid_aggregation"]:
             mu = aggregate_centroids(
@@ -364,8 +370,8 @@ def run_federated(
             )
             dec_ledger = Ledger()
             ledgers.append((strategy, method, dec_ledger))
-            for c in clients:
-                dec_ledger.send("server", c.cid, {"centroids": mu}, 0, "global_centroids")
+            broadcast_centroids(clients, mu, dec_ledger)
+            # the server's model: the federated TSAE's encoder + the global centroids
             model = make_model()
             set_parameters(model.tsae, ae_params)
             with torch.no_grad():
@@ -385,13 +391,15 @@ def run_federated(
             params = run_rounds(
                 clients,
                 make_strategy(strategy, f["server"]),
-                get_parameters(model),
+                dec_parameters(model),
                 int(dataset_setting(cfg, dataset, "federated.dec_rounds")),
                 dec_cfg,
                 dec_ledger,
                 dec_losses,
             )
-            set_parameters(model, params)
+            set_dec_parameters(model, params)
+            # Evaluation on the pooled data, not part of the protocol: it uses the decoder of
+            # the federated TSAE stage (cycle accuracy, reconstruction) and every sample.
             metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
             rows.append(
                 {

@@ -17,12 +17,15 @@ THESIS_NOTE = (
 def ledger_summary(ledgers: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
     """Per (dataset, split, strategy, centroid aggregation, message kind): messages, rounds,
     floats, and floats per center per round. "shared" = the TSAE rounds and the local k-means,
-    run once per strategy and shared by its four centroid aggregations."""
+    run once per strategy and shared by its four centroid aggregations. Kind "abstain": centers
+    that sent nothing (fewer than k samples or a local cluster smaller than m): how often, who."""
     rows = []
     for (ds, split), t in ledgers.items():
         for (st, cm, kind), g in t.groupby(["strategy", "centroids", "kind"], sort=False):
             center = g.sender.where(g.sender != "server", g.receiver)
             rounds = g["round"].nunique()
+            ab = kind == "abstain"
+            who = g.sender.value_counts().sort_index()
             rows.append(
                 {
                     "dataset": ds,
@@ -30,11 +33,13 @@ def ledger_summary(ledgers: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame
                     "strategy": st,
                     "centroids": cm,
                     "kind": kind,
-                    "messages": len(g),
+                    "messages": 0 if ab else len(g),
                     "rounds": rounds,
                     "floats": int(g.floats.sum()),
                     "floats_per_center_round": int(g.floats.sum())
                     // max(center.nunique() * rounds, 1),
+                    "abstentions": len(g) if ab else 0,
+                    "abstained": "; ".join(f"{c} x{n}" for c, n in who.items()) if ab else "",
                 }
             )
     return pd.DataFrame(rows)
@@ -188,8 +193,13 @@ def build_section(
             {
                 "path": ledger_out,
                 "caption": "Privacy ledger: every message between centers and server "
-                "(model parameters every round, k centroids + cluster sizes "
-                "once), counted in floats.",
+                "(TSAE parameters every round, then encoder + centroids only: the decoder "
+                "never travels in the DEC stage; k centroids + cluster sizes once), counted in "
+                "floats. Kind 'abstain': centers that sent no centroids because they have at "
+                "most k samples or a local cluster smaller than m (dec.federated."
+                "min_cluster_size); 'abstained' says who and how often. The federated "
+                "results are evaluated on the pooled data (an evaluation, not part of the "
+                "protocol).",
             }
         )
         for d, s in federated:

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from fedclust.ledger import Ledger
+from fedclust.errors import ConfigError
+from fedclust.federation import FedAvg, Ledger, Protocol, RoundLog, aggregate
 from fedclust.seeds import derive_seed, seed_torch
 
-from .aggregation import FedAvgStrategy, Weights, aggregate
+from .aggregation import Weights
 from .clients import ClientData, HeartClient
 from .divergence import pairwise_divergence
 from .topologies import (
@@ -37,6 +38,33 @@ from .training import Trainer
 
 log = logging.getLogger(__name__)
 SERVER = ("FL", "FL_SMA")
+#: The heart protocols (what crosses the ledger). Weights are trained on the sender's samples and
+#: carry their count; evaluation metrics carry the test-set size.
+HEART_GLOBAL = Protocol("heart_fl_global", {"weights": "parameters"})
+HEART_UPDATE = Protocol("heart_fl_update", {"weights": "parameters", "n": "count"})
+HEART_PEER = Protocol("heart_peer_weights", {"weights": "parameters", "n": "count"})
+HEART_EVAL = Protocol(
+    "heart_eval_metrics",
+    {"loss": "aggregate", "loss_bce": "aggregate", "accuracy": "aggregate", "auc": "aggregate",
+     "n": "count"},
+)  # fmt: skip
+OPTIMIZER_STATE_DEFAULT = "per_client"
+
+
+def optimizer_state_for(mode: str, optimizer_state: str | None = None) -> str:
+    """The local optimizer state policy of a mode: ``as_published`` always shares one Adam state
+    across clients and rounds, as the published code (spec §4.0, §8.3); ``as_described`` keeps
+    the configured policy (default ``per_client``: every hospital its own Adam state)."""
+    if mode == "as_published":
+        return "shared"
+    policy = optimizer_state or OPTIMIZER_STATE_DEFAULT
+    if policy == "shared":
+        raise ConfigError(
+            "the shared Adam state of the published code is only available in as_published mode",
+            where="decentral.optimizer_state",
+            fix="per_client or fresh_each_fit",
+        )
+    return policy
 
 
 @dataclass
@@ -80,8 +108,9 @@ class ApproachRun:
         self.topology: list[str] = []
         k = len(names)
         if approach in SERVER:
-            self.strategy = FedAvgStrategy("simple" if approach == "FL_SMA" else "weighted")
-            self.states = [self.ledger.send("server", c, {"weights": w0}, 0, "init")["weights"]
+            self.strategy = FedAvg("simple" if approach == "FL_SMA" else "weighted")
+            self.states = [self.ledger.send("server", c, {"weights": w0}, 0, "init",
+                                            protocol=HEART_GLOBAL)["weights"]
                            for c in names]  # fmt: skip
         else:
             self.states = [w0 for _ in names]
@@ -98,13 +127,15 @@ class ApproachRun:
         if self.approach in SERVER:
             results = []
             for c, p, n_ex in zip(names, new, n, strict=True):
-                msg = led.send(c, "server", {"weights": p, "n": n_ex}, t, "weights")
+                msg = led.send(c, "server", {"weights": p, "n": n_ex}, t, "weights",
+                               protocol=HEART_UPDATE)  # fmt: skip
                 results.append((msg["weights"], msg["n"], {}))
-            w_glob, _ = self.strategy.aggregate_fit(t, results)
+            w_glob = self.strategy.aggregate_fit(t, results, self.states[0])
             self.states = [
-                led.send("server", c, {"weights": w_glob}, t, "global_weights")["weights"]
+                led.send("server", c, {"weights": w_glob}, t, "global_weights",
+                         protocol=HEART_GLOBAL)["weights"]
                 for c in names
-            ]
+            ]  # fmt: skip
             self.topology.append("server")
             return self.states
         k = len(names)
@@ -117,7 +148,8 @@ class ApproachRun:
         inbox: dict[tuple[int, int], Weights] = {}
         for s, r, used in plan.messages:
             kind = "weights" if used else "weights_unused"
-            msg = led.send(names[s - 1], names[r - 1], {"weights": new[s - 1]}, t, kind)
+            msg = led.send(names[s - 1], names[r - 1], {"weights": new[s - 1], "n": n[s - 1]},
+                           t, kind, protocol=HEART_PEER)  # fmt: skip
             inbox[(s, r)] = msg["weights"]
         old, states = self.states, []
         for r, (refs, wts) in enumerate(zip(plan.entries, plan.weights, strict=True), 1):
@@ -136,7 +168,8 @@ class ApproachRun:
     def record(self, t: int, evals: list[tuple]) -> None:
         """Per-client evaluation results (sent to the observer) and pairwise divergence."""
         for i, (c, (loss, n_te, met)) in enumerate(zip(self.names, evals, strict=True), 1):
-            self.ledger.send(c, "observer", {"loss": loss, **met}, t, "eval_metrics")
+            self.ledger.send(c, "observer", {"loss": loss, "n": n_te, **met}, t, "eval_metrics",
+                             protocol=HEART_EVAL)  # fmt: skip
             self.rows.append({"round": t, "client": i, "name": c, "n_train": self.n[i - 1],
                               "n_test": n_te, "loss_total": loss, **met})  # fmt: skip
         for pair, d in pairwise_divergence(self.states).items():
@@ -158,29 +191,32 @@ def run_approach(
     epochs: int,
     batch_size: int,
     lr: float = 1e-3,
-    optimizer_state: str = "shared",
+    optimizer_state: str | None = None,
     seed: int = 0,
     published_validation_split: bool = True,
     on_round: Callable[[int, list[dict], list[dict]], None] | None = None,
 ) -> RunResult:
     """Run one approach for ``rounds`` rounds with one model object (the thesis' setting).
 
+    ``optimizer_state``: see :func:`optimizer_state_for` (``as_published``: shared Adam state).
     ``on_round(t, metric_rows, divergence_rows)`` is called after every round (progress files).
     """
     t0 = time.perf_counter()
     n_feat = data[0].X_train.shape[1]
     w0 = initial_weights(n_feat, seed)
-    trainer = Trainer(n_feat, lr, optimizer_state, derive_seed(seed, "decentral", "shuffle"))
+    policy = optimizer_state_for(mode, optimizer_state)
+    trainer = Trainer(n_feat, lr, policy, derive_seed(seed, "decentral", "shuffle"))
     clients = [HeartClient(d, trainer) for d in data]
     split = validation_split(approach, mode, published_validation_split)
     run = ApproachRun(approach, mode, [c.name for c in clients], [c.n_train for c in clients],
                       w0, seed, split)  # fmt: skip
     cfg = {"epochs": epochs, "batch_size": batch_size, "validation_split": split}
+    clock = RoundLog(f"{approach} {mode} (optimizer state {policy})", rounds)
     for t in range(1, rounds + 1):
         new = [c.fit(w, cfg)[0] for c, w in zip(clients, run.start_weights(), strict=True)]
         states = run.finish_round(t, new)
         run.record(t, [c.evaluate(w) for c, w in zip(clients, states, strict=True)])
-        log.info("%s %s round %d/%d done (%d steps)", approach, mode, t, rounds, trainer.steps)
+        clock.done(t, f", {trainer.steps} steps")
         if on_round is not None:
             on_round(t, run.rows, run.drows)
     return run.result(trainer.steps, time.perf_counter() - t0)
@@ -193,26 +229,30 @@ def run_group(
     epochs: int,
     batch_size: int,
     lr: float = 1e-3,
-    optimizer_state: str = "shared",
+    optimizer_state: str | None = None,
     seed: int = 0,
     published_validation_split: bool = True,
     on_round: Callable[[int, dict[tuple[str, str], ApproachRun]], None] | None = None,
 ) -> dict[tuple[str, str], RunResult]:
     """Several (approach, mode) runs at once: runs with the same local batch schedule (same
     validation split) are trained in lockstep as one stacked model. Same protocol, same data,
-    same shuffling as :func:`run_approach`; each run keeps its own weights and Adam state."""
+    same shuffling as :func:`run_approach`; each run keeps its own weights and Adam state.
+    Runs are grouped by validation split and optimizer state policy."""
     from .batched import BatchedTrainer
 
     n_feat = data[0].X_train.shape[1]
     w0 = initial_weights(n_feat, seed)
-    groups: dict[float, list[tuple[str, str]]] = {}
+    groups: dict[tuple[float, str], list[tuple[str, str]]] = {}
     for a, m in runs:
-        groups.setdefault(validation_split(a, m, published_validation_split), []).append((a, m))
+        key = (validation_split(a, m, published_validation_split),
+               optimizer_state_for(m, optimizer_state))  # fmt: skip
+        groups.setdefault(key, []).append((a, m))
     out: dict[tuple[str, str], RunResult] = {}
-    for split, members in groups.items():
+    for (split, policy), members in groups.items():
         t0 = time.perf_counter()
-        trainer = BatchedTrainer(len(members), n_feat, lr, optimizer_state,
+        trainer = BatchedTrainer(len(members), n_feat, lr, policy,
                                  derive_seed(seed, "decentral", "shuffle"))  # fmt: skip
+        clock = RoundLog(f"group {members} (optimizer state {policy})", rounds)
         clients = [HeartClient(d, trainer) for d in data]
         names, n = [c.name for c in clients], [c.n_train for c in clients]
         state = [ApproachRun(a, m, names, n, w0, seed, split) for a, m in members]
@@ -231,7 +271,7 @@ def run_group(
                     evals[j].append(e)
             for r, e in zip(state, evals, strict=True):
                 r.record(t, e)
-            log.info("group %s round %d/%d done (%d steps)", members, t, rounds, trainer.steps)
+            clock.done(t, f", {trainer.steps} steps")
             if on_round is not None:
                 on_round(t, dict(zip(members, state, strict=True)))
         wall = time.perf_counter() - t0

@@ -1,0 +1,48 @@
+"""The federation core: the privacy boundary (:mod:`.ledger`), Flower-shaped strategies
+(:mod:`.strategy`) and the one round loop with a ledger-transport client proxy (:mod:`.engine`).
+"""
+
+from fedclust.errors import DisclosureError
+
+from .engine import Abstain, History, LedgerClientProxy, RoundLog, fit_protocol, run_rounds
+from .ledger import KINDS, Ledger, Message, Protocol, abstention_summary, check_disclosure
+from .strategy import (
+    STRATEGIES,
+    FedAdam,
+    FedAvg,
+    FedOpt,
+    FedYogi,
+    PublishedAverage,
+    Strategy,
+    aggregate,
+    ave_weights_published,
+    make_strategy,
+    weighted_average,
+)
+
+__all__ = [
+    "KINDS",
+    "STRATEGIES",
+    "Abstain",
+    "DisclosureError",
+    "FedAdam",
+    "FedAvg",
+    "FedOpt",
+    "FedYogi",
+    "History",
+    "Ledger",
+    "LedgerClientProxy",
+    "Message",
+    "Protocol",
+    "PublishedAverage",
+    "RoundLog",
+    "Strategy",
+    "abstention_summary",
+    "aggregate",
+    "ave_weights_published",
+    "check_disclosure",
+    "fit_protocol",
+    "make_strategy",
+    "run_rounds",
+    "weighted_average",
+]

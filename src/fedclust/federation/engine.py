@@ -1,0 +1,153 @@
+"""The in-process engine: a client proxy whose transport is the ledger, and the one round loop.
+
+``run_rounds`` is Flower's ``fit`` round (``Server.fit_round``) without the network: broadcast the
+global parameters (ledger), local fit at every center (it sees only its own data), the updates
+back (ledger, checked against the fit protocol), ``strategy.aggregate_fit``. Every round is
+logged with its time, the elapsed time and an ETA. Centers may answer :class:`Abstain` instead
+of a message; the proxy records the abstention in the ledger and the round goes on without them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+from typing import Protocol as TypingProtocol
+
+from .ledger import Ledger, Message, Protocol
+from .strategy import NDArrays, Strategy
+
+log = logging.getLogger(__name__)
+SERVER = "server"
+
+
+class Abstain(NamedTuple):
+    """A center's answer when it cannot meet the protocol's disclosure rule."""
+
+    reason: str
+
+
+class FitClient(TypingProtocol):
+    """Flower's ``NumPyClient.fit``: local training from ``parameters``."""
+
+    def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]: ...
+
+
+def fit_protocol(name: str, metrics: Sequence[str] = ("loss",), min_samples: int = 1) -> Protocol:
+    """The protocol of a fit update: parameters, the number of training samples, metrics."""
+    fields = {"parameters": "parameters", "n": "count", **{m: "aggregate" for m in metrics}}
+    return Protocol(name, fields, min_samples=min_samples)
+
+
+@dataclass
+class LedgerClientProxy:
+    """Flower's ``ClientProxy`` with the ledger as transport: every call's arguments travel
+    server → center and its answer center → server through :meth:`Ledger.send`."""
+
+    cid: str
+    client: Any
+    ledger: Ledger
+
+    def fit(
+        self, parameters: NDArrays, config: dict[str, Any], server_round: int, kind: str,
+        protocol: Protocol,
+    ) -> tuple[NDArrays, int, dict] | None:  # fmt: skip
+        down = self.ledger.send(SERVER, self.cid, {"parameters": parameters}, server_round,
+                                f"{kind}_global", protocol=protocol)  # fmt: skip
+        out = self.client.fit(down["parameters"], config)
+        if isinstance(out, Abstain):
+            self.ledger.abstain(self.cid, server_round, protocol, out.reason)
+            return None
+        params, n, metrics = out
+        msg = {"parameters": params, "n": n, **{k: metrics[k] for k in metrics
+                                                if k in protocol.fields}}  # fmt: skip
+        up = self.ledger.send(self.cid, SERVER, msg, server_round, f"{kind}_update",
+                              protocol=protocol)  # fmt: skip
+        return up["parameters"], up["n"], {k: v for k, v in up.items()
+                                           if k not in ("parameters", "n")}  # fmt: skip
+
+    def call(
+        self, method: str, server_msg: Message, server_round: int, kind: str,
+        protocol: Protocol, down_protocol: Protocol | None = None,
+    ) -> Message | None:  # fmt: skip
+        """A one-message exchange in Flower's ``NumPyClient`` style: the request's
+        ``parameters`` and the rest as ``config``, ``client.<method>(parameters, config)``; the
+        client answers a message or :class:`Abstain`."""
+        down = self.ledger.send(SERVER, self.cid, server_msg, server_round, f"{kind}_request",
+                                protocol=down_protocol)  # fmt: skip
+        params = down.pop("parameters", None)
+        out = getattr(self.client, method)(params, down)
+        if isinstance(out, Abstain):
+            self.ledger.abstain(self.cid, server_round, protocol, out.reason)
+            return None
+        return self.ledger.send(self.cid, SERVER, out, server_round, kind, protocol=protocol)
+
+
+@dataclass
+class RoundLog:
+    """Per-round timing with an ETA (linear in the mean round time so far)."""
+
+    label: str
+    rounds: int
+    t0: float = field(default_factory=time.perf_counter)
+    seconds: list[float] = field(default_factory=list)
+    _last: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._last = self.t0
+
+    def done(self, rnd: int, extra: str = "") -> float:
+        now = time.perf_counter()
+        self.seconds.append(now - self._last)
+        self._last = now
+        elapsed = now - self.t0
+        eta = elapsed / rnd * (self.rounds - rnd)
+        log.info("%s round %d/%d: %.2fs (elapsed %.1fs, ETA %.1fs)%s", self.label, rnd,
+                 self.rounds, self.seconds[-1], elapsed, eta, extra)  # fmt: skip
+        return eta
+
+
+@dataclass
+class History:
+    """What the server learns per round: the sample-weighted training loss, timings."""
+
+    loss: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    participants: list[int] = field(default_factory=list)
+
+
+def run_rounds(
+    proxies: Sequence[LedgerClientProxy],
+    strategy: Strategy,
+    parameters: NDArrays,
+    rounds: int,
+    config: Mapping[str, Any],
+    protocol: Protocol,
+    kind: str = "fit",
+    label: str = "",
+    on_round: Callable[[int, NDArrays], None] | None = None,
+    history: History | None = None,
+) -> NDArrays:
+    """``rounds`` rounds of broadcast → local fit → ledger → ``aggregate_fit``."""
+    hist = history if history is not None else History()
+    clock = RoundLog(label or kind, rounds)
+    for rnd in range(1, rounds + 1):
+        results = []
+        for proxy, cfg in strategy.configure_fit(rnd, parameters, proxies, config):
+            out = proxy.fit(parameters, cfg, rnd, kind, protocol)
+            if out is not None:
+                results.append(out)
+        if not results:
+            raise RuntimeError(f"{label or kind} round {rnd}: every center abstained")
+        parameters = strategy.aggregate_fit(rnd, results, parameters)
+        if all("loss" in r[2] for r in results):
+            tot = sum(r[1] for r in results)
+            hist.loss.append(float(sum(r[2]["loss"] * r[1] for r in results) / tot))
+        hist.participants.append(len(results))
+        clock.done(rnd, f", loss {hist.loss[-1]:.4g}" if hist.loss else "")
+        hist.seconds.append(clock.seconds[-1])
+        if on_round is not None:
+            on_round(rnd, parameters)
+    return parameters

@@ -1,0 +1,128 @@
+"""Heart on the federation core: per-center imputation, optimizer state by mode, protocols."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedclust.data.heart import impute_class_conditional
+from fedclust.decentral.imputation import impute_per_center
+from fedclust.federation import Ledger
+
+
+def _table(seed: int = 0, n: int = 60):
+    r = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "Cholesterol": r.integers(150, 300, n).astype(float),
+        "RestingBP": r.integers(100, 160, n).astype(float),
+        "HeartDisease": r.integers(0, 2, n),
+    })  # fmt: skip
+    df.loc[r.random(n) < 0.2, "Cholesterol"] = 0.0
+    df.loc[r.random(n) < 0.1, "RestingBP"] = 0.0
+    missing = df[["Cholesterol", "RestingBP"]] == 0
+    return df, missing
+
+
+@pytest.mark.parametrize("how", ["median", "mean"])
+def test_one_center_equals_the_pooled_imputation(how):
+    df, missing = _table()
+    pooled, _ = impute_class_conditional(df, how)
+    feats = df[["Cholesterol", "RestingBP"]]
+    out, info = impute_per_center(feats, missing, df.HeartDisease, np.repeat("a", len(df)), how)
+    pd.testing.assert_frame_equal(out, pooled[["Cholesterol", "RestingBP"]], check_dtype=False)
+    assert set(info.source) == {"local"}
+
+
+def test_each_center_uses_its_own_rows_and_nothing_leaves():
+    df, missing = _table(1)
+    g = np.where(np.arange(len(df)) < 30, "a", "b")
+    led = Ledger()
+    feats = df[["Cholesterol", "RestingBP"]]
+    out, info = impute_per_center(feats, missing, df.HeartDisease, g, ledger=led)
+    for center in "ab":
+        rows = g == center
+        ref, _ = impute_class_conditional(df[rows])
+        np.testing.assert_allclose(out[rows].to_numpy(), ref[["Cholesterol", "RestingBP"]])
+    assert led.n_messages == 0  # every center had observed values: all local
+
+
+def test_center_without_observed_values_gets_a_federated_fill_and_small_centers_abstain():
+    df, missing = _table(2, 90)
+    g = np.repeat(["a", "b", "swiss"], 30)
+    df.loc[g == "swiss", "Cholesterol"] = 0.0  # never recorded
+    df.loc[(g == "b") & (df.HeartDisease == 1).to_numpy(), "Cholesterol"] = 0.0
+    df.loc[np.flatnonzero((g == "b") & (df.HeartDisease == 1).to_numpy())[:3], "Cholesterol"] = (
+        200.0
+    )
+    missing = df[["Cholesterol", "RestingBP"]] == 0
+    led = Ledger()
+    feats = df[["Cholesterol", "RestingBP"]]
+    out, info = impute_per_center(feats, missing, df.HeartDisease, g, min_samples=5, ledger=led)
+    fed = info[info.source == "federated"].set_index("class")
+    assert set(fed.center) == {"swiss"}
+    obs_a1 = df.Cholesterol[(g == "a") & (df.HeartDisease == 1).to_numpy() & ~missing.Cholesterol]
+    # class 1: b has 3 observed values < 5 and abstains, so the fill is a's class median
+    assert fed.loc[1, "fill"] == pytest.approx(np.median(obs_a1))
+    a = led.abstentions()
+    reason = "3 observed Cholesterol values in class 1 < 5"
+    assert a.to_dict("records") == [
+        {"round": 0, "center": "b", "protocol": "heart_impute_stats", "reason": reason}
+    ]
+    # class 0: count-weighted mean of a's and b's medians, sent through the ledger
+    stats = led.messages().query("kind == 'impute_stats'")
+    assert set(stats.sender) == {"a", "b"} and (stats.fields == "n,stat").all()
+    meds, ns = [], []
+    for c in "ab":
+        v = df.Cholesterol[(g == c) & (df.HeartDisease == 0).to_numpy() & ~missing.Cholesterol]
+        meds.append(np.median(v))
+        ns.append(len(v))
+    assert fed.loc[0, "fill"] == pytest.approx(np.average(meds, weights=ns))
+    swiss = (g == "swiss") & (df.HeartDisease == 0).to_numpy()
+    assert (out.Cholesterol[swiss] == fed.loc[0, "fill"]).all()
+
+
+# ---------------------------------------------------------------- heart on the federation core
+def _clients(k: int = 3, n: int = 24):
+    from fedclust.decentral.clients import make_client_data
+
+    r = np.random.default_rng(0)
+    x = r.random((k * n, 20)).astype(np.float32)
+    y = (x[:, 0] + 0.2 * r.standard_normal(k * n) > 0.5).astype(int)
+    return make_client_data(pd.DataFrame(x), y, np.repeat([f"c{i}" for i in range(k)], n))
+
+
+def test_shared_adam_state_only_as_published():
+    from fedclust.decentral.simulate import optimizer_state_for, run_approach
+    from fedclust.errors import ConfigError
+
+    assert optimizer_state_for("as_published") == "shared"
+    assert optimizer_state_for("as_published", "per_client") == "shared"
+    assert optimizer_state_for("as_described") == "per_client"
+    assert optimizer_state_for("as_described", "fresh_each_fit") == "fresh_each_fit"
+    with pytest.raises(ConfigError, match="only available in as_published"):
+        optimizer_state_for("as_described", "shared")
+    data = _clients()
+    kw = dict(rounds=2, epochs=1, batch_size=8)
+    default = run_approach(data, "FL", "as_described", **kw)
+    per_client = run_approach(data, "FL", "as_described", optimizer_state="per_client", **kw)
+    pd.testing.assert_frame_equal(default.metrics, per_client.metrics)
+    # the policy reaches the trainer: resetting Adam every fit changes round 2
+    fresh = run_approach(data, "FL", "as_described", optimizer_state="fresh_each_fit", **kw)
+    r1, r2 = (default.metrics["round"] == 1), (default.metrics["round"] == 2)
+    assert np.allclose(default.metrics[r1].loss_total, fresh.metrics[r1].loss_total)
+    assert not np.allclose(default.metrics[r2].loss_total, fresh.metrics[r2].loss_total)
+
+
+def test_heart_messages_obey_their_protocols():
+    from fedclust.decentral.simulate import run_approach
+
+    res = run_approach(_clients(), "customized", "as_described", rounds=1, epochs=1, batch_size=8)
+    t = res.ledger.table()
+    w = t[t.kind == "weights"]
+    assert (w.protocol == "heart_peer_weights").all() and (w.fields == "n,weights").all()
+    ev = t[t.kind == "eval_metrics"]
+    assert (ev.protocol == "heart_eval_metrics").all() and ev.fields.str.contains("n").all()
+    fl = run_approach(_clients(), "FL", "as_described", rounds=1, epochs=1, batch_size=8)
+    assert set(fl.ledger.table().protocol) == {"heart_fl_global", "heart_fl_update",
+                                               "heart_eval_metrics"}  # fmt: skip
