@@ -263,7 +263,7 @@ def test_communication_matches_thesis_formulas(data):
     # genewise: per center one condensed d × d contribution (+ gene stats for cosine)
     led = Ledger()
     genewise_clustering(blocks, "average", "euclidean", ledger=led)
-    assert (led.table().floats == d * (d - 1) // 2).all() and led.n_messages == 3
+    assert (led.table().floats == d * (d - 1) // 2 + 1).all() and led.n_messages == 3  # + n
     # simultaneous: one round, per center (#clusters) centroids of dimension d
     led = Ledger()
     simultaneous_sharing(blocks, 4, "average", ledger=led)
