@@ -13,7 +13,7 @@ import pytest
 from fedclust.config import load_yaml, validate_config
 from fedclust.errors import ConfigError
 from fedclust.io import atomic_path, read_table, write_table
-from fedclust.ledger import Ledger
+from fedclust.ledger import DisclosureError, Ledger
 from fedclust.report import Section, build_report, write_section
 from fedclust.seeds import derive_seed, rng
 
@@ -51,7 +51,7 @@ def test_ledger_counts_floats_and_rejects_non_plain():
     msg = led.send("c1", "server", {"w": np.zeros((3, 4)), "n": 7, "meta": {"b": np.ones(2)}})
     assert msg["n"] == 7
     assert led.n_messages == 1 and led.n_floats == 12 + 1 + 2
-    with pytest.raises(TypeError, match="privacy boundary"):
+    with pytest.raises(DisclosureError, match="privacy boundary"):
         led.send("c1", "server", {"data": pd.DataFrame({"x": [1]})})
     s = led.summary()
     assert s.loc[0, "messages"] == 1 and s.loc[0, "floats"] == 15

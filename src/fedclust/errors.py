@@ -33,3 +33,21 @@ class ConfigError(FedclustError):
 
 class DownloadError(FedclustError):
     """A dataset could not be fetched or failed its checksum."""
+
+
+class DisclosureError(FedclustError):
+    """A message would cross the privacy boundary against its protocol's disclosure rule
+    (see :mod:`fedclust.federation.ledger`). Names the center, the protocol and the rule."""
+
+    def __init__(
+        self, what: str, center: str, protocol: str, rule: str, fix: str | None = None
+    ) -> None:
+        self.center, self.protocol, self.rule = center, protocol, rule
+        super().__init__(
+            f"{what} [rule: {rule}]", where=f"center {center!r}, protocol {protocol!r}", fix=fix
+        )
+
+
+class BoundaryTypeError(DisclosureError, TypeError):
+    """The numeric-only rule: a message field is not a numeric array / number (also a
+    ``TypeError``, as the ledger raised before it enforced protocols)."""

@@ -1,0 +1,307 @@
+"""The privacy boundary: every message a center sends or receives passes :meth:`Ledger.send`.
+
+The ledger *enforces*, it does not only count:
+
+1. **Plain numbers only.** A message is a dict whose values are numeric numpy arrays (dtype kind
+   ``b i u f c``), Python/numpy numbers, ``None``, or (nested) lists/tuples/dicts of them. Object,
+   string, bytes and structured (void) arrays, strings, DataFrames, tensors ... raise
+   :class:`~fedclust.errors.DisclosureError`. Strings are accepted only in fields that the
+   message's :class:`Protocol` declares as ``metadata``.
+2. **Copies.** :meth:`Ledger.send` returns a deep copy; the receiver never shares an array object
+   with the sender.
+3. **A per-protocol disclosure rule**, checked when a :class:`Protocol` is bound (at ``Ledger``
+   construction, ``Ledger(protocol=...)``, or per message, ``send(..., protocol=...)``). Every
+   field must be declared, with one of the kinds
+
+   - ``parameters``: model weights trained on the message's samples,
+   - ``aggregate``: a summary (mean, sum, centroid, loss, ...) over the message's samples,
+   - ``count``: sample counts (a scalar ``n`` or per-centroid sizes), checked *entry-wise*:
+     every entry must be ≥ ``min_samples``,
+   - ``per_sample``: one row per sample: allowed only if ``Protocol.per_sample`` is True,
+   - ``metadata``: labels / names / settings (strings allowed).
+
+   A center's message with ``parameters`` or ``aggregate`` fields must carry at least one
+   ``count`` field (how many samples it summarises). Messages sent by a server (a sender listed
+   in ``Ledger.servers``) re-distribute aggregates already checked on the way in: the sample
+   count rules are not applied to them, the type and declared-field rules are.
+
+   Breaking a rule raises :class:`~fedclust.errors.DisclosureError` naming center, protocol and
+   rule. A center that cannot meet a rule should not try: it calls :meth:`Ledger.abstain`, which
+   records who abstained, when, from which protocol and why; :meth:`Ledger.table` and
+   :meth:`Ledger.abstentions` expose these rows and :meth:`Ledger.summary` counts them.
+
+Without a protocol (``Ledger()`` and ``send`` without ``protocol``) only rules 1 and 2 apply:
+this keeps the historic ``send(sender, receiver, message, round, kind)`` call working.
+
+The ledger sits where Flower's transport is: a client's ``fit`` returns ``(parameters, n,
+metrics)``, the client proxy (:mod:`fedclust.federation.engine`) turns it into a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedclust.errors import BoundaryTypeError, DisclosureError
+
+Message = dict[str, Any]
+KINDS = ("parameters", "aggregate", "count", "per_sample", "metadata")
+NUMERIC_KINDS = "biufc"  # numpy dtype.kind: bool, int, uint, float, complex
+DEFAULT_SERVERS = ("server", "observer")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """What a center may disclose in one message type.
+
+    ``fields`` maps each field name to its kind (see the module docstring). ``min_samples`` is
+    the smallest number of samples any shared aggregate may summarise (HAC ``n_min``, DEC ``m``).
+    ``per_sample``: whether ``per_sample`` fields are allowed at all (e.g. a perturbation
+    protocol whose privacy argument is the noise, not aggregation).
+    """
+
+    name: str
+    fields: Mapping[str, str]
+    min_samples: int = 1
+    per_sample: bool = False
+
+    def __post_init__(self) -> None:
+        bad = {k: v for k, v in self.fields.items() if v not in KINDS}
+        if bad:
+            raise ValueError(f"protocol {self.name!r}: unknown field kinds {bad}; use {KINDS}")
+        if int(self.min_samples) < 1:
+            raise ValueError(f"protocol {self.name!r}: min_samples must be ≥ 1")
+
+    def kind(self, key: str) -> str | None:
+        return self.fields.get(key)
+
+
+# ---------------------------------------------------------------- checks and copies
+def _violation(what: str, center: str, protocol: str, rule: str, fix: str | None = None):
+    cls = BoundaryTypeError if rule == "numeric-only" else DisclosureError
+    return cls(what, center=center, protocol=protocol, rule=rule, fix=fix)
+
+
+def _copy_numeric(value: Any, path: str, center: str, protocol: str, strings: bool) -> Any:
+    """A deep copy of ``value``; raises unless it is made of numeric arrays and numbers only."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in NUMERIC_KINDS or value.dtype.hasobject:
+            if strings and value.dtype.kind in "US":
+                return value.copy()
+            raise _violation(
+                f"field {path!r} is a {value.dtype} array: only numeric arrays may cross the "
+                "privacy boundary",
+                center, protocol, "numeric-only",
+                fix="send numbers; strings only in fields the protocol declares as metadata",
+            )  # fmt: skip
+        return np.array(value, copy=True)
+    if isinstance(value, bool | int | float | complex | np.number | np.bool_):
+        return value.item() if isinstance(value, np.generic) else value
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if strings:
+            return value
+        raise _violation(
+            f"field {path!r} is a string: strings may cross the boundary only in fields the "
+            "protocol declares as metadata",
+            center, protocol, "numeric-only",
+        )  # fmt: skip
+    if isinstance(value, Mapping):
+        return {
+            k: _copy_numeric(v, f"{path}.{k}", center, protocol, strings) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        out = [_copy_numeric(v, f"{path}[{i}]", center, protocol, strings)
+               for i, v in enumerate(value)]  # fmt: skip
+        return out if isinstance(value, list) else tuple(out)
+    raise _violation(
+        f"field {path!r} of type {type(value).__name__} is not a plain array/scalar: only numpy "
+        "arrays, numbers and (nested) lists/dicts of them may cross the privacy boundary",
+        center, protocol, "numeric-only",
+    )  # fmt: skip
+
+
+def _count_floats(value: Any) -> int:
+    if isinstance(value, np.ndarray):
+        return int(value.size) if value.dtype.kind in NUMERIC_KINDS else 0
+    if isinstance(value, bool | int | float | complex | np.number | np.bool_):
+        return 1
+    if isinstance(value, Mapping):
+        return sum(_count_floats(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(_count_floats(v) for v in value)
+    return 0
+
+
+def _entries(value: Any) -> np.ndarray:
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        parts = [_entries(v) for v in value]
+        return np.concatenate(parts) if parts else np.zeros(0)
+    return np.asarray(value, dtype=np.float64).ravel()
+
+
+def check_disclosure(message: Mapping[str, Any], protocol: Protocol, center: str,
+                     from_server: bool = False) -> None:  # fmt: skip
+    """Raise :class:`DisclosureError` unless ``message`` obeys ``protocol`` (module docstring)."""
+    name = protocol.name
+    undeclared = sorted(k for k in message if protocol.kind(k) is None)
+    if undeclared:
+        raise _violation(
+            f"undeclared field(s) {undeclared}; protocol declares {sorted(protocol.fields)}",
+            center, name, "declared-fields-only",
+        )  # fmt: skip
+    kinds = {k: protocol.kind(k) for k in message}
+    for k, kind in kinds.items():
+        if kind == "per_sample" and not protocol.per_sample:
+            raise _violation(
+                f"field {k!r} holds per-sample rows, which this protocol does not allow",
+                center, name, "no-per-sample-rows",
+            )  # fmt: skip
+    if from_server:
+        return
+    counts = [k for k, kind in kinds.items() if kind == "count"]
+    for k in counts:
+        e = _entries(message[k])
+        if e.size and (not np.all(np.isfinite(e)) or np.any(e != np.round(e)) or e.min() < 0):
+            raise _violation(f"count field {k!r} is not a non-negative integer", center, name,
+                             "counts-are-integers")  # fmt: skip
+        if e.size and e.min() < protocol.min_samples:
+            raise _violation(
+                f"field {k!r} reports an aggregate over {int(e.min())} sample(s), fewer than "
+                f"min_samples={protocol.min_samples}",
+                center, name, f"min-samples>={protocol.min_samples}",
+                fix="the center must abstain (Ledger.abstain) instead of sending",
+            )  # fmt: skip
+    summaries = [k for k, kind in kinds.items() if kind in ("aggregate", "parameters")]
+    if summaries and not counts:
+        declared = [k for k, v in protocol.fields.items() if v == "count"]
+        raise _violation(
+            f"field(s) {summaries} summarise samples but the message carries no count field",
+            center, name, "aggregates-carry-their-sample-count",
+            fix=f"add a count field (declared: {declared})",
+        )  # fmt: skip
+
+
+# ---------------------------------------------------------------- the ledger
+TABLE_COLUMNS = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats", "reason"]
+
+
+@dataclass
+class Ledger:
+    """Checks, copies and records every message; records abstentions.
+
+    ``protocol``: the default :class:`Protocol` for every ``send`` (``None``: type rules only).
+    ``servers``: parties whose messages are re-distributions (no sample-count rule).
+    ``records`` holds one row per message, ``abstention_records`` one per abstention.
+    """
+
+    protocol: Protocol | None = None
+    servers: tuple[str, ...] = DEFAULT_SERVERS
+    records: list[dict[str, Any]] = field(default_factory=list)
+    abstention_records: list[dict[str, Any]] = field(default_factory=list)
+
+    def send(
+        self,
+        sender: str,
+        receiver: str,
+        message: Message,
+        round: int = 0,
+        kind: str = "",
+        protocol: Protocol | None = None,
+    ) -> Message:
+        """Check ``message`` (``sender`` → ``receiver``), record it, return a deep copy."""
+        proto = protocol if protocol is not None else self.protocol
+        pname = proto.name if proto is not None else ""
+        if not isinstance(message, Mapping):
+            raise _violation(
+                f"a message must be a dict of plain arrays / scalars, got {type(message).__name__}",
+                sender, pname or "(none)", "numeric-only",
+            )  # fmt: skip
+        from_server = sender in self.servers
+        if proto is not None:
+            check_disclosure(message, proto, sender, from_server)
+        out = {
+            str(k): _copy_numeric(
+                v, str(k), sender, pname or "(none)",
+                proto is not None and proto.kind(k) == "metadata",
+            )
+            for k, v in message.items()
+        }  # fmt: skip
+        self.records.append(
+            {
+                "round": round,
+                "sender": sender,
+                "receiver": receiver,
+                "kind": kind,
+                "protocol": pname,
+                "fields": ",".join(sorted(out)),
+                "floats": _count_floats(out),
+                "reason": "",
+            }
+        )
+        return out
+
+    def abstain(self, center: str, round: int, protocol: Protocol | str, reason: str) -> None:
+        """Record that ``center`` sends nothing for ``protocol`` this round, and why."""
+        pname = protocol.name if isinstance(protocol, Protocol) else str(protocol)
+        self.abstention_records.append(
+            {"round": round, "sender": center, "receiver": "", "kind": "abstain",
+             "protocol": pname, "fields": "", "floats": 0, "reason": reason}
+        )  # fmt: skip
+
+    def table(self) -> pd.DataFrame:
+        """Messages, then abstentions (``kind == "abstain"``, the ``reason`` column says why)."""
+        return pd.DataFrame(self.records + self.abstention_records, columns=TABLE_COLUMNS)
+
+    def messages(self) -> pd.DataFrame:
+        return pd.DataFrame(self.records, columns=TABLE_COLUMNS)
+
+    def abstentions(self) -> pd.DataFrame:
+        """One row per abstention: round, center, protocol, reason."""
+        t = pd.DataFrame(self.abstention_records, columns=TABLE_COLUMNS)
+        return t[["round", "sender", "protocol", "reason"]].rename(columns={"sender": "center"})
+
+    def summary(self) -> pd.DataFrame:
+        """Per sender: messages, floats, rounds with a message, abstentions."""
+        t = self.messages()
+        a = pd.DataFrame(self.abstention_records, columns=TABLE_COLUMNS)
+        cols = ["sender", "messages", "floats", "rounds", "abstentions"]
+        if t.empty and a.empty:
+            return pd.DataFrame(columns=cols)
+        g = t.groupby("sender")
+        out = pd.DataFrame(
+            {"messages": g.size(), "floats": g["floats"].sum(), "rounds": g["round"].nunique()}
+        )
+        out = out.join(a.groupby("sender").size().rename("abstentions"), how="outer")
+        return out.fillna(0).astype(int).rename_axis("sender").reset_index()[cols]
+
+    @property
+    def n_messages(self) -> int:
+        return len(self.records)
+
+    @property
+    def n_floats(self) -> int:
+        return int(sum(r["floats"] for r in self.records))
+
+    @property
+    def n_abstentions(self) -> int:
+        return len(self.abstention_records)
+
+
+def abstention_summary(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """From a (concatenated) ledger table: who abstained, from which protocol, how often."""
+    cols = [*by, "center", "protocol", "abstentions", "reasons"]
+    if table.empty or "kind" not in table or not (table["kind"] == "abstain").any():
+        return pd.DataFrame(columns=cols)
+    a = table[table["kind"] == "abstain"]
+    g = a.groupby([*by, "sender", "protocol"], sort=False)
+    out = g.size().rename("abstentions").to_frame()
+    out["reasons"] = g["reason"].agg(lambda r: "; ".join(sorted(set(map(str, r)))))
+    return out.reset_index().rename(columns={"sender": "center"})[cols]

@@ -1,0 +1,125 @@
+"""The federation core: the ledger's enforced privacy boundary (issue 13)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedclust.errors import DisclosureError, FedclustError
+from fedclust.federation import Ledger, Protocol, abstention_summary
+
+CENTROIDS = Protocol(
+    "kmeans_centroids", {"centroids": "aggregate", "counts": "count"}, min_samples=10
+)
+MEAN = Protocol("mean", {"mean": "aggregate", "n": "count", "label": "metadata"}, min_samples=10)
+
+
+def test_send_deep_copies_and_counts():
+    led = Ledger()
+    w = np.arange(6.0).reshape(2, 3)
+    nested = {"b": [np.ones(2), 3]}
+    out = led.send("c1", "server", {"w": w, "n": 7, "meta": nested}, 1, "update")
+    assert out["w"] is not w and np.shares_memory(out["w"], w) is False
+    w[0, 0] = 99.0
+    nested["b"][0][0] = 5.0
+    assert out["w"][0, 0] == 0.0 and out["meta"]["b"][0][0] == 1.0
+    assert led.n_messages == 1 and led.n_floats == 6 + 1 + 2 + 1
+    row = led.table().iloc[0]
+    assert (row["sender"], row["receiver"], row["kind"], row["round"]) == (
+        "c1",
+        "server",
+        "update",
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.array(["a", "b"]),
+        np.array([1, "x"], dtype=object),
+        np.array([b"ab"]),
+        np.zeros(2, dtype=[("a", "f8")]),
+        "id,age\n1,70\n2,64",  # a whole CSV would have counted 0 floats before
+        b"raw",
+        pd.DataFrame({"x": [1.0]}),
+        [np.ones(2), "label"],
+    ],
+)
+def test_non_numeric_fields_rejected(value):
+    led = Ledger()
+    with pytest.raises(DisclosureError, match="numeric-only") as err:
+        led.send("center_A", "server", {"v": value})
+    assert isinstance(err.value, FedclustError) and isinstance(err.value, TypeError)
+    assert err.value.center == "center_A" and err.value.rule == "numeric-only"
+    assert led.n_messages == 0
+
+
+def test_strings_only_in_declared_metadata():
+    led = Ledger(protocol=MEAN)
+    out = led.send("c1", "server", {"mean": np.ones(3), "n": 12, "label": "region 1"})
+    assert out["label"] == "region 1" and led.table().iloc[0]["protocol"] == "mean"
+    with pytest.raises(DisclosureError, match="numeric-only"):
+        led.send("c1", "server", {"mean": np.array(["1.0"]), "n": 12})
+
+
+def test_undeclared_field_and_raw_rows_rejected():
+    x = np.random.default_rng(0).normal(size=(30, 4))
+    led = Ledger(protocol=MEAN)
+    with pytest.raises(DisclosureError, match="declared-fields-only") as err:
+        led.send("c1", "server", {"mean": x.mean(0), "n": 30, "rows": x})
+    assert "c1" in str(err.value) and "'mean'" in str(err.value)
+    rows = Protocol("rows", {"x": "per_sample", "n": "count"})
+    with pytest.raises(DisclosureError, match="no-per-sample-rows"):
+        led.send("c1", "server", {"x": x, "n": 30}, protocol=rows)
+    noisy = Protocol("perturbed", {"x": "per_sample", "n": "count"}, per_sample=True)
+    assert led.send("c1", "server", {"x": x, "n": 30}, protocol=noisy)["x"].shape == (30, 4)
+
+
+def test_six_sample_center_at_n_min_10():
+    led = Ledger()
+    x6 = np.ones((6, 3))
+    with pytest.raises(DisclosureError, match=r"min-samples>=10") as err:
+        led.send("region_6", "server", {"mean": x6.mean(0), "n": 6}, protocol=MEAN)
+    assert err.value.center == "region_6" and err.value.protocol == "mean"
+    assert "6 sample" in str(err.value)
+    # entry-wise: one small centroid is enough to refuse the whole message
+    with pytest.raises(DisclosureError, match=r"min-samples>=10"):
+        led.send("c", "server", {"centroids": np.zeros((2, 3)), "counts": np.array([40, 9])},
+                 protocol=CENTROIDS)  # fmt: skip
+    with pytest.raises(DisclosureError, match="carry-their-sample-count"):
+        led.send("c", "server", {"mean": np.zeros(3)}, protocol=MEAN)
+    with pytest.raises(DisclosureError, match="counts-are-integers"):
+        led.send("c", "server", {"centroids": np.zeros((1, 3)), "counts": np.array([10.5])},
+                 protocol=CENTROIDS)  # fmt: skip
+    ok = led.send("c", "server", {"centroids": np.zeros((2, 3)), "counts": np.array([10, 30])},
+                  protocol=CENTROIDS)  # fmt: skip
+    assert ok["counts"].tolist() == [10, 30] and led.n_messages == 1
+    # the server re-distributes checked aggregates: no count needed on the way down
+    led.send("server", "c", {"centroids": np.zeros((2, 3))}, protocol=CENTROIDS)
+
+
+def test_abstentions_recorded_and_summarised():
+    led = Ledger(protocol=MEAN)
+    led.send("big", "server", {"mean": np.zeros(2), "n": 50}, 1)
+    led.abstain("region_6", 1, MEAN, "6 samples < n_min=10")
+    led.abstain("region_6", 2, "mean", "6 samples < n_min=10")
+    t = led.table()
+    assert (t["kind"] == "abstain").sum() == 2 and led.n_messages == 1 and led.n_abstentions == 2
+    a = led.abstentions()
+    assert a["center"].tolist() == ["region_6"] * 2 and a["round"].tolist() == [1, 2]
+    s = led.summary().set_index("sender")
+    assert s.loc["region_6", "abstentions"] == 2 and s.loc["region_6", "messages"] == 0
+    assert s.loc["big", "messages"] == 1 and s.loc["big", "abstentions"] == 0
+    summ = abstention_summary(t)
+    assert summ.to_dict("records") == [
+        {"center": "region_6", "protocol": "mean", "abstentions": 2,
+         "reasons": "6 samples < n_min=10"}
+    ]  # fmt: skip
+    assert abstention_summary(Ledger().table()).empty
+
+
+def test_protocol_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="unknown field kinds"):
+        Protocol("p", {"x": "raw"})
