@@ -10,34 +10,15 @@ server"), they summarise no sample set of their own.
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import dataclass, field
-from typing import Any
-
-from ..ledger import Ledger
-
-try:
-    from ..ledger import Protocol
-except ImportError:  # pragma: no cover - before the core ledger (issue 13) is merged
-
-    @dataclass(frozen=True)
-    class Protocol:  # type: ignore[no-redef]
-        name: str
-        fields: Any = field(default_factory=dict)
-        min_samples: int = 1
-        per_sample: bool = False
-
+from ..federation import Ledger, Protocol
 
 SERVER = "server"
-_HAS_PROTOCOL = "protocol" in inspect.signature(Ledger.send).parameters
 
 
 def send(led: Ledger, sender: str, receiver: str, msg: dict, round: int, kind: str,
          protocol: Protocol) -> dict:  # fmt: skip
-    """``led.send`` with the message's protocol (checked by the core ledger)."""
-    if _HAS_PROTOCOL:
-        return led.send(sender, receiver, msg, round, kind, protocol=protocol)
-    return led.send(sender, receiver, msg, round, kind)  # pragma: no cover
+    """``led.send`` under the message type's protocol; returns the receiver's copy."""
+    return led.send(sender, receiver, msg, round, kind, protocol=protocol)
 
 
 def genewise_protocol(n_min: int) -> Protocol:
@@ -86,15 +67,4 @@ def gradual_protocols(n_min: int) -> dict[str, Protocol]:
 
 def abstain(led: Ledger, center: str, round: int, protocol: Protocol, reason: str) -> None:
     """Record that ``center`` sends nothing for ``protocol`` in ``round`` (and why)."""
-    if hasattr(led, "abstain"):
-        led.abstain(center, round, protocol, reason)
-    else:  # pragma: no cover - before the core ledger is merged
-        if not hasattr(led, "abstention_records"):
-            led.abstention_records = []  # type: ignore[attr-defined]
-        led.abstention_records.append(  # type: ignore[attr-defined]
-            {"round": round, "sender": center, "protocol": protocol.name, "reason": reason}
-        )
-
-
-def n_abstentions(led: Ledger) -> int:
-    return len(getattr(led, "abstention_records", []))
+    led.abstain(center, round, protocol, reason)
