@@ -53,6 +53,7 @@ def gradual_protocols(n_min: int) -> dict[str, Protocol]:
             {"centroid": "aggregate", "size": "count", "cluster": meta},
             min_samples=int(n_min),
         ),
+        "setup": Protocol("hac.gradual.setup", {"n": meta}),
         "candidate": Protocol(
             "hac.gradual.candidate", {"d": meta, "pair": meta, "reported": meta}
         ),

@@ -22,7 +22,7 @@ from .federated import perturbation_clustering, projection_clustering
 from .genewise import genewise_clustering, pooled_gene_distances
 from .gradual import enforce_monotone, gradual_sharing
 from .pooled import EUCLIDEAN_ONLY, pooled_linkage
-from .simultaneous import simultaneous_sharing
+from .simultaneous import simultaneous_run
 from .toy import bimodal, blobs, uniform
 
 PREPROCESSINGS = ("sf", "vst")
@@ -146,15 +146,18 @@ def simultaneous_table(
             if max(len(b) for b in blocks) < n_min:
                 continue
             led = Ledger()
-            z = simultaneous_sharing(blocks, n_min, method, metric, ledger=led)
+            z, inc = simultaneous_run(blocks, n_min, method, metric, ledger=led)
+            ref = zp if inc.all() else pooled_linkage(xs[inc], method, metric)
             rows.append(
                 {
                     "linkage": method,
                     "metric": metric,
                     "n_min": n_min,
-                    **compare(z, zp, k_max),
+                    **compare(z, ref, k_max),
                     "messages": led.n_messages,
                     "floats": led.n_floats,
+                    "abstentions": led.n_abstentions,
+                    "samples_left_out": int((~inc).sum()),
                 }
             )
     return pd.DataFrame(rows)
