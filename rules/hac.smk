@@ -43,6 +43,7 @@ rule hac_cohort:
         projection="results/hac/{cohort}/projection.tsv",
         exact="results/hac/{cohort}/exact.tsv",
         pca="results/hac/{cohort}/pca.tsv",
+        cuts="results/hac/{cohort}/cuts.tsv",
     log:
         "results/logs/hac/hac_cohort_{cohort}.log",
     conda:
@@ -62,12 +63,15 @@ rule hac_report:
         projection=expand("results/hac/{cohort}/projection.tsv", cohort=HAC_COHORTS),
         exact=expand("results/hac/{cohort}/exact.tsv", cohort=HAC_COHORTS),
         pca=expand("results/hac/{cohort}/pca.tsv", cohort=HAC_COHORTS),
+        cuts=expand("results/hac/{cohort}/cuts.tsv", cohort=HAC_COHORTS),
     output:
         section="results/report/sections/hac.json",
         figures=expand("results/hac/figures/{name}.png", name=HAC_FIGURES),
         table41="results/hac/tables/table41.tsv",
         nmin10="results/hac/tables/nmin10.tsv",
         exact="results/hac/tables/exact.tsv",
+        cuts="results/hac/tables/cuts.tsv",
+        skipped="results/hac/tables/skipped.tsv",
     log:
         "results/logs/hac/hac_report.log",
     conda:

@@ -54,14 +54,20 @@ def gradual_protocols(n_min: int) -> dict[str, Protocol]:
             min_samples=int(n_min),
         ),
         "setup": Protocol("hac.gradual.setup", {"n": meta}),
-        "candidate": Protocol(
-            "hac.gradual.candidate", {"d": meta, "pair": meta, "reported": meta}
-        ),
+        "candidate": Protocol("hac.gradual.candidate", {"d": meta, "pair": meta, "reported": meta}),
         "merge": Protocol("hac.gradual.merge", {"pair": meta, "h": meta, "sizes": meta}),
         "distances": Protocol(
             "hac.gradual.distances",
-            {"cluster": meta, "to": meta, "d": meta, "min": meta, "max": meta, "sum": meta,
-             "count": meta, "delta": meta},
+            {
+                "cluster": meta,
+                "to": meta,
+                "d": meta,
+                "min": meta,
+                "max": meta,
+                "sum": meta,
+                "count": meta,
+                "delta": meta,
+            },
         ),  # fmt: skip
     }
 

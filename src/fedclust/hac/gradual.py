@@ -740,8 +740,11 @@ def _recompute_server_row(cents, server, pub, led, proto, g: int, t: int) -> Non
                 vals = vals * np.sqrt(2 * na * nb / (na + nb))
         else:
             c = cents[int(k)]
-            msg = {"cluster": sg, "to": pub.gslot[bs].astype(float),
-                   "d": np.array([c.centroid_distance(sg, int(pub.gslot[b])) for b in bs])}
+            msg = {
+                "cluster": sg,
+                "to": pub.gslot[bs].astype(float),
+                "d": np.array([c.centroid_distance(sg, int(pub.gslot[b])) for b in bs]),
+            }
             vals = send(led, c.name, SERVER, msg, t, "view distances", proto["distances"])["d"]
         row[bs] = vals
     server.set_row(g, row)
