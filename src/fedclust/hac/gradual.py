@@ -186,6 +186,7 @@ class GradualCenter:
             np.fill_diagonal(d, np.inf)
         self.cache = _MinCache(d)
         self.d = d
+        self.is_loc = np.ones(nloc, dtype=bool)  # positions holding an active local cluster
         # δ bookkeeping (average, thesis): approximated sums, row part × (global, center)
         self.delta = (
             np.zeros((nloc + pub.g_max, pub.g_max, pub.m)) if cfg["delta"] and nloc else None
@@ -211,10 +212,7 @@ class GradualCenter:
 
     def _local_rows(self) -> np.ndarray:
         """Positions holding an active local cluster."""
-        if not self.nloc:
-            return np.zeros(0, dtype=np.intp)
-        s = self.slots
-        return np.flatnonzero((self.pub.gidx[s] < 0) & (self.pub.size[s] > 0) & (self.owner == s))
+        return np.flatnonzero(self.is_loc)
 
     def _lw(self, a, b, h, na, nb, nl):
         new, bad = lance_williams(self.cfg["method"], a, b, h, na, nb, nl)
@@ -245,6 +243,7 @@ class GradualCenter:
         new[[pi, pj]] = np.inf
         d[pi] = new
         d[:, pi] = new[: self.nloc]
+        self.is_loc[pj] = False
         self.cache.kill_row(pj)
         d[:, pj] = np.inf
         self.owner[self.owner == j] = i
@@ -284,6 +283,7 @@ class GradualCenter:
         act = np.flatnonzero(self.pub.gsize[: self.pub.n_global] > 0)
         act = act[act != g]
         row = d[pl, self.nloc + act].copy()
+        self.is_loc[pl] = False
         self.cache.kill_row(pl)
         d[:, pl] = np.inf
         self.owner[self.owner == sl] = sg
@@ -348,6 +348,7 @@ class GradualCenter:
         if was_local:
             pl, cg = self.pos[slot], self._gcol(g)
             self.d[:, cg] = self.d[:, pl]
+            self.is_loc[pl] = False
             self.cache.kill_row(pl)
             self.d[:, pl] = np.inf
             if self.delta is not None:
@@ -364,15 +365,20 @@ class GradualCenter:
         the locals' distances to g; return the aggregates for the server's global distances."""
         method, metric = self.cfg["method"], self.cfg["metric"]
         nrows = self.nloc + self.pub.g_max
-        own = np.flatnonzero(self.unshared)
-        rows = self._own_rows()
-        dist = cdist(self.x[own], c[None, :], metric)[:, 0] if own.size else np.zeros(0)
-        lo = np.full(nrows, np.inf)
-        hi = np.full(nrows, -np.inf)
-        np.minimum.at(lo, rows, dist)
-        np.maximum.at(hi, rows, dist)
-        sm = np.bincount(rows, weights=dist, minlength=nrows)
-        ct = np.bincount(rows, minlength=nrows).astype(float)
+        lo = hi = sm = ct = None
+        if method not in ("centroid", "ward"):  # those are recomputed from centroids
+            own = np.flatnonzero(self.unshared)
+            rows = self._own_rows()
+            dist = cdist(self.x[own], c[None, :], metric)[:, 0] if own.size else np.zeros(0)
+            if method == "single":
+                lo = np.full(nrows, np.inf)
+                np.minimum.at(lo, rows, dist)
+            elif method == "complete":
+                hi = np.full(nrows, -np.inf)
+                np.maximum.at(hi, rows, dist)
+            else:
+                sm = np.bincount(rows, weights=dist, minlength=nrows)
+                ct = np.bincount(rows, minlength=nrows).astype(float)
         old = self.delta[:, g, k_from].copy() if self.delta is not None else None
         if self.delta is not None:
             self.delta[:, g, k_from] = 0.0
@@ -383,7 +389,8 @@ class GradualCenter:
             if method in ("centroid", "ward"):
                 self._recompute_column(g)
             elif first:
-                d[loc, cg] = {"single": lo, "complete": hi}.get(method, sm / np.maximum(ct, 1))[loc]
+                init = lo if method == "single" else hi if method == "complete" else None
+                d[loc, cg] = init[loc] if init is not None else sm[loc] / ct[loc]
             else:
                 cur = d[loc, cg]
                 size_g = self.pub.gsize[g]
@@ -398,13 +405,20 @@ class GradualCenter:
                 d[loc, cg] = new
             if cg is not None:
                 self.cache.column(cg)
+        if method in ("centroid", "ward"):
+            return {"to": np.zeros(0)}
         gl = np.flatnonzero(self.pub.wait[: self.pub.n_global, self.k] > 0)
         gl = gl[gl != g]
         gr = self.nloc + gl
-        out = {"to": self.pub.gslot[gl].astype(float), "min": lo[gr], "max": hi[gr],
-               "sum": p * sm[gr], "count": ct[gr]}  # fmt: skip
-        if old is not None:
-            out["delta"] = old[gr]
+        out = {"to": self.pub.gslot[gl].astype(float)}
+        if lo is not None:
+            out["min"] = lo[gr]
+        elif hi is not None:
+            out["max"] = hi[gr]
+        else:
+            out["sum"], out["count"] = p * sm[gr], ct[gr]
+            if old is not None:
+                out["delta"] = old[gr]
         return out
 
     # ---- centroid / Ward: distances from this center's view ------------------------------------
@@ -500,9 +514,11 @@ class GradualServer:
             if not b.size:
                 continue
             touched[b] = True
-            np.minimum.at(lo, b, a["min"])
-            np.maximum.at(hi, b, a["max"])
-            if method == "average":
+            if method == "single":
+                np.minimum.at(lo, b, a["min"])
+            elif method == "complete":
+                np.maximum.at(hi, b, a["max"])
+            else:
                 if "delta" in a:
                     np.add.at(fix, b, a["sum"] - a["delta"])
                 else:
