@@ -18,7 +18,7 @@ from sklearn.metrics import calinski_harabasz_score, silhouette_score
 from ..errors import ConfigError, InputDataError
 from ..io import read_table
 from ..ledger import Ledger
-from ..metrics.hierarchy import ccc, compare, cut, flat_agreement
+from ..metrics.hierarchy import ccc, compare, cut, flat_agreement, relative_cophenetic_error
 from ..seeds import derive_seed
 from .federated import perturbation_clustering, projection_clustering
 from .genewise import genewise_clustering, pooled_gene_distances
@@ -112,26 +112,52 @@ def _nothing_left(rows: list[dict], where: str, biggest: int) -> None:
         )
 
 
+def _cut_quality(x: np.ndarray, dist: np.ndarray, lab: np.ndarray) -> tuple[float, float]:
+    """(silhouette on precomputed distances, Calinski–Harabasz) of one flat cut."""
+    if not 1 < len(np.unique(lab)) < len(lab):
+        return np.nan, np.nan
+    sil = float(silhouette_score(dist, lab, metric="precomputed"))
+    return sil, float(calinski_harabasz_score(x, lab))
+
+
 def cut_rows(
-    x: np.ndarray, dist: np.ndarray, z_fed: np.ndarray, z_pool: np.ndarray, k_max: int
+    x: np.ndarray,
+    dist: np.ndarray,
+    z_fed: np.ndarray,
+    z_pool: np.ndarray,
+    k_max: int,
+    pooled_cache: dict | None = None,
 ) -> list[dict]:
     """Per k = 2 … k_max: FMI / ARI (federated vs pooled cut) and silhouette (on the run's
-    metric, precomputed distances) and Calinski–Harabasz (Euclidean) of both cuts."""
+    metric, precomputed distances) and Calinski–Harabasz (Euclidean) of both cuts.
+    ``pooled_cache`` (a dict per pooled tree) saves recomputing the pooled cuts' scores."""
     fl = flat_agreement(z_fed, z_pool, k_max)
+    cache = pooled_cache if pooled_cache is not None else {}
     rows = []
     for i, k in enumerate(fl["k"]):
-        row = {"k": int(k), "fmi": fl["fmi"][i], "ari": fl["ari"][i]}
-        for who, z in (("fed", z_fed), ("pooled", z_pool)):
-            lab = cut(z, int(k))
-            ok = 1 < len(np.unique(lab)) < len(lab)
-            row[f"silhouette_{who}"] = (
-                float(silhouette_score(dist, lab, metric="precomputed")) if ok else np.nan
-            )
-            row[f"calinski_harabasz_{who}"] = (
-                float(calinski_harabasz_score(x, lab)) if ok else np.nan
-            )
-        rows.append(row)
+        k = int(k)
+        sil_f, ch_f = _cut_quality(x, dist, cut(z_fed, k))
+        if k not in cache:
+            cache[k] = _cut_quality(x, dist, cut(z_pool, k))
+        sil_p, ch_p = cache[k]
+        rows.append(
+            {"k": k, "fmi": fl["fmi"][i], "ari": fl["ari"][i], "silhouette_fed": sil_f,
+             "silhouette_pooled": sil_p, "calinski_harabasz_fed": ch_f,
+             "calinski_harabasz_pooled": ch_p}
+        )  # fmt: skip
     return rows
+
+
+def _compare(z, zp, k_max, krows: list[dict] | None) -> dict:
+    """:func:`compare`, reusing the per-k FMI / ARI when they were computed already."""
+    if krows is None:
+        return compare(z, zp, k_max)
+    return {
+        "ccc": ccc(z, zp),
+        "rel_error": relative_cophenetic_error(z, zp),
+        "fmi": float(np.mean([r["fmi"] for r in krows])),
+        "ari": float(np.mean([r["ari"] for r in krows])),
+    }
 
 
 def _square(x: np.ndarray, metric: str) -> np.ndarray:
@@ -164,6 +190,7 @@ def gradual_table(
         zp = pooled_linkage(x, method, metric)
         pooled_s = time.perf_counter() - t0
         variants = list(average_deltas) if method == "average" else [""]
+        pcache: dict = {}
         for n_min in n_mins:
             if biggest < n_min:
                 rows.append(_skipped(method, metric, n_min, biggest, "gradual sharing"))
@@ -176,10 +203,14 @@ def gradual_table(
                 el = time.perf_counter() - t
                 mono = compare(enforce_monotone(res.Z), zp, k_max)
                 key = {"linkage": method, "variant": var, "metric": metric, "n_min": n_min}
+                krows = None
+                if cuts is not None:
+                    krows = cut_rows(x, dist, res.Z, zp, k_max, pcache)
+                    cuts += [{**key, **r} for r in krows]
                 rows.append(
                     {
                         **key,
-                        **compare(res.Z, zp, k_max),
+                        **_compare(res.Z, zp, k_max, krows),
                         "ccc_monotone": mono["ccc"],
                         "fmi_monotone": mono["fmi"],
                         "inversions": res.inversions,
@@ -195,8 +226,6 @@ def gradual_table(
                         "skip_reason": "",
                     }
                 )
-                if cuts is not None:
-                    cuts += [{**key, **r} for r in cut_rows(x, dist, res.Z, zp, k_max)]
     _nothing_left(rows, "hac.gradual.n_min", biggest)
     return pd.DataFrame(rows)
 
