@@ -88,7 +88,9 @@ def gradual(t: pd.DataFrame):
             ax = axes[i, j]
             for m, dm in d.groupby("linkage"):
                 g = dm.groupby("n_min")[y]
-                ax.plot(g.mean().index, g.mean().values, marker=".", color=COLORS.get(m), label=m)
+                ls = "--" if m == APPROX else "-"
+                ax.plot(g.mean().index, g.mean().values, ls=ls, marker=".", color=COLORS.get(m),
+                        label=m)  # fmt: skip
                 ax.fill_between(
                     g.mean().index,
                     g.min().values,
