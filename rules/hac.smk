@@ -51,6 +51,7 @@ rule hac_cohort:
         # the same tables with their timing columns (results stay byte-identical across runs)
         gradual_bench="results/benchmarks/hac/{cohort}/gradual.tsv",
         projection_bench="results/benchmarks/hac/{cohort}/projection.tsv",
+        cuts="results/hac/{cohort}/cuts.tsv",
     log:
         "results/logs/hac/hac_cohort_{cohort}.log",
     benchmark:
@@ -81,6 +82,7 @@ rule hac_report:
         projection_bench=expand(
             "results/benchmarks/hac/{cohort}/projection.tsv", cohort=HAC_COHORTS
         ),
+        cuts=expand("results/hac/{cohort}/cuts.tsv", cohort=HAC_COHORTS),
     output:
         section="results/report/sections/hac.json",
         figures=report(
@@ -90,6 +92,8 @@ rule hac_report:
         table41_bench="results/benchmarks/hac/table41.tsv",
         nmin10=report("results/hac/tables/nmin10.tsv", **HAC_REPORT),
         exact=report("results/hac/tables/exact.tsv", **HAC_REPORT),
+        cuts=report("results/hac/tables/cuts.tsv", **HAC_REPORT),
+        skipped=report("results/hac/tables/skipped.tsv", **HAC_REPORT),
     log:
         "results/logs/hac/hac_report.log",
     conda:

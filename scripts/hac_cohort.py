@@ -22,21 +22,31 @@ def main() -> None:
 
     g = cfg["gradual"]
     n_mins = ex.nmin_grid(n, g["n_min"], g["fraction"])
-    tabs = []
+    tabs, cuts = [], []
     panels = ex.check_panels(
         g["panels"], ("euclidean", "cityblock", "cosine", "correlation"), "hac.gradual.panels"
     )
+    variants = tuple(g.get("average_delta", ["stored"]))
     for prep, metric in panels:
-        t = ex.gradual_table(data[prep], centers, links, metric, n_mins, k_max, g.get("d_min", 0.0))
-        tabs.append(t.assign(cohort=cohort, prep=prep, n=n, n_min_top=max(n_mins)))
-        logging.info("gradual %s %s done", prep, metric)
+        cut_rows: list[dict] = []
+        t = ex.gradual_table(
+            data[prep], centers, links, metric, n_mins, k_max, g.get("d_min", 0.0), variants,
+            cut_rows,
+        )  # fmt: skip
+        ran = t.loc[~t.skipped, "n_min"]
+        tabs.append(t.assign(cohort=cohort, prep=prep, n=n, n_min_top=ran.max()))
+        cuts.append(pd.DataFrame(cut_rows).assign(method="gradual", prep=prep))
+        logging.info("gradual %s %s done (%d skipped settings)", prep, metric, t.skipped.sum())
     write_result_and_benchmark(out.gradual, out.gradual_bench, pd.concat(tabs, ignore_index=True))
 
     s = cfg["simultaneous"]
+    cut_rows = []
     t = ex.simultaneous_table(
-        data[s["preprocessing"]], centers, links, "euclidean", s["n_min"], k_max
+        data[s["preprocessing"]], centers, links, "euclidean", s["n_min"], k_max, cut_rows
     )
     write_table(out.simultaneous, t.assign(cohort=cohort, prep=s["preprocessing"]), index=False)
+    cuts.append(pd.DataFrame(cut_rows).assign(method="simultaneous", prep=s["preprocessing"]))
+    write_table(out.cuts, pd.concat(cuts, ignore_index=True).assign(cohort=cohort), index=False)
 
     p = cfg["projection"]
     tabs = []
@@ -59,7 +69,8 @@ def main() -> None:
 
     write_table(out.pca, ex.pca_table(data).assign(cohort=cohort), index=False)
 
-    t = ex.exact_baselines(data["vst"], centers, cfg["exact"]["genes"], seed)
+    ecfg = cfg["exact"]
+    t = ex.exact_baselines(data["vst"], centers, ecfg["genes"], seed, ecfg.get("n_min", 1))
     write_table(out.exact, t.assign(cohort=cohort), index=False)
 
 

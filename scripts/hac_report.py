@@ -27,7 +27,17 @@ def main() -> None:
     where = f"cohorts {', '.join(cohorts)} ({snakemake.params.config_name})"
     bimodal, toyproj, minsk = (read_table(p).reset_index() for p in inp.toy)
     # benchmark copies = the result tables plus their timing columns (Table 4.1 reports seconds)
-    grad, simu = _cat(inp.gradual_bench), _cat(inp.simultaneous)
+    grad, grad_skipped = fg.split_skipped(_cat(inp.gradual_bench))
+    simu, simu_skipped = fg.split_skipped(_cat(inp.simultaneous))
+    skipped = pd.concat(
+        [grad_skipped.assign(method="gradual"), simu_skipped.assign(method="simultaneous")],
+        ignore_index=True,
+    )
+    cols = ["method", "cohort", "prep", "metric", "linkage", "n_min", "skip_reason"]
+    skipped = skipped.reindex(columns=cols)
+    write_table(out.skipped, skipped, index=False)
+    cuts = fg.cuts_summary(_cat(inp.cuts), grad)
+    write_table(out.cuts, cuts, index=False)
     proj, exact = _cat(inp.projection_bench), _cat(inp.exact)
     figs = dict(zip(snakemake.params.figure_names, out.figures, strict=True))
 
@@ -72,11 +82,13 @@ def main() -> None:
             "Fig 4.4",
             "Gradual sharing: CCC and FMI (mean over the last 10 merges) vs n_min up to 10 % of "
             "the cohort, per preprocessing × metric panel; line = mean, band = range over "
-            f"{where}.",
+            f"{where}. 'average' = the thesis' δ bookkeeping, 'average (δ≈d)' = approximation.",
         ),
         "nmin10": (
             "Fig 4.5",
-            f"Gradual sharing at n_min = 10 % of each cohort, VST, Euclidean; {where}.",
+            f"Gradual sharing at n_min = 10 % of each cohort (the largest n_min that ran), VST, "
+            f"Euclidean; {where}. 'average' = thesis δ bookkeeping, 'average (δ≈d)' = "
+            "approximation.",
         ),
         "monotone": (
             "Fig 4.7",
@@ -130,17 +142,47 @@ def main() -> None:
         "important cluster spread over several centers; where a simulated cohort has fewer "
         "members of every cluster per center than 10 % of its size, the 10 % point collapses "
         "exactly as the toy does at n_min = 18.",
-        "Implementation notes: gradual sharing keeps the federation's distance state in numpy "
-        "(Lance–Williams, vectorised, cached row minima); the δ bookkeeping of average linkage "
-        "uses the current distance as the approximated part (the thesis keeps it per center); "
+        "Implementation notes: gradual sharing runs as a multi-round protocol: each center "
+        "object holds only its own samples and its distances (local clusters × local and global "
+        "clusters), the server only the global × global distances it received; every candidate "
+        "minimum, merge, centroid (≥ n_min samples, enforced by the ledger) and distance "
+        "correction is a ledger message. Average linkage keeps the thesis' bookkeeping: the "
+        "approximated part δ of each distance is stored per center and replaced exactly when a "
+        "centroid is published (checked against a brute-force replay); 'average (δ≈d)' is the "
+        "earlier approximation that takes δ as the current distance, shown beside it in Figs "
+        "4.4/4.5; "
         "centroid/Ward distances are recomputed from what the computing party can see (own "
         "points, published centroids, other centers' unshared points at the public centroid). "
         "Invariants tested against scipy: n_min = 1 and a single center give the pooled tree "
         "for all five linkages; genewise and orthogonal perturbation equal pooled distances to "
         "1e-10. Messages counted by the ledger are in Table 4.1.",
     ]
+    if len(skipped):
+        text.append(
+            f"Skipped settings: {len(skipped)} (method × cohort × panel × linkage × n_min) had "
+            "n_min above the largest center, so no center could share anything; they are "
+            "listed in the skipped-settings table and absent from the figures (issue 17)."
+        )
+    if "abstentions" in simu and simu.abstentions.sum():
+        text.append(
+            "Abstentions (simultaneous sharing): a center smaller than n_min sends nothing and "
+            f"its samples are left out ({int(simu.abstentions.sum())} center-runs, "
+            f"{int(simu.samples_left_out.sum())} sample-runs in total); those runs are compared "
+            "with the pooled tree of the same samples."
+        )
     tables = [
         {"path": out.table41, "caption": "Table 4.1 with measured numbers (this run)."},
+        {
+            "path": out.cuts,
+            "caption": "Flat cuts per k (k = 2 … k_max) at the largest n_min run per cohort: "
+            "FMI / ARI of the federated vs the pooled cut, and the silhouette (on the panel's "
+            "metric) and Calinski–Harabasz index (Euclidean) of the federated and the pooled "
+            "cut; mean over cohorts.",
+        },
+        {
+            "path": out.skipped,
+            "caption": "Settings skipped because n_min exceeds every center (none: empty).",
+        },
         {"path": out.nmin10, "caption": "Gradual sharing at n_min = 10 % (Fig 4.5 numbers)."},
         {
             "path": out.exact,

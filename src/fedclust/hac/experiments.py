@@ -6,23 +6,25 @@ rule scripts only read inputs, call these and write the tables / figures.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
 import pandas as pd
 from scipy.cluster.hierarchy import cophenet, linkage
-from scipy.spatial.distance import pdist
+from scipy.spatial.distance import pdist, squareform
+from sklearn.metrics import calinski_harabasz_score, silhouette_score
 
 from ..errors import ConfigError, InputDataError
 from ..io import read_table
 from ..ledger import Ledger
-from ..metrics.hierarchy import ccc, compare, flat_agreement
+from ..metrics.hierarchy import ccc, compare, cut, flat_agreement, relative_cophenetic_error
 from ..seeds import derive_seed
 from .federated import perturbation_clustering, projection_clustering
 from .genewise import genewise_clustering, pooled_gene_distances
 from .gradual import enforce_monotone, gradual_sharing
 from .pooled import EUCLIDEAN_ONLY, pooled_linkage
-from .simultaneous import simultaneous_sharing
+from .simultaneous import simultaneous_run
 from .toy import bimodal, blobs, uniform
 
 PREPROCESSINGS = ("sf", "vst")
@@ -90,6 +92,78 @@ def nmin_grid(n: int, values: list[int], fraction: float) -> list[int]:
     return sorted({v for v in values if v <= top} | {top})
 
 
+def largest_center(centers: np.ndarray) -> int:
+    return int(np.bincount(np.unique(centers, return_inverse=True)[1]).max())
+
+
+def _skipped(method: str, metric: str, n_min: int, biggest: int, what: str) -> dict:
+    msg = f"n_min = {n_min} > largest center ({biggest} samples): {what} cannot share anything"
+    logging.warning("skipped: %s linkage, %s: %s", method, metric, msg)
+    return {"linkage": method, "metric": metric, "n_min": n_min, "skipped": True,
+            "skip_reason": msg}  # fmt: skip
+
+
+def _nothing_left(rows: list[dict], where: str, biggest: int) -> None:
+    if rows and all(r.get("skipped") for r in rows):
+        raise ConfigError(
+            f"every n_min setting exceeds the largest center ({biggest} samples): nothing to run",
+            where=where,
+            fix=f"use n_min values ≤ {biggest}",
+        )
+
+
+def _cut_quality(x: np.ndarray, dist: np.ndarray, lab: np.ndarray) -> tuple[float, float]:
+    """(silhouette on precomputed distances, Calinski–Harabasz) of one flat cut."""
+    if not 1 < len(np.unique(lab)) < len(lab):
+        return np.nan, np.nan
+    sil = float(silhouette_score(dist, lab, metric="precomputed"))
+    return sil, float(calinski_harabasz_score(x, lab))
+
+
+def cut_rows(
+    x: np.ndarray,
+    dist: np.ndarray,
+    z_fed: np.ndarray,
+    z_pool: np.ndarray,
+    k_max: int,
+    pooled_cache: dict | None = None,
+) -> list[dict]:
+    """Per k = 2 … k_max: FMI / ARI (federated vs pooled cut) and silhouette (on the run's
+    metric, precomputed distances) and Calinski–Harabasz (Euclidean) of both cuts.
+    ``pooled_cache`` (a dict per pooled tree) saves recomputing the pooled cuts' scores."""
+    fl = flat_agreement(z_fed, z_pool, k_max)
+    cache = pooled_cache if pooled_cache is not None else {}
+    rows = []
+    for i, k in enumerate(fl["k"]):
+        k = int(k)
+        sil_f, ch_f = _cut_quality(x, dist, cut(z_fed, k))
+        if k not in cache:
+            cache[k] = _cut_quality(x, dist, cut(z_pool, k))
+        sil_p, ch_p = cache[k]
+        rows.append(
+            {"k": k, "fmi": fl["fmi"][i], "ari": fl["ari"][i], "silhouette_fed": sil_f,
+             "silhouette_pooled": sil_p, "calinski_harabasz_fed": ch_f,
+             "calinski_harabasz_pooled": ch_p}
+        )  # fmt: skip
+    return rows
+
+
+def _compare(z, zp, k_max, krows: list[dict] | None) -> dict:
+    """:func:`compare`, reusing the per-k FMI / ARI when they were computed already."""
+    if krows is None:
+        return compare(z, zp, k_max)
+    return {
+        "ccc": ccc(z, zp),
+        "rel_error": relative_cophenetic_error(z, zp),
+        "fmi": float(np.mean([r["fmi"] for r in krows])),
+        "ari": float(np.mean([r["ari"] for r in krows])),
+    }
+
+
+def _square(x: np.ndarray, metric: str) -> np.ndarray:
+    return squareform(pdist(x, metric))
+
+
 def gradual_table(
     x: np.ndarray,
     centers: np.ndarray,
@@ -98,65 +172,110 @@ def gradual_table(
     n_mins: list[int],
     k_max: int,
     d_min: float = 0.0,
+    average_deltas: tuple[str, ...] = ("stored",),
+    cuts: list[dict] | None = None,
 ) -> pd.DataFrame:
-    """Gradual sharing vs pooled for each linkage × n_min (Figs 4.4, 4.5, 4.7)."""
+    """Gradual sharing vs pooled for each linkage × n_min (Figs 4.4, 4.5, 4.7).
+
+    Average linkage runs once per ``average_deltas`` variant (column ``variant``). n_min values
+    above the largest center are kept as ``skipped`` rows (logged; issue 17); a
+    :class:`ConfigError` when nothing is left. ``cuts``: per-k rows (FMI, ARI, silhouette,
+    Calinski–Harabasz) are appended to it when given.
+    """
+    biggest = largest_center(centers)
+    dist = _square(x, metric) if cuts is not None else None
     rows = []
     for method in _methods(linkages, metric):
         t0 = time.perf_counter()
         zp = pooled_linkage(x, method, metric)
         pooled_s = time.perf_counter() - t0
+        variants = list(average_deltas) if method == "average" else [""]
+        pcache: dict = {}
         for n_min in n_mins:
-            if np.bincount(np.unique(centers, return_inverse=True)[1]).max() < n_min:
+            if biggest < n_min:
+                rows.append(_skipped(method, metric, n_min, biggest, "gradual sharing"))
                 continue
-            led = Ledger()
-            t = time.perf_counter()
-            res = gradual_sharing(x, centers, n_min, method, metric, ledger=led, d_min=d_min)
-            el = time.perf_counter() - t
-            mono = compare(enforce_monotone(res.Z), zp, k_max)
-            rows.append(
-                {
-                    "linkage": method,
-                    "metric": metric,
-                    "n_min": n_min,
-                    **compare(res.Z, zp, k_max),
-                    "ccc_monotone": mono["ccc"],
-                    "fmi_monotone": mono["fmi"],
-                    "inversions": res.inversions,
-                    "shares": res.shares,
-                    "bad_radicands": res.bad_radicands,
-                    "messages": led.n_messages,
-                    "floats": led.n_floats,
-                    "rounds": int(led.table()["round"].nunique()),
-                    "seconds": el,
-                    "pooled_seconds": pooled_s,
-                }
-            )
+            for var in variants:
+                led = Ledger()
+                t = time.perf_counter()
+                res = gradual_sharing(x, centers, n_min, method, metric, ledger=led,
+                                      d_min=d_min, average_delta=var or "stored")  # fmt: skip
+                el = time.perf_counter() - t
+                mono = compare(enforce_monotone(res.Z), zp, k_max)
+                key = {"linkage": method, "variant": var, "metric": metric, "n_min": n_min}
+                krows = None
+                if cuts is not None:
+                    krows = cut_rows(x, dist, res.Z, zp, k_max, pcache)
+                    cuts += [{**key, **r} for r in krows]
+                rows.append(
+                    {
+                        **key,
+                        **_compare(res.Z, zp, k_max, krows),
+                        "ccc_monotone": mono["ccc"],
+                        "fmi_monotone": mono["fmi"],
+                        "inversions": res.inversions,
+                        "shares": res.shares,
+                        "bad_radicands": res.bad_radicands,
+                        "messages": led.n_messages,
+                        "floats": led.n_floats,
+                        "abstentions": led.n_abstentions,
+                        "rounds": int(led.messages()["round"].nunique()),
+                        "seconds": el,
+                        "pooled_seconds": pooled_s,
+                        "skipped": False,
+                        "skip_reason": "",
+                    }
+                )
+    _nothing_left(rows, "hac.gradual.n_min", biggest)
     return pd.DataFrame(rows)
 
 
 def simultaneous_table(
-    x: np.ndarray, centers: np.ndarray, linkages: list[str], metric: str, n_mins, k_max: int
+    x: np.ndarray,
+    centers: np.ndarray,
+    linkages: list[str],
+    metric: str,
+    n_mins,
+    k_max: int,
+    cuts: list[dict] | None = None,
 ) -> pd.DataFrame:
-    """Simultaneous sharing vs pooled for each linkage × n_min (Fig 4.3)."""
+    """Simultaneous sharing vs pooled for each linkage × n_min (Fig 4.3).
+
+    Centers below n_min abstain (column ``abstentions``); the federated tree then covers the
+    other centers' samples and is compared with the pooled tree of the same samples.
+    """
     xs, _, blocks = _stacked(x, centers)
+    biggest = max(len(b) for b in blocks)
+    dist = _square(xs, metric) if cuts is not None else None
     rows = []
     for method in _methods(linkages, metric):
         zp = pooled_linkage(xs, method, metric)
         for n_min in n_mins:
-            if max(len(b) for b in blocks) < n_min:
+            if biggest < n_min:
+                rows.append(_skipped(method, metric, n_min, biggest, "simultaneous sharing"))
                 continue
             led = Ledger()
-            z = simultaneous_sharing(blocks, n_min, method, metric, ledger=led)
+            z, inc = simultaneous_run(blocks, n_min, method, metric, ledger=led)
+            ref = zp if inc.all() else pooled_linkage(xs[inc], method, metric)
             rows.append(
                 {
                     "linkage": method,
                     "metric": metric,
                     "n_min": n_min,
-                    **compare(z, zp, k_max),
+                    **compare(z, ref, k_max),
                     "messages": led.n_messages,
                     "floats": led.n_floats,
+                    "abstentions": led.n_abstentions,
+                    "samples_left_out": int((~inc).sum()),
+                    "skipped": False,
+                    "skip_reason": "",
                 }
             )
+            if cuts is not None:
+                sub = dist[np.ix_(inc, inc)]
+                key = {"linkage": method, "metric": metric, "n_min": n_min}
+                cuts += [{**key, **r} for r in cut_rows(xs[inc], sub, z, ref, k_max)]
+    _nothing_left(rows, "hac.simultaneous.n_min", biggest)
     return pd.DataFrame(rows)
 
 
@@ -204,17 +323,24 @@ def projection_table(
     return pd.DataFrame(rows)
 
 
-def exact_baselines(x: np.ndarray, centers: np.ndarray, genes: int, seed: int) -> pd.DataFrame:
+def exact_baselines(
+    x: np.ndarray, centers: np.ndarray, genes: int, seed: int, n_min: int = 1
+) -> pd.DataFrame:
     """Genewise (Alg. 3, cosine/correlation/Euclidean) and orthogonal perturbation (Alg. 2):
-    the largest deviation from pooled distances, and their communication."""
-    xs, _, blocks = _stacked(x, centers)
+    the largest deviation from pooled distances, and their communication. Genewise: centers
+    below ``n_min`` abstain; the reference is then the pooled data of the other centers."""
+    xs, cs, blocks = _stacked(x, centers)
     var = xs.var(axis=0)
     keep = np.argsort(var)[::-1][: min(genes, xs.shape[1])]
+    sizes = np.bincount(np.unique(cs, return_inverse=True)[1])
+    inc = sizes[np.unique(cs, return_inverse=True)[1]] >= n_min
     rows = []
     for metric in ("euclidean", "cosine", "correlation"):
         led = Ledger()
-        z, d = genewise_clustering([b[:, keep] for b in blocks], "average", metric, led)
-        ref = pooled_gene_distances(xs[:, keep], metric)
+        z, d = genewise_clustering(
+            [b[:, keep] for b in blocks], "average", metric, led, n_min=n_min
+        )
+        ref = pooled_gene_distances(xs[inc][:, keep], metric)
         zp = linkage(ref, "average")
         rows.append(
             {
@@ -222,9 +348,10 @@ def exact_baselines(x: np.ndarray, centers: np.ndarray, genes: int, seed: int) -
                 "max_abs_dist_error": float(np.abs(d - ref).max()),
                 "max_abs_cophenetic_error": float(np.abs(cophenet(z) - cophenet(zp)).max()),
                 "objects": len(keep),
+                "abstentions": led.n_abstentions,
                 "messages": led.n_messages,
                 "floats": led.n_floats,
-                "rounds": int(led.table()["round"].nunique()),
+                "rounds": int(led.messages()["round"].nunique()),
             }
         )
     led = Ledger()

@@ -11,7 +11,29 @@ import pandas as pd  # noqa: E402
 
 from .toy import bimodal as bimodal_data  # noqa: E402
 
-COLORS = {"single": "C0", "complete": "C1", "average": "C2", "ward": "C3", "centroid": "C4"}
+APPROX = "average (δ≈d)"  # average linkage with the current-distance approximation
+COLORS = {
+    "single": "C0",
+    "complete": "C1",
+    "average": "C2",
+    "ward": "C3",
+    "centroid": "C4",
+    APPROX: "C5",
+}
+
+
+def split_skipped(t: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(settings that ran, settings skipped because n_min exceeds every center; issue 17).
+
+    Average linkage's approximation variant is relabelled :data:`APPROX` so that figures and
+    tables show it beside the thesis' bookkeeping ("average")."""
+    if "skipped" not in t:
+        return t, t.iloc[:0]
+    sk = t["skipped"].astype(str).str.lower() == "true"
+    ran = t[~sk].copy()
+    if "variant" in ran:
+        ran.loc[ran["variant"].astype(str) == "current", "linkage"] = APPROX
+    return ran, t[sk]
 
 
 def _band(ax, df: pd.DataFrame, x: str, y: str, label: str, color: str) -> None:
@@ -66,7 +88,9 @@ def gradual(t: pd.DataFrame):
             ax = axes[i, j]
             for m, dm in d.groupby("linkage"):
                 g = dm.groupby("n_min")[y]
-                ax.plot(g.mean().index, g.mean().values, marker=".", color=COLORS.get(m), label=m)
+                ls = "--" if m == APPROX else "-"
+                ax.plot(g.mean().index, g.mean().values, ls=ls, marker=".", color=COLORS.get(m),
+                        label=m)  # fmt: skip
                 ax.fill_between(
                     g.mean().index,
                     g.min().values,
@@ -81,6 +105,30 @@ def gradual(t: pd.DataFrame):
     axes[0, 0].legend()
     fig.tight_layout()
     return fig
+
+
+def cuts_summary(cuts: pd.DataFrame, grad: pd.DataFrame) -> pd.DataFrame:
+    """Per k: FMI / ARI and silhouette / Calinski–Harabasz of the federated and pooled cuts,
+    gradual sharing at each cohort's largest n_min run and simultaneous sharing at its largest
+    n_min; means over cohorts."""
+    if cuts.empty:
+        return cuts
+    cuts = cuts.copy()
+    if "variant" in cuts:
+        cuts.loc[cuts["variant"].astype(str) == "current", "linkage"] = APPROX
+    top = grad.groupby(["cohort", "prep"])["n_min_top"].first().rename("top").reset_index()
+    g = cuts[cuts.method == "gradual"].merge(top, on=["cohort", "prep"])
+    g = g[g.n_min == g.top]
+    s = cuts[cuts.method == "simultaneous"]
+    s = s[s.n_min == s.n_min.max()]
+    d = pd.concat([g.drop(columns="top"), s], ignore_index=True)
+    vals = ["fmi", "ari", "silhouette_fed", "silhouette_pooled", "calinski_harabasz_fed",
+            "calinski_harabasz_pooled"]  # fmt: skip
+    keys = ["method", "prep", "metric", "linkage", "k"]
+    out = d.groupby(keys, sort=False)[vals].mean().reset_index()
+    out.insert(4, "n_min", d.groupby(keys, sort=False)["n_min"].agg(
+        lambda v: "/".join(map(str, sorted(set(v))))).values)  # fmt: skip
+    return out
 
 
 def nmin10_table(t: pd.DataFrame) -> pd.DataFrame:
@@ -202,7 +250,7 @@ def projection_metrics(t: pd.DataFrame):
 
 def table41(grad, simu, proj, exact, cfg) -> pd.DataFrame:
     """Thesis Table 4.1 with this run's numbers (means over cohorts, linkages, panels)."""
-    g = grad[grad.n_min == grad.n_min_top]
+    g = grad[(grad.n_min == grad.n_min_top) & (grad.linkage != APPROX)]
     s = simu[simu.n_min == simu.n_min.max()]
     sk = sorted(proj.sketch.unique())
     mid = sk[len(sk) // 2]

@@ -12,41 +12,76 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist, squareform
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputDataError
 from ..ledger import Ledger
+from .boundary import SERVER, abstain, genewise_protocol, send
 from .pooled import check_method
 
-SERVER = "server"
 GENE_METRICS = ("euclidean", "cityblock", "cosine", "correlation")
 
 
 def center_gene_stats(x_k: np.ndarray) -> dict:
-    """Center-side round 1: per-gene sums, sums of squares and the sample count."""
-    return {"sum": x_k.sum(axis=0), "sumsq": (x_k**2).sum(axis=0), "n": int(x_k.shape[0])}
+    """Center-side round 1: per-gene count, mean, *centred* sum of squares and constancy.
+
+    Two-pass local statistics (mean first, then ``Σ (x − mean)²``), never ``Σx² − n·mean²``
+    (catastrophic cancellation for genes with large means, spec §4). ``sumsq`` (uncentred) is
+    kept for the cosine norm. ``constant`` is 1 where every local value is identical; the mean
+    of such a gene is then the value itself (exact, no rounding from ``sum / n``).
+    """
+    x_k = np.asarray(x_k, dtype=float)
+    mean = x_k.mean(axis=0)
+    const = np.all(x_k == x_k[:1], axis=0)
+    mean = np.where(const, x_k[0], mean)
+    m2 = ((x_k - mean) ** 2).sum(axis=0)
+    m2[const] = 0.0
+    return {
+        "n": int(x_k.shape[0]),
+        "mean": mean,
+        "m2": m2,
+        "sumsq": (x_k**2).sum(axis=0),
+        "constant": const.astype(float),
+    }
+
+
+def combine_moments(
+    n_a: float, mean_a: np.ndarray, m2_a: np.ndarray, n_b: float, mean_b: np.ndarray, m2_b
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Parallel-variance update (Chan, Golub & LeVeque 1979): moments of the union of A and B."""
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    return n, mean_a + delta * (n_b / n), m2_a + m2_b + delta**2 * (n_a * n_b / n)
 
 
 def server_gene_stats(messages: list[dict]) -> dict:
-    """Server-side round 1: global gene means and global (centred) norms."""
-    n = sum(m["n"] for m in messages)
-    s = np.sum([m["sum"] for m in messages], axis=0)
+    """Server-side round 1: global gene means, norms and centred norms (Chan et al. merge).
+
+    A gene is constant iff it is constant in every center *and* every center reports the same
+    value (exact comparison): its centred norm is then exactly 0.
+    """
+    n, mean, m2 = float(messages[0]["n"]), messages[0]["mean"], messages[0]["m2"]
+    for m in messages[1:]:
+        n, mean, m2 = combine_moments(n, mean, m2, float(m["n"]), m["mean"], m["m2"])
+    const = np.all([m["constant"] > 0 for m in messages], axis=0)
+    const &= np.all([m["mean"] == messages[0]["mean"] for m in messages], axis=0)
+    mean = np.where(const, messages[0]["mean"], mean)
+    cnorm = np.where(const, 0.0, np.sqrt(np.maximum(m2, 0.0)))
     ss = np.sum([m["sumsq"] for m in messages], axis=0)
-    mean = s / n
-    return {"mean": mean, "norm": np.sqrt(ss), "cnorm": np.sqrt(np.maximum(ss - n * mean**2, 0))}
+    return {"mean": mean, "norm": np.sqrt(ss), "cnorm": cnorm, "constant": const.astype(float)}
 
 
 def center_gene_distances(x_k: np.ndarray, metric: str, stats: dict | None) -> dict:
     """Center-side round 2: the center's additive contribution ``D^(k)`` (condensed)."""
     if metric == "euclidean":
-        return {"d": pdist(x_k.T, "sqeuclidean")}
+        return {"d": pdist(x_k.T, "sqeuclidean"), "n": int(x_k.shape[0])}
     if metric == "cityblock":
-        return {"d": pdist(x_k.T, "cityblock")}
+        return {"d": pdist(x_k.T, "cityblock"), "n": int(x_k.shape[0])}
     if metric == "cosine":
         y = x_k / stats["norm"]
     elif metric == "correlation":
         y = (x_k - stats["mean"]) / stats["cnorm"]
     else:
         raise ConfigError(f"unknown genewise metric {metric!r}", fix=f"use one of {GENE_METRICS}")
-    return {"d": 0.5 * pdist(y.T, "sqeuclidean")}
+    return {"d": 0.5 * pdist(y.T, "sqeuclidean"), "n": int(x_k.shape[0])}
 
 
 def server_gene_distances(messages: list[dict], metric: str) -> np.ndarray:
@@ -56,37 +91,56 @@ def server_gene_distances(messages: list[dict], metric: str) -> np.ndarray:
 
 
 def genewise_clustering(
-    blocks: list[np.ndarray], method: str, metric: str, ledger: Ledger | None = None
+    blocks: list[np.ndarray],
+    method: str,
+    metric: str,
+    ledger: Ledger | None = None,
+    n_min: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run Algorithm 3 on per-center sample blocks (same genes in every block).
 
-    Returns ``(Z, condensed gene distances)``.
+    A center with fewer than ``n_min`` samples abstains from both rounds (its sums and its
+    distance contribution would describe fewer than ``n_min`` samples; recorded in the ledger):
+    the result then covers the other centers' samples only. Returns ``(Z, condensed distances)``.
     """
     check_method(method, metric, where="hac.genewise")
     led = ledger if ledger is not None else Ledger()
+    proto = genewise_protocol(n_min)
     names = [f"center{k}" for k in range(len(blocks))]
+    keep = []
+    for nm, b in zip(names, blocks, strict=True):
+        if b.shape[0] < n_min:
+            for r in (0, 1) if metric in ("cosine", "correlation") else (1,):
+                abstain(led, nm, r, proto, f"{b.shape[0]} sample(s) < n_min = {n_min}")
+        else:
+            keep.append((nm, b))
+    if not keep:
+        raise InputDataError(
+            f"every center holds fewer than n_min = {n_min} samples: nothing can be shared",
+            where="hac genewise",
+            fix="lower n_min below the size of the largest center",
+        )
     stats = None
     if metric in ("cosine", "correlation"):
-        msgs = [
-            led.send(nm, SERVER, center_gene_stats(b), 0, "gene stats")
-            for nm, b in zip(names, blocks, strict=True)
-        ]
+        msgs = [send(led, nm, SERVER, center_gene_stats(b), 0, "gene stats", proto)
+                for nm, b in keep]  # fmt: skip
         stats = server_gene_stats(msgs)
-        if np.any(stats["norm" if metric == "cosine" else "cnorm"] == 0):
+        bad = stats["norm"] == 0 if metric == "cosine" else stats["constant"] > 0
+        if np.any(bad):
             raise ConfigError(
-                f"a gene is constant (zero {'norm' if metric == 'cosine' else 'variance'})",
+                f"{int(bad.sum())} gene(s) constant (zero "
+                f"{'norm' if metric == 'cosine' else 'variance'}), e.g. gene column "
+                f"{int(np.flatnonzero(bad)[0])}",
                 where="hac.genewise",
                 fix="drop constant genes before genewise cosine/correlation clustering",
             )
-        for nm in names:
-            led.send(SERVER, nm, stats, 0, "gene stats broadcast")
+        for nm, _ in keep:
+            send(led, SERVER, nm, stats, 0, "gene stats broadcast", proto)
     msgs = [
-        led.send(nm, SERVER, center_gene_distances(b, metric, stats), 1, "gene distances")
-        for nm, b in zip(names, blocks, strict=True)
+        send(led, nm, SERVER, center_gene_distances(b, metric, stats), 1, "gene distances", proto)
+        for nm, b in keep
     ]
     d = server_gene_distances(msgs, metric)
-    if method in ("centroid", "ward"):
-        return linkage(d, method=method), d
     return linkage(d, method=method), d
 
 

@@ -1,29 +1,39 @@
 """Centroid-based samplewise clustering with gradual sharing — Algorithm 4 (spec §5.2).
 
-Simulation of the protocol with the distance state held in vectorised numpy arrays:
+A real multi-round protocol between :class:`GradualCenter` objects (each holds only its own
+block of samples and its own distance state) and a :class:`GradualServer` (holds only what it
+received); every message passes the ledger under a declared protocol
+(:func:`~fedclust.hac.boundary.gradual_protocols`, centroids with ``min_samples = n_min``).
 
-- ``D`` (n × n slots): the distance the federation knows for every *communicating* pair of
-  active clusters (two local clusters communicate only inside one center; a global cluster
-  communicates with everything); ``inf`` otherwise. Row minima are cached so a merge step costs
-  O(n) instead of a scan of the whole matrix.
-- Merges use Lance–Williams (:func:`~fedclust.hac.pooled.lance_williams`). For a global +
-  local merge the unknown distances from the local part to clusters of other centers are
-  replaced by the global part's distance (thesis: ``d(C_L, C) := d(C_G, C)``).
-- When a cluster's unshared part in center k reaches ``n_min`` points, center k publishes its
-  centroid and size (a ledger message) and the distances of that cluster are corrected
-  (spec §5.2 "Centroid sharing and distance correction"):
+Who holds which distance (the thesis' "who communicates" rule):
 
-  * a cluster that was local: distances to clusters of other centers are computed by the
-    linkage, treating it as |C| points at its centroid;
-  * single / complete: ``min`` / ``max`` with the exact distances from the new centroid to the
-    other clusters' unshared points outside center k;
-  * average: the part of the average that involves the published points and the other
-    cluster's unshared points outside center k (the approximated part δ) is replaced by the
-    exact mean distance to the new centroid; [OURS] the δ part is taken as the current
-    distance (the thesis stores it per center; this keeps the state O(n²));
-  * centroid / Ward: recomputed from centroids and sizes; each party sees its own points
-    exactly, the published centroids, and unshared points of other centers at the cluster's
-    public centroid [OURS].
+- center k: its local clusters × (its local clusters ∪ all global clusters), ``n_k × (n_k + G)``;
+- server: global × global, ``G × G`` (G ≤ n / n_min global clusters are ever created);
+- public (an identical replica in every party, built only from broadcast messages): cluster
+  sizes, ids, which clusters are global, per-center waitlist sizes, published centroid sums.
+
+One round = one merge: every center sends its candidate minimum (``max(d_min, d)`` with the
+privacy option of §4.2.1.3), the server adds its own global minimum and broadcasts the merge.
+
+- local/local (center k): Lance–Williams in center k;
+- global/global: Lance–Williams on the server and on every center's column of the merged cluster;
+- global C_G + local C_L (center k): center k updates its locals and sends C_L's distances to the
+  global clusters (the server updates its row); every other center substitutes
+  ``d(C_L, C) := d(C_G, C)`` for its local clusters C (thesis §3.3.1); C_L joins C_G's waitlist.
+
+When a cluster's unshared part in center k reaches ``n_min`` points, center k publishes its centroid
+and size (the ledger refuses fewer than n_min). A cluster that was local moves its distances to
+the global clusters to the server; other centers compute their local clusters' distances to it
+(its points at the centroid), and the distances to global clusters with waitlists elsewhere are
+corrected (§3.3.3.3): single ``min``, complete ``max``, centroid / Ward recomputed from centroids
+(each party sees its own points exactly, published centroids, other centers' unshared points at
+the public centroid [OURS]), and average by replacing the approximated part:
+
+- ``average_delta="stored"`` (the thesis): every substitution's contribution is kept per center
+  (δ_k: the sum of the approximated distances between a waitlist in one center and a cluster part
+  in another), and the correction replaces exactly that part by the distances to the centroid;
+- ``average_delta="current"`` [OURS, the earlier approximation]: the replaced part is taken as
+  the current distance times the number of pairs it covers.
 
 Invariants (tested): ``n_min = 1`` ⇒ the pooled tree for every linkage; one center ⇒ the pooled
 tree for any ``n_min``.
@@ -37,10 +47,11 @@ import numpy as np
 from scipy.spatial.distance import cdist, pdist, squareform
 
 from ..errors import ConfigError, InputDataError
-from ..ledger import Ledger
+from ..federation import Ledger
+from .boundary import SERVER, gradual_protocols, send
 from .pooled import check_method, check_samples, lance_williams
 
-SERVER = "server"
+AVERAGE_DELTAS = ("stored", "current")
 
 
 @dataclass
@@ -75,247 +86,459 @@ def count_inversions(z: np.ndarray) -> int:
     return int(np.sum(z[:, 2] < kids - 1e-12 * np.maximum(1.0, np.abs(kids))))
 
 
-class _State:
-    """Distance state and cluster bookkeeping of one gradual-sharing run."""
+class _MinCache:
+    """A distance block with cached row minima (a merge step costs O(row length))."""
 
-    def __init__(self, x, centers, n_min, method, metric, ledger):
-        self.x, self.cen, self.n_min = x, centers, n_min
-        self.method, self.metric, self.led = method, metric, ledger
-        self.d_min = 0.0
-        n = x.shape[0]
-        self.n = n
-        self.m = int(centers.max()) + 1
-        self.names = [f"center{k}" for k in range(self.m)]
+    def __init__(self, d: np.ndarray):
+        self.d = d
+        if d.shape[1]:
+            self.arg = d.argmin(axis=1)
+            self.min = d[np.arange(d.shape[0]), self.arg]
+        else:
+            self.arg = np.zeros(d.shape[0], dtype=np.intp)
+            self.min = np.full(d.shape[0], np.inf)
+
+    def rows(self, rows: np.ndarray) -> None:
+        if rows.size and self.d.shape[1]:
+            sub = self.d[rows]
+            a = sub.argmin(axis=1)
+            self.arg[rows] = a
+            self.min[rows] = sub[np.arange(rows.size), a]
+
+    def column(self, col: int) -> None:
+        """Column ``col`` changed (up or down) for any rows."""
+        v = self.d[:, col]
+        mine = self.arg == col
+        stale = np.flatnonzero(mine & (v > self.min))
+        better = v < self.min
+        self.min[better] = v[better]
+        self.arg[better] = col
+        self.rows(stale)
+
+    def killed(self, cols: tuple[int, ...]) -> None:
+        """Columns ``cols`` were set to ``inf``."""
+        self.rows(np.flatnonzero(np.isin(self.arg, cols) & np.isfinite(self.min)))
+
+    def kill_row(self, r: int) -> None:
+        self.d[r] = np.inf
+        self.min[r] = np.inf
+
+    def best(self) -> tuple[float, int, int]:
+        if not self.min.size:
+            return np.inf, -1, -1
+        r = int(np.argmin(self.min))
+        return float(self.min[r]), r, int(self.arg[r])
+
+
+class _Public:
+    """What every party knows from broadcasts (one replica simulated for all parties)."""
+
+    def __init__(self, n: int, m: int, g_max: int, home: np.ndarray, keep_sums: bool):
+        self.n, self.m, self.g_max = n, m, g_max
         self.size = np.ones(n)
         self.cid = np.arange(n)
-        self.active = np.ones(n, dtype=bool)
-        self.is_global = np.zeros(n, dtype=bool)
-        self.point_slot = np.arange(n)
-        self.members = [[i] for i in range(n)]
-        self.private = np.ones(n, dtype=bool)
-        self.priv = np.zeros((n, self.m), dtype=np.int64)  # unshared points per slot × center
-        self.priv[np.arange(n), centers] = 1
-        # published sums / counts per slot (public); used for centroid/ward and corrections
-        # public sums per global slot (only centroid/Ward need them): O(n_G d), not O(n d)
-        self.pub_sum: dict[int, np.ndarray] = {}
-        self.pub_cnt = np.zeros(n)
-        self.round = 0
-        self.shares = 0
+        self.gidx = np.full(n, -1)  # global index of a slot, -1 while local
+        self.home = home.copy()  # center of a local cluster (-1 once global)
+        self.gslot = np.full(g_max, -1)
+        self.wait = np.zeros((g_max, m), dtype=np.int64)  # unshared points per global × center
+        self.pub_cnt = np.zeros(g_max)
+        self.pub_sum: dict[int, np.ndarray] | None = {} if keep_sums else None
+        self.n_global = 0
+        self.gsize = np.zeros(g_max)  # sizes by global index
+
+    def new_global(self, slot: int) -> int:
+        g = self.n_global
+        self.n_global += 1
+        self.gidx[slot], self.gslot[g], self.home[slot] = g, slot, -1
+        self.gsize[g] = self.size[slot]
+        return g
+
+    def publish(self, g: int, k: int, centroid: np.ndarray, p: int) -> None:
+        self.pub_cnt[g] += p
+        self.wait[g, k] = 0
+        if self.pub_sum is not None:
+            self.pub_sum[g] = self.pub_sum.get(g, 0.0) + p * centroid
+
+    def public_centroid(self, g: int) -> np.ndarray:
+        return self.pub_sum[g] / self.pub_cnt[g]
+
+
+class GradualCenter:
+    """Center k of Algorithm 4: its samples, its local clusters and its distance state.
+
+    Rows of ``D``: its samples' positions (a local cluster lives in the row of its smallest
+    member); columns: the same positions, then the global clusters by global index.
+    """
+
+    def __init__(self, k: int, slots: np.ndarray, x: np.ndarray, pub: _Public, cfg: dict):
+        self.k, self.name = k, f"center{k}"
+        self.slots, self.x, self.pub, self.cfg = slots, x, pub, cfg
+        self.nk = len(slots)
+        self.pos = {int(s): i for i, s in enumerate(slots)}
+        self.owner = slots.copy()  # slot of the cluster holding each own point
+        self.unshared = np.ones(self.nk, dtype=bool)
         self.bad = 0
-        # initial distances: exact inside a center, unknown (inf) across centers
-        d = np.full((n, n), np.inf)
-        for k in range(self.m):
-            idx = np.flatnonzero(centers == k)
-            if idx.size > 1:
-                d[np.ix_(idx, idx)] = squareform(pdist(x[idx], metric))
-        np.fill_diagonal(d, np.inf)
+        nloc = 0 if cfg["all_public"] else self.nk
+        self.nloc = nloc
+        d = np.full((nloc, nloc + pub.g_max), np.inf)
+        if nloc > 1:
+            d[:, :nloc] = squareform(pdist(x, cfg["metric"]))
+            np.fill_diagonal(d, np.inf)
+        self.cache = _MinCache(d)
         self.d = d
-        self.rowmin = d.min(axis=1)
-        self.rowarg = d.argmin(axis=1)
-
-    # ---- row-minimum cache -------------------------------------------------------------------
-    def _refresh(self, changed: int, old_targets: tuple[int, ...]) -> None:
-        """Update cached row minima after column ``changed`` (and rows in old_targets) moved."""
-        d = self.d
-        stale = np.isin(self.rowarg, old_targets) & self.active
-        stale[changed] = True
-        col = d[:, changed]
-        better = (col < self.rowmin) & self.active & ~stale
-        self.rowmin[better] = col[better]
-        self.rowarg[better] = changed
-        rows = np.flatnonzero(stale)
-        if rows.size:
-            sub = d[rows]
-            self.rowarg[rows] = sub.argmin(axis=1)
-            self.rowmin[rows] = sub[np.arange(rows.size), self.rowarg[rows]]
-        for k in old_targets:
-            if not self.active[k]:
-                self.rowmin[k] = np.inf
-
-    # ---- protocol steps ------------------------------------------------------------------------
-    def closest_pair(self) -> tuple[int, int, float, float]:
-        """Global argmin = min over the centers' and the server's candidate minima.
-
-        Returns ``(i, j, true distance, reported height)``. With the privacy option ``d_min``
-        (thesis §4.2.1.3) a center reports ``max(d_min, d)`` for pairs involving one of its
-        local clusters; the server selects and records the reported value (slow path, O(n²)).
-        """
-        if self.d_min > 0:
-            act = np.flatnonzero(self.active)
-            sub = self.d[np.ix_(act, act)]
-            loc = ~self.is_global[act]
-            rep = np.where(loc[:, None] | loc[None, :], np.maximum(sub, self.d_min), sub)
-            rep[np.isinf(sub)] = np.inf
-            flat = int(np.argmin(rep))
-            a, b = (int(act[v]) for v in divmod(flat, act.size))
-            h, true = float(rep.flat[flat]), float(self.d[a, b])
-        else:
-            a = int(np.argmin(np.where(self.active, self.rowmin, np.inf)))
-            h = true = float(self.rowmin[a])
-            b = int(self.rowarg[a])
-        if not np.isfinite(h):
-            raise InputDataError(
-                "gradual sharing is stuck: no two clusters can communicate",
-                where="hac gradual sharing",
-                fix="n_min must not exceed the size of every center (Algorithm 4 'Ensure')",
-            )
-        return (a, b, true, h) if a < b else (b, a, true, h)
-
-    def merge(self, i: int, j: int, h: float, t: int) -> None:
-        d, s = self.d, self.size
-        others = self.active.copy()
-        others[[i, j]] = False
-        d_il, d_jl = d[i, others], d[j, others]
-        # thesis substitution: unknown d(C_L, C) := d(C_G, C)
-        d_il = np.where(np.isinf(d_il), d_jl, d_il)
-        d_jl = np.where(np.isinf(d_jl), d_il, d_jl)
-        new, bad = lance_williams(self.method, d_il, d_jl, h, s[i], s[j], s[others])
-        self.bad += bad
-        d[i, others] = new
-        d[others, i] = new
-        d[j, :] = np.inf
-        d[:, j] = np.inf
-        self.active[j] = False
-        self.is_global[i] |= self.is_global[j]
-        s[i] += s[j]
-        self.priv[i] += self.priv[j]
-        self.priv[j] = 0
-        if j in self.pub_sum:
-            pj = self.pub_sum.pop(j)
-            self.pub_sum[i] = self.pub_sum[i] + pj if i in self.pub_sum else pj
-        self.pub_cnt[i] += self.pub_cnt[j]
-        self.point_slot[self.members[j]] = i
-        self.members[i].extend(self.members[j])
-        self.members[j] = []
-        self.cid[i] = self.n + t
-        self._refresh(i, (i, j))
-        # broadcast of the merge decision (pair + height) to every center
-        for k in range(self.m):
-            self.led.send(SERVER, self.names[k], {"pair": np.array([i, j]), "h": h}, t, "merge")
-        for k in np.flatnonzero(self.priv[i] >= self.n_min):
-            self.share(i, int(k), t)
-
-    def share(self, a: int, k: int, t: int) -> None:
-        """Center k publishes the centroid of cluster a's unshared part in k (≥ n_min points)."""
-        mem = np.asarray(self.members[a])
-        part = mem[(self.cen[mem] == k) & self.private[mem]]
-        msg = self.led.send(
-            self.names[k],
-            SERVER,
-            {"centroid": self.x[part].mean(axis=0), "size": int(part.size)},
-            t,
-            "centroid",
+        self.is_loc = np.ones(nloc, dtype=bool)  # positions holding an active local cluster
+        # δ bookkeeping (average, thesis): approximated sums, row part × (global, center)
+        self.delta = (
+            np.zeros((nloc + pub.g_max, pub.g_max, pub.m)) if cfg["delta"] and nloc else None
         )
-        c, p = msg["centroid"], msg["size"]
-        for r in range(self.m):
-            if r != k:
-                self.led.send(SERVER, self.names[r], msg, t, "centroid broadcast")
-        was_global = bool(self.is_global[a])
-        self.private[part] = False
-        self.priv[a, k] = 0
-        if self.method in ("centroid", "ward"):
-            self.pub_sum[a] = self.pub_sum.get(a, 0.0) + p * c
-        self.pub_cnt[a] += p
-        self.is_global[a] = True
-        self.shares += 1
-        self._correct(a, k, c, p, was_global, t)
+        if cfg["all_public"]:
+            self.unshared[:] = False
 
-    def _point_aggregates(self, k: int, c: np.ndarray, t: int):
-        """Per slot: min / max / sum / count of distances from unshared points outside center k
-        to the published centroid c (each center computes its own, O(n_k d))."""
-        n = self.n
-        pts = np.flatnonzero(self.private & (self.cen != k))
-        lo, hi, sm, ct = np.full(n, np.inf), np.full(n, -np.inf), np.zeros(n), np.zeros(n)
-        if pts.size:
-            dist = cdist(self.x[pts], c[None, :], self.metric)[:, 0]
-            lab = self.point_slot[pts]
-            np.minimum.at(lo, lab, dist)
-            np.maximum.at(hi, lab, dist)
-            np.add.at(sm, lab, dist)
-            np.add.at(ct, lab, 1.0)
-            for r in range(self.m):  # each center sends its clusters' aggregates
-                if r != k:
-                    sl = np.unique(lab[self.cen[pts] == r])
-                    if sl.size:
-                        agg = {"min": lo[sl], "max": hi[sl], "sum": sm[sl], "n": ct[sl]}
-                        self.led.send(self.names[r], SERVER, agg, t, "correction")
-        return lo, hi, sm, ct
+    # ---- helpers ---------------------------------------------------------------------------
+    def _gcol(self, g: int) -> int:
+        return self.nloc + g
 
-    def _correct(self, a: int, k: int, c: np.ndarray, p: int, was_global: bool, t: int) -> None:
-        d, s = self.d, self.size
-        others = self.active.copy()
-        others[a] = False
-        idx = np.flatnonzero(others)
-        if self.method in ("centroid", "ward"):
-            new = self._centroid_distances(a, idx)
-        else:
-            lo, hi, sm, ct = self._point_aggregates(k, c, t)
-            lo, hi, sm, ct = lo[idx], hi[idx], sm[idx], ct[idx]
-            cur = d[a, idx].copy()
-            has = ct > 0
-            if self.method == "single":
-                new = np.where(has, np.minimum(cur, lo), cur)
-            elif self.method == "complete":
-                new = np.where(has, np.where(np.isinf(cur), hi, np.maximum(cur, hi)), cur)
-            else:  # average: replace the approximated part of the mean
-                mean = np.where(has, sm / np.maximum(ct, 1), 0.0)
-                w = p * ct / (s[a] * s[idx])
-                base = np.where(np.isinf(cur), mean, cur)
-                new = np.where(has, base + w * (mean - base), cur)
-        d[a, idx] = new
-        d[idx, a] = new
-        self._refresh(a, (a,))
+    def _row_of_slot(self, slot: int) -> int:
+        g = self.pub.gidx[slot]
+        return self.nloc + g if g >= 0 else self.pos[slot]
 
-    def _view_centroids(self, a: int, k: int | None) -> np.ndarray:
-        """Centroid of cluster a as party k sees it (k=None: the server)."""
-        g = self.pub_sum.get(a, 0.0) / self.pub_cnt[a] if self.pub_cnt[a] > 0 else None
-        mem = np.asarray(self.members[a])
-        if k is None:
-            return g
-        own = mem[self.cen[mem] == k]
-        own_pub = own[~self.private[own]]
-        other_priv = self.size[a] - own.size - (self.pub_cnt[a] - own_pub.size)
-        tot = self.x[own].sum(axis=0) + (self.pub_sum.get(a, 0.0) - self.x[own_pub].sum(axis=0))
-        if other_priv > 0:
-            tot = tot + other_priv * g
-        return tot / self.size[a]
+    def _col_sizes(self) -> np.ndarray:
+        """Public sizes of the column clusters (locals by position, globals by index)."""
+        s = np.ones(self.nloc + self.pub.g_max)
+        if self.nloc:
+            s[: self.nloc] = self.pub.size[self.slots]
+        s[self.nloc :] = self.pub.gsize
+        return s
 
-    def _centroid_distances(self, a: int, idx: np.ndarray) -> np.ndarray:
-        """Recompute d(a, b) for centroid/Ward from what the computing party can see."""
-        out = np.empty(idx.size)
-        views: dict = {}
-        for pos, b in enumerate(idx):
-            if self.is_global[b]:
-                both = self.priv[a] + self.priv[b]
-                k = int(np.argmax(both)) if both.max() > 0 else None
-            else:
-                k = int(self.cen[self.members[b][0]])
-            if k not in views:
-                views[k] = self._view_centroids(a, k)
-            cb = self._view_centroids(b, k)
-            dist = float(np.linalg.norm(views[k] - cb))
-            if self.method == "ward":
-                na, nb = self.size[a], self.size[b]
-                dist *= np.sqrt(2 * na * nb / (na + nb))
-            out[pos] = dist
+    def _local_rows(self) -> np.ndarray:
+        """Positions holding an active local cluster."""
+        return np.flatnonzero(self.is_loc)
+
+    def _lw(self, a, b, h, na, nb, nl):
+        new, bad = lance_williams(self.cfg["method"], a, b, h, na, nb, nl)
+        self.bad += bad
+        return new
+
+    def _own_rows(self) -> np.ndarray:
+        """Row index (local position or n_loc + g) of every own unshared point's cluster."""
+        own = self.owner[self.unshared]
+        g = self.pub.gidx[own]
+        return np.where(g >= 0, self.nloc + g, np.searchsorted(self.slots, own))
+
+    # ---- round messages ----------------------------------------------------------------------
+    def candidate(self) -> dict:
+        """The center's closest communicating pair among its local clusters' distances."""
+        d, r, c = self.cache.best()
+        if not np.isfinite(d):
+            return {"d": np.inf, "reported": np.inf, "pair": np.array([-1, -1])}
+        a = int(self.slots[r])
+        b = int(self.slots[c]) if c < self.nloc else int(self.pub.gslot[c - self.nloc])
+        return {"d": d, "reported": max(d, self.cfg["d_min"]), "pair": np.array([a, b])}
+
+    def merge_local(self, i: int, j: int, h: float, ni: float, nj: float) -> None:
+        """Local/local merge inside this center (slot i survives)."""
+        pi, pj = self.pos[i], self.pos[j]
+        d, sz = self.d, self._col_sizes()
+        new = self._lw(d[pi], d[pj], h, ni, nj, sz)
+        new[[pi, pj]] = np.inf
+        d[pi] = new
+        d[:, pi] = new[: self.nloc]
+        self.is_loc[pj] = False
+        self.cache.kill_row(pj)
+        d[:, pj] = np.inf
+        self.owner[self.owner == j] = i
+        if self.delta is not None:
+            self.delta[pi] += self.delta[pj]
+            self.delta[pj] = 0.0
+        self.cache.rows(np.array([pi]))
+        self.cache.column(pi)
+        self.cache.killed((pj,))
+
+    def merge_globals(self, gi: int, gj: int, si: int, sj: int, h: float, ni, nj) -> None:
+        """Global/global merge: update this center's column of the merged cluster."""
+        if self.nloc:
+            ci, cj = self._gcol(gi), self._gcol(gj)
+            rows = self._local_rows()
+            sz = self._col_sizes()
+            d = self.d
+            d[rows, ci] = self._lw(d[rows, ci], d[rows, cj], h, ni, nj, sz[rows])
+            d[:, cj] = np.inf
+            self.cache.column(ci)
+            self.cache.killed((cj,))
+            if self.delta is not None:
+                self.delta[:, gi] += self.delta[:, gj]
+                self.delta[:, gj] = 0.0
+                self.delta[self.nloc + gi] += self.delta[self.nloc + gj]
+                self.delta[self.nloc + gj] = 0.0
+        self.owner[self.owner == sj] = si
+
+    def absorb_local(self, g: int, sg: int, sl: int, h: float, n_g: float, n_l: float) -> dict:
+        """Global g absorbs this center's local cluster sl: update the locals' column of g and
+        return sl's distances to the other global clusters (the server updates its row)."""
+        pl, cg = self.pos[sl], self._gcol(g)
+        d, sz = self.d, self._col_sizes()
+        rows = self._local_rows()
+        rows = rows[rows != pl]
+        d[rows, cg] = self._lw(d[rows, cg], d[rows, pl], h, n_g, n_l, sz[rows])
+        act = np.flatnonzero(self.pub.gsize[: self.pub.n_global] > 0)
+        act = act[act != g]
+        row = d[pl, self.nloc + act].copy()
+        self.is_loc[pl] = False
+        self.cache.kill_row(pl)
+        d[:, pl] = np.inf
+        self.owner[self.owner == sl] = sg
+        msg = {"cluster": sl, "to": self.pub.gslot[act].astype(float), "d": row}
+        if self.delta is not None:
+            self.delta[self.nloc + g] += self.delta[pl]
+            self.delta[pl] = 0.0
+        self.cache.column(cg)
+        self.cache.killed((pl,))
+        return msg
+
+    def substitute(self, g: int, k_from: int, n_local: float, h: float) -> None:
+        """Global g absorbed a local cluster of another center: d(C_L, C) := d(C_G, C)."""
+        if not self.nloc:
+            return
+        cg = self._gcol(g)
+        rows = self._local_rows()
+        d = self.d
+        old = d[rows, cg]
+        if self.delta is not None:
+            ok = np.isfinite(old)
+            sz = self.pub.size[self.slots[rows[ok]]]
+            self.delta[rows[ok], g, k_from] += n_local * sz * old[ok]
+        n_g = self.pub.gsize[g] - n_local  # size before the merge
+        sizes = self.pub.size[self.slots[rows]]
+        d[rows, cg] = self._lw(old, old, h, n_g, n_local, sizes)
+        self.cache.column(cg)
+
+    def ready(self) -> list[int]:
+        """Slots whose unshared part in this center has reached n_min (to be published)."""
+        n_min = self.cfg["n_min"]
+        loc = self.slots[self._local_rows()]
+        out = [int(v) for v in loc[self.pub.size[loc] >= n_min]]
+        g = np.flatnonzero(self.pub.wait[: self.pub.n_global, self.k] >= n_min)
+        out += [int(self.pub.gslot[v]) for v in g]
         return out
 
+    def publish(self, slot: int) -> tuple[dict, dict | None]:
+        """Centroid message of slot's unshared part here; for a local cluster also its row of
+        distances to the global clusters (it becomes global; the server takes them over)."""
+        part = self.unshared & (self.owner == slot)
+        c = self.x[part].mean(axis=0)
+        msg = {"centroid": c, "size": int(part.sum()), "cluster": slot}
+        row = None
+        if self.pub.gidx[slot] < 0:  # first share: the cluster becomes global
+            pl = self.pos[slot]
+            act = np.flatnonzero(self.pub.gsize[: self.pub.n_global] > 0)
+            row = {"cluster": slot, "to": self.pub.gslot[act].astype(float),
+                   "d": self.d[pl, self.nloc + act].copy()}  # fmt: skip
+            if self.delta is not None:
+                row["delta"] = self.delta[pl][act].sum(axis=1)
+        elif self.delta is not None:
+            g = int(self.pub.gidx[slot])
+            act = np.flatnonzero(self.pub.gsize[: self.pub.n_global] > 0)
+            row = {"cluster": slot, "to": self.pub.gslot[act].astype(float),
+                   "delta": self.delta[self.nloc + g][act].sum(axis=1)}  # fmt: skip
+        return msg, row
 
-def gradual_sharing(
-    x: np.ndarray,
-    centers: np.ndarray,
-    n_min: int,
-    method: str,
-    metric: str = "euclidean",
-    monotone: bool = False,
-    ledger: Ledger | None = None,
-    d_min: float = 0.0,
-) -> GradualResult:
-    """Run Algorithm 4 on samples ``x`` split by ``centers`` (one integer label per row).
+    def after_publish(self, slot: int, g: int, was_local: bool) -> None:
+        """Own bookkeeping once slot's part is published (it is now global index g)."""
+        self.unshared[self.unshared & (self.owner == slot)] = False
+        if was_local:
+            pl, cg = self.pos[slot], self._gcol(g)
+            self.d[:, cg] = self.d[:, pl]
+            self.is_loc[pl] = False
+            self.cache.kill_row(pl)
+            self.d[:, pl] = np.inf
+            if self.delta is not None:
+                self.delta[pl] = 0.0
+            self.cache.column(cg)
+            self.cache.killed((pl,))
+        elif self.delta is not None:
+            self.delta[self.nloc + g] = 0.0
+        if self.cfg["method"] in ("centroid", "ward") and self.nloc:
+            self._recompute_column(g)
 
-    ``monotone``: enforce monotone merge heights afterwards (Fig 4.7 variant); ``d_min``:
-    privacy option of §4.2.1.3 (centers report at least d_min for their local candidates).
-    """
+    def on_centroid(self, g: int, k_from: int, c: np.ndarray, p: int, first: bool) -> dict:
+        """Another center published a centroid of global g: initialise (first share) or correct
+        the locals' distances to g; return the aggregates for the server's global distances."""
+        method, metric = self.cfg["method"], self.cfg["metric"]
+        nrows = self.nloc + self.pub.g_max
+        lo = hi = sm = ct = None
+        if method not in ("centroid", "ward"):  # those are recomputed from centroids
+            own = np.flatnonzero(self.unshared)
+            rows = self._own_rows()
+            dist = cdist(self.x[own], c[None, :], metric)[:, 0] if own.size else np.zeros(0)
+            if method == "single":
+                lo = np.full(nrows, np.inf)
+                np.minimum.at(lo, rows, dist)
+            elif method == "complete":
+                hi = np.full(nrows, -np.inf)
+                np.maximum.at(hi, rows, dist)
+            else:
+                sm = np.bincount(rows, weights=dist, minlength=nrows)
+                ct = np.bincount(rows, minlength=nrows).astype(float)
+        old = self.delta[:, g, k_from].copy() if self.delta is not None else None
+        if self.delta is not None:
+            self.delta[:, g, k_from] = 0.0
+        loc = self._local_rows()
+        cg = self._gcol(g) if self.nloc else None
+        if loc.size:
+            d = self.d
+            if method in ("centroid", "ward"):
+                self._recompute_column(g)
+            elif first:
+                init = lo if method == "single" else hi if method == "complete" else None
+                d[loc, cg] = init[loc] if init is not None else sm[loc] / ct[loc]
+            else:
+                cur = d[loc, cg]
+                size_g = self.pub.gsize[g]
+                if method == "single":
+                    new = np.minimum(cur, lo[loc])
+                elif method == "complete":
+                    new = np.maximum(cur, hi[loc])
+                elif old is not None:  # average, thesis: replace the stored part δ
+                    new = cur + (p * sm[loc] - old[loc]) / (size_g * ct[loc])
+                else:  # average, [OURS] δ ≈ current distance
+                    new = cur + p * (sm[loc] / ct[loc] - cur) / size_g
+                d[loc, cg] = new
+            if cg is not None:
+                self.cache.column(cg)
+        if method in ("centroid", "ward"):
+            return {"to": np.zeros(0)}
+        gl = np.flatnonzero(self.pub.wait[: self.pub.n_global, self.k] > 0)
+        gl = gl[gl != g]
+        gr = self.nloc + gl
+        out = {"to": self.pub.gslot[gl].astype(float)}
+        if lo is not None:
+            out["min"] = lo[gr]
+        elif hi is not None:
+            out["max"] = hi[gr]
+        else:
+            out["sum"], out["count"] = p * sm[gr], ct[gr]
+            if old is not None:
+                out["delta"] = old[gr]
+        return out
+
+    # ---- centroid / Ward: distances from this center's view ------------------------------------
+    def view_centroid(self, slot: int) -> np.ndarray:
+        """Centroid of cluster ``slot`` as this center sees it (own points exact, published
+        centroids, other centers' unshared points at the public centroid)."""
+        pub = self.pub
+        mine = self.owner == slot
+        n = pub.size[slot]
+        g = pub.gidx[slot]
+        if g < 0:
+            return self.x[mine].mean(axis=0)
+        pub_c = pub.public_centroid(g)
+        own_pub = mine & ~self.unshared
+        tot = self.x[mine].sum(axis=0) + pub.pub_sum[g] - self.x[own_pub].sum(axis=0)
+        rest = n - mine.sum() - (pub.pub_cnt[g] - own_pub.sum())
+        return (tot + rest * pub_c) / n
+
+    def centroid_distance(self, a: int, b: int) -> float:
+        dist = float(np.linalg.norm(self.view_centroid(a) - self.view_centroid(b)))
+        if self.cfg["method"] == "ward":
+            na, nb = self.pub.size[a], self.pub.size[b]
+            dist *= np.sqrt(2 * na * nb / (na + nb))
+        return dist
+
+    def _recompute_column(self, g: int) -> None:
+        loc = self._local_rows()
+        if not loc.size:
+            return
+        sg = int(self.pub.gslot[g])
+        cg = self._gcol(g)
+        self.d[loc, cg] = [self.centroid_distance(int(self.slots[r]), sg) for r in loc]
+        self.cache.column(cg)
+
+
+class GradualServer:
+    """The server: global × global distances (only what the centers sent), merge decisions."""
+
+    def __init__(self, pub: _Public, cfg: dict):
+        self.pub, self.cfg = pub, cfg
+        self.d = np.full((pub.g_max, pub.g_max), np.inf)
+        self.cache = _MinCache(self.d)
+        self.bad = 0
+
+    def _lw(self, a, b, h, na, nb, nl):
+        new, bad = lance_williams(self.cfg["method"], a, b, h, na, nb, nl)
+        self.bad += bad
+        return new
+
+    def set_row(self, g: int, row: np.ndarray) -> None:
+        row = row.copy()
+        row[g] = np.inf
+        self.d[g] = row
+        self.d[:, g] = row
+        self.cache.rows(np.array([g]))
+        self.cache.column(g)
+
+    def merge_globals(self, gi: int, gj: int, h: float, ni: float, nj: float) -> None:
+        d = self.d
+        new = self._lw(d[gi], d[gj], h, ni, nj, self.pub.gsize)
+        new[[gi, gj]] = np.inf
+        self.cache.kill_row(gj)
+        d[:, gj] = np.inf
+        self.set_row(gi, new)
+        self.cache.killed((gj,))
+
+    def absorb_local(self, g: int, msg: dict, h: float, n_g: float, n_l: float) -> None:
+        d_l = np.full(self.pub.g_max, np.inf)
+        d_l[self.pub.gidx[msg["to"].astype(int)]] = msg["d"]
+        new = self._lw(self.d[g], d_l, h, n_g, n_l, self.pub.gsize)
+        self.set_row(g, new)
+
+    def new_global(self, g: int, row: dict) -> None:
+        r = np.full(self.pub.g_max, np.inf)
+        r[self.pub.gidx[row["to"].astype(int)]] = row["d"]
+        self.set_row(g, r)
+
+    def correct(self, g: int, p: int, aggs: list[dict], own_delta: dict | None) -> None:
+        """Correct d(g, B) for global clusters B with waitlists in the centers that sent
+        aggregates (§3.3.3.3)."""
+        method = self.cfg["method"]
+        if method in ("centroid", "ward"):
+            return
+        d = self.d
+        row = d[g].copy()
+        size = self.pub.gsize
+        fix = np.zeros(self.pub.g_max)
+        touched = np.zeros(self.pub.g_max, dtype=bool)
+        lo = np.full(self.pub.g_max, np.inf)
+        hi = np.full(self.pub.g_max, -np.inf)
+        for a in aggs:
+            b = self.pub.gidx[a["to"].astype(int)]
+            if not b.size:
+                continue
+            touched[b] = True
+            if method == "single":
+                np.minimum.at(lo, b, a["min"])
+            elif method == "complete":
+                np.maximum.at(hi, b, a["max"])
+            else:
+                if "delta" in a:
+                    np.add.at(fix, b, a["sum"] - a["delta"])
+                else:
+                    np.add.at(fix, b, a["sum"] - p * a["count"] * row[b])
+        if own_delta is not None and "delta" in own_delta:
+            b = self.pub.gidx[own_delta["to"].astype(int)]
+            fix[b] -= own_delta["delta"]
+            touched[b] |= own_delta["delta"] != 0
+        touched[g] = False
+        if method == "single":
+            row[touched] = np.minimum(row[touched], lo[touched])
+        elif method == "complete":
+            row[touched] = np.where(np.isinf(row[touched]), hi[touched],
+                                    np.maximum(row[touched], hi[touched]))  # fmt: skip
+        else:
+            row[touched] += fix[touched] / (size[g] * size[touched])
+        self.set_row(g, row)
+
+
+def _check(x, centers, n_min, method, metric, d_min, average_delta):
     check_method(method, metric, where="hac.gradual")
     x = check_samples(x, where="gradual sharing input")
     centers = np.asarray(centers)
@@ -333,37 +556,211 @@ def gradual_sharing(
             where="gradual sharing input",
             fix="lower n_min below the size of the largest center (Algorithm 4 'Ensure')",
         )
+    if d_min < 0:
+        raise ConfigError(f"d_min must be ≥ 0, got {d_min}", where="hac.gradual.d_min")
+    if average_delta not in AVERAGE_DELTAS:
+        raise ConfigError(
+            f"unknown average_delta {average_delta!r}",
+            where="hac.gradual.average_delta",
+            fix=f"use one of {AVERAGE_DELTAS}",
+        )
+    return x, centers
+
+
+def gradual_sharing(
+    x: np.ndarray,
+    centers: np.ndarray,
+    n_min: int,
+    method: str,
+    metric: str = "euclidean",
+    monotone: bool = False,
+    ledger: Ledger | None = None,
+    d_min: float = 0.0,
+    average_delta: str = "stored",
+) -> GradualResult:
+    """Run Algorithm 4 on samples ``x`` split by ``centers`` (one integer label per row).
+
+    The rows of ``x`` are only used to build each center's own block. ``monotone``: enforce
+    monotone merge heights afterwards (Fig 4.7 variant); ``d_min``: privacy option of §4.2.1.3;
+    ``average_delta``: ``"stored"`` (thesis bookkeeping) or ``"current"`` (approximation).
+    """
+    x, centers = _check(x, centers, n_min, method, metric, d_min, average_delta)
     if metric == "correlation":  # samplewise correlation = cosine of locally centred samples
         x = x - x.mean(axis=1, keepdims=True)
         metric = "cosine"
     led = ledger if ledger is not None else Ledger()
-    if d_min < 0:
-        raise ConfigError(f"d_min must be ≥ 0, got {d_min}", where="hac.gradual.d_min")
-    st = _State(x, centers, int(n_min), method, metric, led)
-    st.d_min = float(d_min)
-    if n_min == 1:  # every singleton is published at once: all distances exact
-        for k in range(st.m):
-            idx = np.flatnonzero(centers == k)
-            led.send(st.names[k], SERVER, {"centroids": x[idx], "sizes": np.ones(idx.size)}, 0)
-        st.private[:] = False
-        st.priv[:] = 0
-        st.is_global[:] = True
-        if method in ("centroid", "ward"):
-            st.pub_sum = {i: x[i].copy() for i in range(len(x))}
-        st.pub_cnt[:] = 1
-        st.d = squareform(pdist(x, metric))
-        np.fill_diagonal(st.d, np.inf)
-        st.rowmin, st.rowarg = st.d.min(axis=1), st.d.argmin(axis=1)
-    n = x.shape[0]
+    proto = gradual_protocols(int(n_min))
+    n, m = x.shape[0], int(centers.max()) + 1
+    all_public = int(n_min) == 1
+    g_max = n if all_public else n // int(n_min)
+    cfg = {
+        "method": method,
+        "metric": metric,
+        "n_min": int(n_min),
+        "d_min": float(d_min),
+        "all_public": all_public,
+        "delta": method == "average" and average_delta == "stored" and m > 1,
+    }
+    pub = _Public(n, m, g_max, centers, method in ("centroid", "ward"))
+    blocks = [np.flatnonzero(centers == k) for k in range(m)]
+    cents = [GradualCenter(k, s, x[s], pub, cfg) for k, s in enumerate(blocks)]
+    server = GradualServer(pub, cfg)
+    for c in cents:
+        send(led, c.name, SERVER, {"n": c.nk}, 0, "setup", proto["setup"])
+    shares = 0
+    if all_public:  # every singleton is published at once: all distances exact
+        for c in cents:
+            msg = send(led, c.name, SERVER, {"centroid": c.x, "size": np.ones(c.nk),
+                                             "cluster": c.slots.astype(float)},
+                       0, "centroid", proto["centroid"])  # fmt: skip
+            for s in msg["cluster"].astype(int):
+                pub.new_global(s)
+        for s in range(n):  # global index = slot
+            pub.gidx[s], pub.gslot[s] = s, s
+        if pub.pub_sum is not None:
+            pub.pub_sum = {s: x[s].copy() for s in range(n)}
+        pub.pub_cnt[:] = 1
+        server.d[:] = squareform(pdist(x, metric))
+        np.fill_diagonal(server.d, np.inf)
+        server.cache = _MinCache(server.d)
+        shares = n
     z = np.zeros((n - 1, 4))
     for t in range(n - 1):
-        for k in range(st.m):  # each center reports its candidate minimum
-            led.send(st.names[k], SERVER, {"min": 0.0, "pair": np.zeros(2)}, t, "min")
-        i, j, dist, h = st.closest_pair()
-        ci, cj = st.cid[i], st.cid[j]
-        z[t] = [min(ci, cj), max(ci, cj), h, st.size[i] + st.size[j]]
-        st.merge(i, j, dist, t)
+        cands = [send(led, c.name, SERVER, c.candidate(), t, "min", proto["candidate"])
+                 for c in cents]  # fmt: skip
+        best = min(range(m), key=lambda k: (cands[k]["reported"], k)) if m else 0
+        h_srv, r, col = server.cache.best()
+        if np.isfinite(h_srv) and h_srv <= cands[best]["reported"]:
+            i, j, h, h_true, owner = int(pub.gslot[r]), int(pub.gslot[col]), h_srv, h_srv, None
+        else:
+            i, j = (int(v) for v in cands[best]["pair"])
+            h, h_true, owner = float(cands[best]["reported"]), float(cands[best]["d"]), best
+        if not np.isfinite(h):
+            raise InputDataError(
+                "gradual sharing is stuck: no two clusters can communicate",
+                where="hac gradual sharing",
+                fix="n_min must not exceed the size of every center (Algorithm 4 'Ensure')",
+            )
+        gi, gj = pub.gidx[i], pub.gidx[j]
+        if gi >= 0 and gj < 0:
+            i, j, gi, gj = j, i, gj, gi  # j: the global one
+        if (gi >= 0) == (gj >= 0) and i > j:
+            i, j, gi, gj = j, i, gj, gi
+        # i survives, except for global + local where the global (j) survives
+        ni, nj = pub.size[i], pub.size[j]
+        z[t] = [min(pub.cid[i], pub.cid[j]), max(pub.cid[i], pub.cid[j]), h, ni + nj]
+        sizes = np.array([ni, nj])
+        for c in cents:
+            send(led, SERVER, c.name, {"pair": np.array([i, j]), "h": h, "sizes": sizes}, t,
+                 "merge", proto["merge"])  # fmt: skip
+        if gi < 0 and gj < 0:  # local / local in center `owner`
+            k = int(pub.home[i])
+            pub.size[i] += nj
+            pub.size[j] = 0
+            pub.cid[i] = n + t
+            cents[k].merge_local(i, j, h_true if owner == k else h, ni, nj)
+            for s in cents[k].ready():
+                shares += _share(cents, server, pub, led, proto, k, s, t)
+        elif gi >= 0 and gj >= 0:  # global / global
+            pub.size[i] += nj
+            pub.size[j] = 0
+            pub.gsize[gi] += nj
+            pub.gsize[gj] = 0
+            pub.cid[i] = n + t
+            pub.wait[gi] += pub.wait[gj]
+            pub.wait[gj] = 0
+            if pub.pub_sum is not None:
+                pub.pub_sum[gi] = pub.pub_sum.get(gi, 0.0) + pub.pub_sum.pop(gj, 0.0)
+            pub.pub_cnt[gi] += pub.pub_cnt[gj]
+            pub.pub_cnt[gj] = 0
+            server.merge_globals(gi, gj, h, ni, nj)
+            for c in cents:
+                c.merge_globals(gi, gj, i, j, h, ni, nj)
+            for k, c in enumerate(cents):
+                for s in c.ready():
+                    shares += _share(cents, server, pub, led, proto, k, s, t)
+        else:  # local i (center k) joins global j
+            k = int(pub.home[i])
+            g = int(gj)
+            pub.size[j] += ni
+            pub.size[i] = 0
+            pub.gsize[g] += ni
+            pub.cid[j] = n + t
+            pub.wait[g, k] += int(ni)
+            row = send(led, cents[k].name, SERVER,
+                       cents[k].absorb_local(g, j, i, h_true if owner == k else h, nj, ni),
+                       t, "local row", proto["distances"])  # fmt: skip
+            server.absorb_local(g, row, h, nj, ni)
+            for r, c in enumerate(cents):
+                if r != k:
+                    c.substitute(g, k, ni, h)
+            for s in cents[k].ready():
+                shares += _share(cents, server, pub, led, proto, k, s, t)
     inv = count_inversions(z)
     if monotone:
         z = enforce_monotone(z)
-    return GradualResult(Z=z, inversions=inv, shares=st.shares, bad_radicands=st.bad, ledger=led)
+    bad = server.bad + sum(c.bad for c in cents)
+    return GradualResult(Z=z, inversions=inv, shares=shares, bad_radicands=bad, ledger=led)
+
+
+def _share(cents, server, pub, led, proto, k: int, slot: int, t: int) -> int:
+    """Center k publishes the centroid of ``slot``'s unshared part (ShareCentroid, Alg. 4)."""
+    ck = cents[k]
+    if slot == -1 or pub.size[slot] == 0:
+        return 0
+    msg, row = ck.publish(slot)
+    msg = send(led, ck.name, SERVER, msg, t, "centroid", proto["centroid"])
+    c, p = msg["centroid"], int(msg["size"])
+    first = pub.gidx[slot] < 0
+    g = pub.new_global(slot) if first else int(pub.gidx[slot])
+    pub.publish(g, k, c, p)
+    if row is not None:
+        row = send(led, ck.name, SERVER, row, t, "global row" if first else "delta",
+                   proto["distances"])  # fmt: skip
+        if first:
+            server.new_global(g, row)
+    ck.after_publish(slot, g, first)
+    aggs = []
+    for r, cr in enumerate(cents):
+        if r == k:
+            continue
+        b = send(led, SERVER, cr.name, {"centroid": c, "size": p, "cluster": slot}, t,
+                 "centroid broadcast", proto["centroid"])  # fmt: skip
+        agg = cr.on_centroid(g, k, b["centroid"], p, first)
+        if agg["to"].size:
+            aggs.append(send(led, cr.name, SERVER, agg, t, "correction", proto["distances"]))
+    server.correct(g, p, aggs, row if (row is not None and "delta" in row) else None)
+    if server.cfg["method"] in ("centroid", "ward"):
+        _recompute_server_row(cents, server, pub, led, proto, g, t)
+    return 1
+
+
+def _recompute_server_row(cents, server, pub, led, proto, g: int, t: int) -> None:
+    """Centroid / Ward: d(g, B) for every global B recomputed from the centroids, each by the
+    center holding most of the pair's unshared points (the server when none holds any)."""
+    act = np.flatnonzero(pub.gsize[: pub.n_global] > 0)
+    act = act[act != g]
+    if not act.size:
+        return
+    sg = int(pub.gslot[g])
+    both = pub.wait[act] + pub.wait[g]
+    view = np.where(both.max(axis=1) > 0, both.argmax(axis=1), -1)
+    row = server.d[g].copy()
+    for k in np.unique(view):
+        bs = act[view == k]
+        if k < 0:
+            ca = pub.public_centroid(g)
+            vals = np.linalg.norm(np.vstack([pub.public_centroid(b) for b in bs]) - ca, axis=1)
+            if server.cfg["method"] == "ward":
+                na, nb = pub.gsize[g], pub.gsize[bs]
+                vals = vals * np.sqrt(2 * na * nb / (na + nb))
+        else:
+            c = cents[int(k)]
+            msg = {
+                "cluster": sg,
+                "to": pub.gslot[bs].astype(float),
+                "d": np.array([c.centroid_distance(sg, int(pub.gslot[b])) for b in bs]),
+            }
+            vals = send(led, c.name, SERVER, msg, t, "view distances", proto["distances"])["d"]
+        row[bs] = vals
+    server.set_row(g, row)

@@ -16,9 +16,8 @@ from scipy.spatial.distance import cdist, pdist
 
 from ..errors import InputDataError
 from ..ledger import Ledger
+from .boundary import SERVER, abstain, send, simultaneous_protocol
 from .pooled import EUCLIDEAN_ONLY, check_method, weighted_linkage
-
-SERVER = "server"
 
 
 def recursive_cut(z: np.ndarray, n: int, n_min: int) -> list[int]:
@@ -118,14 +117,20 @@ def server_simultaneous(messages: list[dict], method: str, metric: str) -> np.nd
     return np.asarray(rows, dtype=float)
 
 
-def simultaneous_sharing(
+def simultaneous_run(
     blocks: list[np.ndarray],
     n_min: int,
     method: str,
     metric: str = "euclidean",
     ledger: Ledger | None = None,
-) -> np.ndarray:
-    """Run simultaneous sharing on per-center blocks; Z over the stacked samples."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run simultaneous sharing on per-center blocks.
+
+    A center with fewer than ``n_min`` samples cannot form one cluster of ``n_min`` samples: it
+    abstains (recorded in the ledger) and its samples are left out of the tree; the ledger
+    refuses any centroid over fewer than ``n_min`` samples (protocol ``hac.simultaneous``).
+    Returns ``(Z over the included stacked samples, included mask over all stacked samples)``.
+    """
     check_method(method, metric, where="hac.simultaneous")
     if metric == "correlation":
         blocks = [b - b.mean(axis=1, keepdims=True) for b in blocks]
@@ -135,8 +140,25 @@ def simultaneous_sharing(
             f"no center holds n_min = {n_min} samples", where="hac.simultaneous", fix="lower n_min"
         )
     led = ledger if ledger is not None else Ledger()
-    msgs = [
-        led.send(f"center{k}", SERVER, center_simultaneous(b, method, metric, n_min), 0, "cut")
-        for k, b in enumerate(blocks)
-    ]
-    return server_simultaneous(msgs, method, metric)
+    proto = simultaneous_protocol(n_min)
+    msgs, included = [], []
+    for k, b in enumerate(blocks):
+        ok = b.shape[0] >= n_min
+        included.append(np.full(b.shape[0], ok))
+        if not ok:
+            abstain(led, f"center{k}", 0, proto, f"{b.shape[0]} sample(s) < n_min = {n_min}")
+            continue
+        msg = center_simultaneous(b, method, metric, n_min)
+        msgs.append(send(led, f"center{k}", SERVER, msg, 0, "cut", proto))
+    return server_simultaneous(msgs, method, metric), np.concatenate(included)
+
+
+def simultaneous_sharing(
+    blocks: list[np.ndarray],
+    n_min: int,
+    method: str,
+    metric: str = "euclidean",
+    ledger: Ledger | None = None,
+) -> np.ndarray:
+    """Simultaneous sharing; Z over the stacked samples of the centers that took part."""
+    return simultaneous_run(blocks, n_min, method, metric, ledger)[0]
