@@ -42,6 +42,7 @@ def main() -> None:
     ap.add_argument("--genes", type=int, default=50000)
     ap.add_argument("--k", type=int, default=1000)
     ap.add_argument("--methods", nargs="+", default=["average", "ward"])
+    ap.add_argument("--threads", type=int, default=1, help="also time threaded block drawing")
     ap.add_argument("--repeat", type=int, default=2, help="best of this many runs")
     a = ap.parse_args()
     x, c = cohort_like(0, a.samples, a.genes)
@@ -56,6 +57,8 @@ def main() -> None:
             "gaussian float64": {"kind": "gaussian", "dtype": "float64"},
             "very sparse (s=√d) float32": {"kind": "sparse", "dtype": "float32"},
         }
+        if a.threads > 1:
+            variants[f"gaussian float32, {a.threads} threads"] = {"threads": a.threads}
     print(
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}; n={a.samples} d={a.genes} "

@@ -48,6 +48,15 @@ def test_streamed_blocks_equal_full_matrix_and_per_center_projection(xc, kind):
             np.testing.assert_array_equal(ref["y"], y)
 
 
+def test_threaded_blocks_equal_sequential(xc):
+    x, c = xc
+    parts = [x[c == k] for k in range(4)]
+    one = project_centers(parts, 9, "gaussian", 3, "float64")
+    two = project_centers(parts, 9, "gaussian", 3, "float64", threads=2)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-10)
+
+
 def test_float32_sketch_error_is_tiny(xc):
     x, c = xc
     parts = [x[c == k] for k in range(4)]

@@ -67,20 +67,22 @@ def projection_clustering(
     kind: str | None = None,
     dtype: str = "float32",
     density: float | None = None,
+    threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Random-projection HAC (Algorithm 5) on per-center blocks; samples ordered as stacked.
 
     The public shared-seed matrix is drawn once, block by block, for all simulated centers
     (:func:`~fedclust.hac.projection.project_centers`); each center's message is exactly its
     own ``X_c Q``, sent through the ledger. ``kind``: ``gaussian`` (default) or ``sparse`` (very
-    sparse, ℓ2 metrics); ``dtype``: sketch arithmetic precision.
+    sparse, ℓ2 metrics); ``dtype``: sketch arithmetic precision; ``threads``: parallel blocks.
     """
     check_method(method, metric, where="hac.projection")
     if method in EUCLIDEAN_ONLY and metric != "euclidean":
         raise AssertionError  # pragma: no cover - check_method raises first
     led = ledger if ledger is not None else Ledger()
     law = sketch_kind(metric, kind)
-    ys = project_centers([_prepare(b, metric) for b in blocks], k, law, seed, dtype, density)
+    xs = [_prepare(b, metric) for b in blocks]
+    ys = project_centers(xs, k, law, seed, dtype, density, threads)
     msgs = [led.send(f"center{c}", SERVER, {"y": y}, 0, "sketch") for c, y in enumerate(ys)]
     return server_linkage(msgs, method, metric, estimator)
 

@@ -59,23 +59,28 @@ def _block(g: np.random.Generator, rows: int, k: int, kind: str, s: float):
     )
 
 
-def projection_blocks(
-    d: int, k: int, kind: Kind, seed: int, density: float | None = None
-) -> Iterator[tuple[int, int, np.ndarray | sp.csr_matrix]]:
-    """Yield ``(start, stop, Q[start:stop])`` row blocks of the shared-seed ``d × k`` matrix."""
+def _check_stream(d: int, k: int, kind: str) -> None:
     if d < 1 or k < 1:
         raise ValueError(f"projection needs d ≥ 1 and k ≥ 1, got d={d}, k={k}")
     if kind not in STREAM_KINDS:
         raise ValueError(f"unknown projection kind {kind!r}: use gaussian, cauchy or sparse")
+
+
+def _block_b(d: int, k: int, kind: str, seed: int, density: float | None, b: int):
+    """Row block ``b`` of Q: its own generator, so blocks can be drawn in any order/thread."""
     s = sparse_s(d, density) if kind == "sparse" else 1.0
+    extra = () if kind != "sparse" else (s,)
+    rows = min(d, (b + 1) * BLOCK_ROWS) - b * BLOCK_ROWS
+    return _block(rng(seed, "projection", kind, d, k, b, *extra), rows, k, kind, s)
+
+
+def projection_blocks(
+    d: int, k: int, kind: Kind, seed: int, density: float | None = None
+) -> Iterator[tuple[int, int, np.ndarray | sp.csr_matrix]]:
+    """Yield ``(start, stop, Q[start:stop])`` row blocks of the shared-seed ``d × k`` matrix."""
+    _check_stream(d, k, kind)
     for b, start in enumerate(range(0, d, BLOCK_ROWS)):
-        stop = min(d, start + BLOCK_ROWS)
-        extra = () if kind != "sparse" else (s,)
-        yield (
-            start,
-            stop,
-            _block(rng(seed, "projection", kind, d, k, b, *extra), stop - start, k, kind, s),
-        )
+        yield start, min(d, start + BLOCK_ROWS), _block_b(d, k, kind, seed, density, b)
 
 
 def project_centers(
@@ -85,23 +90,39 @@ def project_centers(
     seed: int,
     dtype: str | np.dtype = "float32",
     density: float | None = None,
+    threads: int = 1,
 ) -> list[np.ndarray]:
     """``[X_c Q for c]``: each row block of Q is drawn once and applied to every center.
 
     Equals calling :func:`project` with :func:`projection_matrix` center by center (same Q);
-    memory O(BLOCK_ROWS × k) beyond the inputs and outputs.
+    memory O(threads × BLOCK_ROWS × k) beyond the inputs and outputs. ``threads > 1`` draws
+    and applies blocks in parallel threads (numpy releases the GIL while filling and in BLAS).
     """
     dt = np.dtype(dtype)
     d = xs[0].shape[1]
     if any(x.shape[1] != d for x in xs):
         raise ValueError("every center must hold the same features (columns)")
-    ys = [np.zeros((x.shape[0], k), dtype=dt) for x in xs]
-    for start, stop, qb in projection_blocks(d, k, kind, seed, density):
-        qb = qb.astype(dt, copy=False)
-        for x, y in zip(xs, ys, strict=True):
-            xb = np.asarray(x[:, start:stop], dtype=dt)
-            y += (qb.T @ xb.T).T if sp.issparse(qb) else xb @ qb
-    return ys
+    _check_stream(d, k, kind)
+    n_blocks = -(-d // BLOCK_ROWS)
+
+    def work(first: int) -> list[np.ndarray]:
+        ys = [np.zeros((x.shape[0], k), dtype=dt) for x in xs]
+        for b in range(first, n_blocks, threads):
+            qb = _block_b(d, k, kind, seed, density, b).astype(dt, copy=False)
+            cols = slice(b * BLOCK_ROWS, min(d, (b + 1) * BLOCK_ROWS))
+            for x, y in zip(xs, ys, strict=True):
+                xb = np.asarray(x[:, cols], dtype=dt)
+                y += (qb.T @ xb.T).T if sp.issparse(qb) else xb @ qb
+        return ys
+
+    threads = max(1, min(int(threads), n_blocks))
+    if threads == 1:
+        return work(0)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads) as pool:
+        parts = list(pool.map(work, range(threads)))
+    return [np.sum([p[c] for p in parts], axis=0, dtype=dt) for c in range(len(xs))]
 
 
 def center_cost(n_c: int, d: int, k: int, kind: Kind, density: float | None = None) -> float:
