@@ -119,6 +119,8 @@ rule rnaseq_cohort:
     threads: RNASEQ["threads"]
     params:
         top_genes=RNASEQ["top_genes"],
+        vst_fit_genes=RNASEQ.get("vst_fit_genes"),
+        seed=SEED,
     script:
         "../scripts/data_rnaseq.py"
 

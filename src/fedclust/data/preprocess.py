@@ -107,7 +107,10 @@ def _vst_fit_transform(dds, fit_genes: int | None, seed: int) -> np.ndarray:  # 
             dds.vst(use_design=False)
             return np.asarray(dds.layers["vst_counts"])
         idx = np.sort(rng(seed, "vst subset").choice(candidates, fit_genes, replace=False))
-        sub = _dds(pd.DataFrame(dds.X[:, idx], index=dds.obs_names, columns=dds.var_names[idx]))
+        sub = _dds(
+            pd.DataFrame(dds.X[:, idx], index=dds.obs_names, columns=dds.var_names[idx]),
+            n_cpus=dds.inference.n_cpus,
+        )
         sf = np.asarray(dds.obs["size_factors"], dtype=float)
         sub.obs["size_factors"] = sf  # size factors of all genes, as DESeq2 vst(nsub)
         sub.layers["normed_counts"] = normed[:, idx]

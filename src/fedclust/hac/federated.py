@@ -111,8 +111,9 @@ def perturbation_clustering(
     """Orthogonal perturbation (Alg. 2): exact Euclidean distances on the server."""
     check_method(method, "euclidean", where="hac.perturbation")
     led = ledger if ledger is not None else Ledger()
+    check_samples(np.vstack(blocks))  # finite, ≥ 2 samples in all (a center may hold one)
     msgs = [
-        led.send(f"center{c}", SERVER, center_perturb(check_samples(b), seed, p), 0, "perturbed")
+        led.send(f"center{c}", SERVER, center_perturb(b, seed, p), 0, "perturbed")
         for c, b in enumerate(blocks)
     ]
     y = np.vstack([m["y"] for m in msgs])
