@@ -127,3 +127,9 @@ def test_orthogonal_transform_all_genes():
     x = g.normal(8, 2, size=(12, 55_000))
     y = orthogonal_transform(x, seed=9, rows=5)
     np.testing.assert_allclose(pdist(y), pdist(x), rtol=1e-10)
+
+
+def test_cauchy_sketch_is_float64_and_finite(xc):
+    x, c = xc
+    ys = project_centers([x[c == k] for k in range(4)], 50, "cauchy", 1, dtype="float32")
+    assert all(y.dtype == np.float64 and np.isfinite(y).all() for y in ys)

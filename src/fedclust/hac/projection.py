@@ -9,8 +9,9 @@ d, k, b)``. A center computes ``X Q = Σ_b X[:, block b] Q_b`` holding one block
 O(BLOCK_ROWS × k), never d × k), and a simulation of many centers draws each block once and
 applies it to every center (:func:`project_centers`); each center still computes exactly its own
 ``X_c Q`` (n_c · d · k multiply-adds for a dense Q, n_c · nnz(Q) for a sparse one:
-:func:`center_cost`). Entries are float32 draws; the sketch arithmetic runs in float32 by
-default (``dtype``), which changes distances by ~1e-6 relative (benchmarks/hac_projection.py).
+:func:`center_cost`). Gaussian and sparse entries are float32 draws and the sketch arithmetic
+runs in float32 by default (``dtype``), which changes distances by ~1e-6 relative
+(benchmarks/hac_projection.py); Cauchy sketches (cityblock) are always float64.
 """
 
 from __future__ import annotations
@@ -38,12 +39,11 @@ def sparse_s(d: int, density: float | None = None) -> float:
 
 
 def _block(g: np.random.Generator, rows: int, k: int, kind: str, s: float):
-    """One row block of Q (float32; scipy CSR for very sparse draws)."""
+    """One row block of Q (float32 draws; Cauchy float64; scipy CSR for very sparse draws)."""
     if kind == "gaussian":
         return g.standard_normal((rows, k), dtype=np.float32)
-    if kind == "cauchy":  # ratio of two independent N(0,1) is standard Cauchy
-        num = g.standard_normal((rows, k), dtype=np.float32)
-        return num / g.standard_normal((rows, k), dtype=np.float32)
+    if kind == "cauchy":  # float64: heavy tails, see project_centers
+        return g.standard_cauchy((rows, k))
     if kind == "sparse":
         # entries √s·{+1, 0, −1} with probabilities {1/2s, 1 − 1/s, 1/2s}: E q = 0, E q² = 1
         m, p = rows * k, 1.0 / s
@@ -98,7 +98,8 @@ def project_centers(
     memory O(threads × BLOCK_ROWS × k) beyond the inputs and outputs. ``threads > 1`` draws
     and applies blocks in parallel threads (numpy releases the GIL while filling and in BLAS).
     """
-    dt = np.dtype(dtype)
+    # Cauchy entries reach ~1e9: float32 sums would cancel catastrophically in y_i − y_j
+    dt = np.dtype("float64" if kind == "cauchy" else dtype)
     d = xs[0].shape[1]
     if any(x.shape[1] != d for x in xs):
         raise ValueError("every center must hold the same features (columns)")
