@@ -109,7 +109,7 @@ def _vst_fit_transform(dds, fit_genes: int | None, seed: int) -> np.ndarray:  # 
         idx = np.sort(rng(seed, "vst subset").choice(candidates, fit_genes, replace=False))
         sub = _dds(
             pd.DataFrame(dds.X[:, idx], index=dds.obs_names, columns=dds.var_names[idx]),
-            n_cpus=dds.inference.n_cpus,
+            n_cpus=1,  # 1000 genes: worker start-up costs more than it saves (measured)
         )
         sf = np.asarray(dds.obs["size_factors"], dtype=float)
         sub.obs["size_factors"] = sf  # size factors of all genes, as DESeq2 vst(nsub)

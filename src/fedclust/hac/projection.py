@@ -12,6 +12,12 @@ applies it to every center (:func:`project_centers`); each center still computes
 :func:`center_cost`). Gaussian and sparse entries are float32 draws and the sketch arithmetic
 runs in float32 by default (``dtype``), which changes distances by ~1e-6 relative
 (benchmarks/hac_projection.py); Cauchy sketches (cityblock) are always float64.
+
+Very sparse projections (``kind="sparse"``, Li, Hastie & Church 2006; ℓ2 metrics only): entries
+``√s·{+1, 0, −1}``, ``s = √d`` by default, so a center touches only ``d k / s`` entries of Q.
+Measured on 500 × 50 000 VST-like data, k = 1000 (benchmarks/hac_projection.py): median
+relative distance error 0.0153 for both Gaussian and very sparse, Pearson correlation with the
+pooled distances 0.905 (sparse) vs 0.899 (Gaussian), at ~1/9 of the Gaussian path's time.
 """
 
 from __future__ import annotations
