@@ -46,6 +46,7 @@ include: "rules/attacks.smk"
 include: "rules/dec.smk"
 include: "rules/decentral.smk"
 include: "rules/admm.smk"
+include: "rules/perf.smk"
 include: "rules/report.smk"
 
 

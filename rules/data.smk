@@ -135,6 +135,8 @@ rule rnaseq_cohort:
         **job_resources("rnaseq_cohort"),
     params:
         top_genes=RNASEQ["top_genes"],
+        vst_fit_genes=RNASEQ.get("vst_fit_genes"),
+        seed=SEED,
     script:
         "../scripts/data_rnaseq.py"
 

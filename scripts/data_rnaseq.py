@@ -11,6 +11,7 @@ from fedclust.data.preprocess import preprocess_rnaseq  # noqa: E402
 from fedclust.data.summary import pca_figure  # noqa: E402
 from fedclust.data.tcga import load_xena_cohort  # noqa: E402
 from fedclust.io import save_figure, write_table  # noqa: E402
+from fedclust.seeds import derive_seed  # noqa: E402
 
 
 def main() -> None:
@@ -19,7 +20,11 @@ def main() -> None:
     expressed = counts.columns[(counts > 0).any(axis=0)]
     logging.info("%d samples, %d genes (%d with a non-zero count)", *counts.shape, len(expressed))
     sf, vst = preprocess_rnaseq(
-        counts[expressed], snakemake.params.top_genes, n_cpus=snakemake.threads
+        counts[expressed],
+        snakemake.params.top_genes,
+        n_cpus=snakemake.threads,
+        vst_fit_genes=snakemake.params.vst_fit_genes,
+        seed=derive_seed(snakemake.params.seed, "vst subset", snakemake.wildcards.cohort),
     )
     write_table(out.counts, counts)
     write_table(out.sf, sf)

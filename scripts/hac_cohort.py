@@ -59,7 +59,19 @@ def main() -> None:
             estimators.append("median")
         for est in estimators:
             t = ex.projection_table(
-                data[prep], centers, links, metric, p["sketch_sizes"], p["seeds"], seed, k_max, est
+                data[prep],
+                centers,
+                links,
+                metric,
+                p["sketch_sizes"],
+                p["seeds"],
+                seed,
+                k_max,
+                est,
+                kind=p.get("kind", "gaussian"),
+                density=p.get("density"),
+                dtype=p.get("dtype", "float32"),
+                threads=int(p.get("threads", 1)),
             )
             tabs.append(t.assign(cohort=cohort, prep=prep))
         logging.info("projection %s %s done", prep, metric)
@@ -69,8 +81,15 @@ def main() -> None:
 
     write_table(out.pca, ex.pca_table(data).assign(cohort=cohort), index=False)
 
-    ecfg = cfg["exact"]
-    t = ex.exact_baselines(data["vst"], centers, ecfg["genes"], seed, ecfg.get("n_min", 1))
+    e = cfg["exact"]
+    t = ex.exact_baselines(
+        data["vst"],
+        centers,
+        e["genes"],
+        seed,
+        e.get("perturbation_genes", "all"),
+        e.get("n_min", 1),
+    )
     write_table(out.exact, t.assign(cohort=cohort), index=False)
 
 

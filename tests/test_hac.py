@@ -150,7 +150,7 @@ def test_cauchy_sketch_estimates_cityblock(estimator):
     x = g.normal(size=(30, 40))
     ref = pdist(x, "cityblock")
     ests = [
-        cauchy_distances(x @ projection_matrix(40, 200, "cauchy", s), estimator) for s in range(8)
+        cauchy_distances(x @ projection_matrix(40, 200, "cauchy", s), estimator) for s in range(40)
     ]
     assert abs(np.median(np.mean(ests, axis=0) / ref) - 1) < 0.03  # (nearly) unbiased
     assert np.corrcoef(ests[0], ref)[0, 1] > 0.8

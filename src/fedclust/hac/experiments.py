@@ -20,7 +20,11 @@ from ..io import read_table
 from ..ledger import Ledger
 from ..metrics.hierarchy import ccc, compare, cut, flat_agreement, relative_cophenetic_error
 from ..seeds import derive_seed
-from .federated import perturbation_clustering, projection_clustering
+from .federated import (
+    perturbation_clustering,
+    projection_center_costs,
+    projection_clustering,
+)
 from .genewise import genewise_clustering, pooled_gene_distances
 from .gradual import enforce_monotone, gradual_sharing
 from .pooled import EUCLIDEAN_ONLY, pooled_linkage
@@ -289,9 +293,18 @@ def projection_table(
     base_seed: int,
     k_max: int,
     estimator: str = "geometric",
+    kind: str = "gaussian",
+    density: float | None = None,
+    dtype: str = "float32",
+    threads: int = 1,
 ) -> pd.DataFrame:
-    """Random projections vs pooled per sketch size × seed × linkage (Figs 4.11–4.13)."""
+    """Random projections vs pooled per sketch size × seed × linkage (Figs 4.11–4.13).
+
+    ``kind`` applies to the ℓ2 metrics (cityblock always uses Cauchy entries). ``seconds`` is
+    the simulation's time (the public matrix drawn once for all centers); ``center_madds_max``
+    is what the largest center computes for its own sketch."""
     xs, _, blocks = _stacked(x, centers)
+    law = None if metric == "cityblock" else kind
     ref = pdist(xs, metric)
     pooled = {m: pooled_linkage(xs, m, metric) for m in _methods(linkages, metric)}
     rows = []
@@ -300,8 +313,11 @@ def projection_table(
             seed = derive_seed(base_seed, "hac projection", metric, k, s)
             led = Ledger()
             t = time.perf_counter()
-            _, dist = projection_clustering(blocks, "single", metric, k, seed, estimator, led)
+            _, dist = projection_clustering(
+                blocks, "single", metric, k, seed, estimator, led, law, dtype, density, threads
+            )
             el = time.perf_counter() - t
+            madds = max(projection_center_costs(blocks, metric, k, law, density))
             dcorr = float(np.corrcoef(dist, ref)[0, 1])
             for method, zp in pooled.items():
                 z = linkage(dist, method=method)
@@ -309,7 +325,7 @@ def projection_table(
                     {
                         "linkage": method,
                         "metric": metric,
-                        "estimator": estimator if metric == "cityblock" else "gaussian",
+                        "estimator": estimator if metric == "cityblock" else kind,
                         "sketch": k,
                         "run": s,
                         **compare(z, zp, k_max),
@@ -318,17 +334,24 @@ def projection_table(
                         "floats": led.n_floats,
                         "rounds": 1,
                         "seconds": el,
+                        "center_madds_max": madds,
                     }
                 )
     return pd.DataFrame(rows)
 
 
 def exact_baselines(
-    x: np.ndarray, centers: np.ndarray, genes: int, seed: int, n_min: int = 1
+    x: np.ndarray,
+    centers: np.ndarray,
+    genes: int,
+    seed: int,
+    perturbation_genes: int | str = "all",
+    n_min: int = 1,
 ) -> pd.DataFrame:
     """Genewise (Alg. 3, cosine/correlation/Euclidean) and orthogonal perturbation (Alg. 2):
     the largest deviation from pooled distances, and their communication. Genewise: centers
-    below ``n_min`` abstain; the reference is then the pooled data of the other centers."""
+    below ``n_min`` abstain; the reference is then the pooled data of the other centers. The
+    perturbation runs on every gene (``"all"``) or the N most variable."""
     xs, cs, blocks = _stacked(x, centers)
     var = xs.var(axis=0)
     keep = np.argsort(var)[::-1][: min(genes, xs.shape[1])]
@@ -354,12 +377,15 @@ def exact_baselines(
                 "rounds": int(led.messages()["round"].nunique()),
             }
         )
+    if perturbation_genes != "all":
+        top = np.argsort(var)[::-1][: min(int(perturbation_genes), xs.shape[1])]
+        xs, blocks = xs[:, top], [b[:, top] for b in blocks]
     led = Ledger()
     z, d = perturbation_clustering(blocks, "average", seed, led)
     zp = pooled_linkage(xs, "average")
     rows.append(
         {
-            "method": "orthogonal perturbation (Alg. 2)",
+            "method": f"orthogonal perturbation (Alg. 2), {xs.shape[1]} genes",
             "max_abs_dist_error": float(np.abs(d - pdist(xs)).max()),
             "max_abs_cophenetic_error": float(np.abs(cophenet(z) - cophenet(zp)).max()),
             "objects": len(xs),

@@ -12,23 +12,46 @@ from scipy.spatial.distance import pdist
 
 from ..ledger import Ledger
 from .pooled import EUCLIDEAN_ONLY, check_method, check_samples
-from .projection import normalise_rows, project, projection_matrix, sketch_distances, sketch_kind
+from .projection import (
+    center_cost,
+    normalise_rows,
+    orthogonal_transform,
+    project_centers,
+    sketch_distances,
+    sketch_kind,
+)
 
 SERVER = "server"
 
 
-def center_sketch(x_k: np.ndarray, metric: str, k: int, seed: int, d: int) -> dict:
-    """Center-side (Alg. 5): normalise locally if needed, project with the shared-seed Q."""
+def _prepare(x_k: np.ndarray, metric: str) -> np.ndarray:
     x_k = np.asarray(x_k, dtype=float)
     if metric in ("cosine", "correlation"):
         x_k = normalise_rows(x_k, centre=metric == "correlation")
-    q = projection_matrix(d, k, sketch_kind(metric), seed)
-    return {"y": project(x_k, q)}
+    return x_k
+
+
+def center_sketch(
+    x_k: np.ndarray,
+    metric: str,
+    k: int,
+    seed: int,
+    d: int,
+    kind: str | None = None,
+    dtype: str = "float32",
+    density: float | None = None,
+) -> dict:
+    """Center-side (Alg. 5): normalise locally if needed, project with the shared-seed Q
+    (streamed in row blocks: memory O(block × k))."""
+    x_k = _prepare(x_k, metric)
+    if x_k.shape[1] != d:
+        raise ValueError(f"center holds {x_k.shape[1]} features, the shared matrix has d={d}")
+    return {"y": project_centers([x_k], k, sketch_kind(metric, kind), seed, dtype, density)[0]}
 
 
 def server_linkage(messages: list[dict], method: str, metric: str, estimator: str = "geometric"):
     """Server-side (Alg. 5): stack sketches, estimate distances, cluster. Returns (Z, D)."""
-    y = np.vstack([m["y"] for m in messages])
+    y = np.vstack([np.asarray(m["y"], dtype=float) for m in messages])
     dist = sketch_distances(y, metric, estimator)
     return linkage(dist, method=method), dist
 
@@ -41,35 +64,56 @@ def projection_clustering(
     seed: int,
     estimator: str = "geometric",
     ledger: Ledger | None = None,
+    kind: str | None = None,
+    dtype: str = "float32",
+    density: float | None = None,
+    threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Random-projection HAC (Algorithm 5) on per-center blocks; samples ordered as stacked."""
+    """Random-projection HAC (Algorithm 5) on per-center blocks; samples ordered as stacked.
+
+    The public shared-seed matrix is drawn once, block by block, for all simulated centers
+    (:func:`~fedclust.hac.projection.project_centers`); each center's message is exactly its
+    own ``X_c Q``, sent through the ledger. ``kind``: ``gaussian`` (default) or ``sparse`` (very
+    sparse, ℓ2 metrics); ``dtype``: sketch arithmetic precision; ``threads``: parallel blocks.
+    """
     check_method(method, metric, where="hac.projection")
     if method in EUCLIDEAN_ONLY and metric != "euclidean":
         raise AssertionError  # pragma: no cover - check_method raises first
     led = ledger if ledger is not None else Ledger()
-    d = blocks[0].shape[1]
-    msgs = [
-        led.send(f"center{c}", SERVER, center_sketch(b, metric, k, seed, d), 0, "sketch")
-        for c, b in enumerate(blocks)
-    ]
+    law = sketch_kind(metric, kind)
+    xs = [_prepare(b, metric) for b in blocks]
+    ys = project_centers(xs, k, law, seed, dtype, density, threads)
+    msgs = [led.send(f"center{c}", SERVER, {"y": y}, 0, "sketch") for c, y in enumerate(ys)]
     return server_linkage(msgs, method, metric, estimator)
 
 
+def projection_center_costs(
+    blocks: list[np.ndarray], metric: str, k: int, kind: str | None = None, density=None
+) -> list[float]:
+    """Multiply-adds each center spends on its sketch (what each center computes)."""
+    law = sketch_kind(metric, kind)
+    return [center_cost(b.shape[0], b.shape[1], k, law, density) for b in blocks]
+
+
 def center_perturb(x_k: np.ndarray, seed: int, p: int | None = None) -> dict:
-    """Center-side (Alg. 2): ``X Q`` with a shared orthogonal Q (``p ≥ d`` hides d)."""
-    x_k = np.asarray(x_k, dtype=float)
-    d = x_k.shape[1]
-    return {"y": project(x_k, projection_matrix(d, p or d, "orthogonal", seed))}
+    """Center-side (Alg. 2): ``X Q`` with a shared exactly orthogonal Q (``p ≥ d`` hides d),
+    applied as random signs × orthonormal DCT × permutation rounds, never formed densely."""
+    return {"y": orthogonal_transform(x_k, seed, p)}
 
 
 def perturbation_clustering(
-    blocks: list[np.ndarray], method: str, seed: int, ledger: Ledger | None = None
+    blocks: list[np.ndarray],
+    method: str,
+    seed: int,
+    ledger: Ledger | None = None,
+    p: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Orthogonal perturbation (Alg. 2): exact Euclidean distances on the server."""
     check_method(method, "euclidean", where="hac.perturbation")
     led = ledger if ledger is not None else Ledger()
+    check_samples(np.vstack(blocks))  # finite, ≥ 2 samples in all (a center may hold one)
     msgs = [
-        led.send(f"center{c}", SERVER, center_perturb(check_samples(b), seed), 0, "perturbed")
+        led.send(f"center{c}", SERVER, center_perturb(b, seed, p), 0, "perturbed")
         for c, b in enumerate(blocks)
     ]
     y = np.vstack([m["y"] for m in msgs])

@@ -2,48 +2,217 @@
 
 All centers draw the *same* matrix from the shared seed, so ``X^(k) @ Q`` rows are comparable
 across centers. Used by the random-projection HAC variants and by the attacks.
+
+The matrix is public, so it is defined as a *stream of row blocks*: rows
+``[b·BLOCK_ROWS, (b+1)·BLOCK_ROWS)`` of Q come from the generator ``rng(seed, "projection", kind,
+d, k, b)``. A center computes ``X Q = Σ_b X[:, block b] Q_b`` holding one block at a time (memory
+O(BLOCK_ROWS × k), never d × k), and a simulation of many centers draws each block once and
+applies it to every center (:func:`project_centers`); each center still computes exactly its own
+``X_c Q`` (n_c · d · k multiply-adds for a dense Q, n_c · nnz(Q) for a sparse one:
+:func:`center_cost`). Gaussian and sparse entries are float32 draws and the sketch arithmetic
+runs in float32 by default (``dtype``), which changes distances by ~1e-6 relative
+(benchmarks/hac_projection.py); Cauchy sketches (cityblock) are always float64.
+
+Very sparse projections (``kind="sparse"``, Li, Hastie & Church 2006; ℓ2 metrics only): entries
+``√s·{+1, 0, −1}``, ``s = √d`` by default, so a center touches only ``d k / s`` entries of Q.
+Measured on 500 × 50 000 VST-like data, k = 1000 (benchmarks/hac_projection.py): median
+relative distance error 0.0153 for both Gaussian and very sparse, Pearson correlation with the
+pooled distances 0.905 (sparse) vs 0.899 (Gaussian), at ~1/9 of the Gaussian path's time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..seeds import rng
 
-Kind = Literal["gaussian", "cauchy", "orthogonal"]
+Kind = Literal["gaussian", "cauchy", "sparse", "orthogonal"]
+BLOCK_ROWS = 4096  # rows of Q per generator: part of the definition of the stream
+STREAM_KINDS = ("gaussian", "cauchy", "sparse")
 
 
-def projection_matrix(d: int, k: int, kind: Kind, seed: int) -> np.ndarray:
-    """A ``d × k`` projection matrix drawn from the shared ``seed``.
+def sparse_s(d: int, density: float | None = None) -> float:
+    """Li, Hastie & Church (2006) sparsity s: ``1/density``, default ``√d`` (very sparse)."""
+    if density is None:
+        return max(1.0, float(np.sqrt(d)))
+    if not 0 < density <= 1:
+        raise ValueError(f"sparse projection density must lie in (0, 1], got {density}")
+    return 1.0 / density
+
+
+def _block(g: np.random.Generator, rows: int, k: int, kind: str, s: float):
+    """One row block of Q (float32 draws; Cauchy float64; scipy CSR for very sparse draws)."""
+    if kind == "gaussian":
+        return g.standard_normal((rows, k), dtype=np.float32)
+    if kind == "cauchy":  # float64: heavy tails, see project_centers
+        return g.standard_cauchy((rows, k))
+    if kind == "sparse":
+        # entries √s·{+1, 0, −1} with probabilities {1/2s, 1 − 1/s, 1/2s}: E q = 0, E q² = 1
+        m, p = rows * k, 1.0 / s
+        if p > 0.02:
+            u = g.random((rows, k), dtype=np.float32)
+            return np.float32(np.sqrt(s)) * ((u < p / 2).astype(np.float32) - (u > 1 - p / 2))
+        nnz = int(g.binomial(m, p))
+        flat = np.sort(g.choice(m, size=nnz, replace=False, shuffle=False))
+        val = np.where(g.random(nnz) < 0.5, -1.0, 1.0).astype(np.float32) * np.float32(np.sqrt(s))
+        return sp.csr_matrix((val, (flat // k, flat % k)), shape=(rows, k))
+    raise ValueError(
+        f"unknown projection kind {kind!r}: use gaussian, cauchy, sparse or orthogonal"
+    )
+
+
+def _check_stream(d: int, k: int, kind: str) -> None:
+    if d < 1 or k < 1:
+        raise ValueError(f"projection needs d ≥ 1 and k ≥ 1, got d={d}, k={k}")
+    if kind not in STREAM_KINDS:
+        raise ValueError(f"unknown projection kind {kind!r}: use gaussian, cauchy or sparse")
+
+
+def _block_b(d: int, k: int, kind: str, seed: int, density: float | None, b: int):
+    """Row block ``b`` of Q: its own generator, so blocks can be drawn in any order/thread."""
+    s = sparse_s(d, density) if kind == "sparse" else 1.0
+    extra = () if kind != "sparse" else (s,)
+    rows = min(d, (b + 1) * BLOCK_ROWS) - b * BLOCK_ROWS
+    return _block(rng(seed, "projection", kind, d, k, b, *extra), rows, k, kind, s)
+
+
+def projection_blocks(
+    d: int, k: int, kind: Kind, seed: int, density: float | None = None
+) -> Iterator[tuple[int, int, np.ndarray | sp.csr_matrix]]:
+    """Yield ``(start, stop, Q[start:stop])`` row blocks of the shared-seed ``d × k`` matrix."""
+    _check_stream(d, k, kind)
+    for b, start in enumerate(range(0, d, BLOCK_ROWS)):
+        yield start, min(d, start + BLOCK_ROWS), _block_b(d, k, kind, seed, density, b)
+
+
+def project_centers(
+    xs: Sequence[np.ndarray],
+    k: int,
+    kind: Kind,
+    seed: int,
+    dtype: str | np.dtype = "float32",
+    density: float | None = None,
+    threads: int = 1,
+) -> list[np.ndarray]:
+    """``[X_c Q for c]``: each row block of Q is drawn once and applied to every center.
+
+    Equals calling :func:`project` with :func:`projection_matrix` center by center (same Q);
+    memory O(threads × BLOCK_ROWS × k) beyond the inputs and outputs. ``threads > 1`` draws
+    and applies blocks in parallel threads (numpy releases the GIL while filling and in BLAS).
+    """
+    # Cauchy entries reach ~1e9: float32 sums would cancel catastrophically in y_i − y_j
+    dt = np.dtype("float64" if kind == "cauchy" else dtype)
+    d = xs[0].shape[1]
+    if any(x.shape[1] != d for x in xs):
+        raise ValueError("every center must hold the same features (columns)")
+    _check_stream(d, k, kind)
+    n_blocks = -(-d // BLOCK_ROWS)
+
+    def work(first: int) -> list[np.ndarray]:
+        ys = [np.zeros((x.shape[0], k), dtype=dt) for x in xs]
+        for b in range(first, n_blocks, threads):
+            qb = _block_b(d, k, kind, seed, density, b).astype(dt, copy=False)
+            cols = slice(b * BLOCK_ROWS, min(d, (b + 1) * BLOCK_ROWS))
+            for x, y in zip(xs, ys, strict=True):
+                xb = np.asarray(x[:, cols], dtype=dt)
+                y += (qb.T @ xb.T).T if sp.issparse(qb) else xb @ qb
+        return ys
+
+    threads = max(1, min(int(threads), n_blocks))
+    if threads == 1:
+        return work(0)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads) as pool:
+        parts = list(pool.map(work, range(threads)))
+    return [np.sum([p[c] for p in parts], axis=0, dtype=dt) for c in range(len(xs))]
+
+
+def center_cost(n_c: int, d: int, k: int, kind: Kind, density: float | None = None) -> float:
+    """Multiply-adds one center spends on ``X_c Q`` (expected nnz for the sparse kind)."""
+    if kind == "sparse":
+        return n_c * d * k / sparse_s(d, density)
+    return float(n_c) * d * k
+
+
+def projection_matrix(
+    d: int, k: int, kind: Kind, seed: int, density: float | None = None
+) -> np.ndarray:
+    """The full ``d × k`` projection matrix drawn from the shared ``seed`` (float64 array).
 
     - ``gaussian``: i.i.d. N(0, 1) entries (2-stable; JL for Euclidean distances,
       ``‖xQ − yQ‖² / k`` is unbiased for ``‖x − y‖²``).
     - ``cauchy``: i.i.d. standard Cauchy entries (1-stable; sketches for cityblock distance).
+    - ``sparse``: very sparse random projection (Li, Hastie & Church 2006): ``√s·{±1, 0}`` with
+      ``P(±1) = 1/2s``, ``s = 1/density`` (default ``√d``); same Euclidean estimator as Gaussian.
     - ``orthogonal``: Haar-distributed orthonormal columns (``k ≤ d``: ``QᵀQ = I_k``) or rows
       (``k ≥ d``: ``QQᵀ = I_d``, hides d; exact ℓ2 distances — orthogonal perturbation, Alg. 2).
-      QR of a Gaussian matrix with the sign fix of Mezzadri (2007).
+      QR of a Gaussian matrix with the sign fix of Mezzadri (2007); dense O(d²k), small d only
+      (orthogonal perturbation of many genes uses :func:`orthogonal_transform`).
+
+    The stream kinds equal the row blocks of :func:`projection_blocks` stacked.
     """
     if d < 1 or k < 1:
         raise ValueError(f"projection needs d ≥ 1 and k ≥ 1, got d={d}, k={k}")
-    g = rng(seed, "projection", kind, d, k)
-    if kind == "gaussian":
-        return g.standard_normal((d, k))
-    if kind == "cauchy":
-        return g.standard_cauchy((d, k))
     if kind == "orthogonal":
+        g = rng(seed, "projection", kind, d, k)
         tall = d >= k
         a = g.standard_normal((d, k) if tall else (k, d))
         q, r = np.linalg.qr(a)
         q = q * np.sign(np.diag(r))
         return q if tall else q.T
-    raise ValueError(f"unknown projection kind {kind!r}: use gaussian, cauchy or orthogonal")
+    parts = [
+        qb.toarray() if sp.issparse(qb) else qb
+        for _, _, qb in projection_blocks(d, k, kind, seed, density)
+    ]
+    return np.vstack(parts).astype(float)
 
 
 def project(x: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Center-side: the only thing a center shares in Algorithms 2 and 5, ``X Q``."""
     return np.asarray(x, dtype=float) @ q
+
+
+# ---- orthogonal perturbation at all genes (Algorithm 2) --------------------------------------
+
+ORTHO_ROUNDS = 3
+
+
+def _ortho_plan(p: int, seed: int, rounds: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    g = rng(seed, "orthogonal transform", p, rounds)
+    return [(np.where(g.random(p) < 0.5, -1.0, 1.0), g.permutation(p)) for _ in range(rounds)]
+
+
+def orthogonal_transform(
+    x: np.ndarray, seed: int, p: int | None = None, rounds: int = ORTHO_ROUNDS, rows: int = 256
+) -> np.ndarray:
+    """``X Q`` for a shared-seed exactly orthogonal ``p × p`` Q without forming Q (Alg. 2).
+
+    Rows are zero-padded from d to ``p ≥ d`` features (hides d), then ``rounds`` times: random
+    signs (D), orthonormal DCT-II (``scipy.fft.dct(norm="ortho")``, C), random permutation (P):
+    ``Q = Π (D C P)``, a product of orthogonal maps, so ``‖xQ − yQ‖ = ‖x − y‖`` exactly (up to
+    rounding). O(n p log p) time, O(rows × p) working memory; any p (no power of two needed).
+    """
+    from scipy.fft import dct
+
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape
+    p = d if p is None else int(p)
+    if p < d:
+        raise ValueError(f"orthogonal perturbation needs p ≥ d, got p={p} < d={d}")
+    plan = _ortho_plan(p, seed, rounds)
+    out = np.empty((n, p))
+    for i in range(0, n, rows):
+        z = np.zeros((min(rows, n - i), p))
+        z[:, :d] = x[i : i + rows]
+        for signs, perm in plan:
+            z = dct(z * signs, type=2, norm="ortho", axis=1, overwrite_x=True)[:, perm]
+        out[i : i + rows] = z
+    return out
 
 
 # ---- server-side distance estimators (Algorithm 5, spec §6) ----------------------------------
@@ -110,6 +279,13 @@ def sketch_distances(y: np.ndarray, metric: str, estimator: str = "geometric") -
     raise ValueError(f"no sketch for metric {metric!r}")
 
 
-def sketch_kind(metric: str) -> Kind:
-    """The stable law of the projection for ``metric`` (Cauchy for ℓ1, else Gaussian)."""
-    return "cauchy" if metric == "cityblock" else "gaussian"
+def sketch_kind(metric: str, kind: str | None = None) -> Kind:
+    """The stable law of the projection for ``metric``: Cauchy for ℓ1; for the ℓ2 metrics
+    Gaussian, or ``kind="sparse"`` (very sparse, Li et al. 2006, same estimator)."""
+    if metric == "cityblock":
+        if kind not in (None, "cauchy"):
+            raise ValueError(f"the cityblock sketch needs Cauchy entries, not {kind!r}")
+        return "cauchy"
+    if kind not in (None, "gaussian", "sparse"):
+        raise ValueError(f"projection kind {kind!r} for {metric}: use gaussian or sparse")
+    return kind or "gaussian"

@@ -1,0 +1,135 @@
+"""Issue 15/16: streamed shared-seed projections, very sparse projections, scalable orthogonal
+perturbation (exact distances without a dense d × d matrix)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import pdist
+
+from fedclust.hac.federated import (
+    center_sketch,
+    perturbation_clustering,
+    projection_center_costs,
+    projection_clustering,
+)
+from fedclust.hac.projection import (
+    BLOCK_ROWS,
+    orthogonal_transform,
+    project_centers,
+    projection_blocks,
+    projection_matrix,
+    sparse_s,
+)
+from fedclust.ledger import Ledger
+
+
+@pytest.fixture(scope="module")
+def xc():
+    g = np.random.default_rng(3)
+    x = g.normal(size=(60, 9000)) + 3 * (g.random((60, 1)) < 0.5)
+    return x, g.integers(0, 4, 60)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "cauchy", "sparse"])
+def test_streamed_blocks_equal_full_matrix_and_per_center_projection(xc, kind):
+    x, c = xc
+    blocks = list(projection_blocks(x.shape[1], 7, kind, seed=11))
+    assert len(blocks) == -(-x.shape[1] // BLOCK_ROWS)  # memory O(BLOCK_ROWS × k)
+    assert all(stop - start <= BLOCK_ROWS for start, stop, _ in blocks)
+    q = projection_matrix(x.shape[1], 7, kind, seed=11)
+    parts = [x[c == k] for k in range(4)]
+    ys = project_centers(parts, 7, kind, seed=11, dtype="float64")
+    # drawn once for all simulated centers == every center drawing Q itself
+    for part, y in zip(parts, ys, strict=True):
+        np.testing.assert_allclose(y, part @ q, rtol=1e-12, atol=1e-9)
+        if kind != "cauchy":
+            ref = center_sketch(part, "euclidean", 7, 11, x.shape[1], kind=kind, dtype="float64")
+            np.testing.assert_array_equal(ref["y"], y)
+
+
+def test_threaded_blocks_equal_sequential(xc):
+    x, c = xc
+    parts = [x[c == k] for k in range(4)]
+    one = project_centers(parts, 9, "gaussian", 3, "float64")
+    two = project_centers(parts, 9, "gaussian", 3, "float64", threads=2)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-10)
+
+
+def test_float32_sketch_error_is_tiny(xc):
+    x, c = xc
+    parts = [x[c == k] for k in range(4)]
+    kw = {"method": "average", "metric": "euclidean", "k": 200, "seed": 2}
+    _, d32 = projection_clustering(parts, dtype="float32", **kw)
+    _, d64 = projection_clustering(parts, dtype="float64", **kw)
+    assert np.max(np.abs(d32 / d64 - 1)) < 1e-4  # float32 arithmetic vs the JL error ~ 1/√k
+    assert np.max(np.abs(d32 / d64 - 1)) > 0  # really computed in float32
+
+
+def test_very_sparse_projection_distortion(xc):
+    """Li, Hastie & Church (2006): s = √d, E q² = 1, ‖Δy‖²/k unbiased for ‖Δx‖²."""
+    x, _ = xc
+    d = x.shape[1]
+    q = projection_matrix(d, 300, "sparse", seed=4)
+    s = sparse_s(d)
+    assert s == pytest.approx(np.sqrt(d))
+    assert np.mean(q != 0) == pytest.approx(1 / s, rel=0.05)
+    assert set(np.unique(q)) == {-np.sqrt(np.float32(s)), 0.0, np.sqrt(np.float32(s))}
+    ref = pdist(x)
+    ratios = []
+    for seed in range(6):
+        _, dist = projection_clustering([x], "average", "euclidean", 300, seed, kind="sparse")
+        ratios.append(dist**2 / ref**2)
+        assert np.median(np.abs(dist / ref - 1)) < 0.06  # ~ 1/√(2k) for k = 300
+    assert abs(np.mean(ratios) - 1) < 0.02
+    # the cost each center would spend: n_c · nnz(Q) vs n_c · d · k dense
+    dense = projection_center_costs([x], "euclidean", 300)
+    sparse = projection_center_costs([x], "euclidean", 300, kind="sparse")
+    assert sparse[0] == pytest.approx(dense[0] / s)
+    with pytest.raises(ValueError, match="Cauchy"):
+        projection_clustering([x], "average", "cityblock", 10, 1, kind="sparse")
+
+
+def test_projection_ledger_counts_each_center(xc):
+    x, c = xc
+    led = Ledger()
+    parts = [x[c == k] for k in range(4)]
+    projection_clustering(parts, "ward", "euclidean", 25, 1, ledger=led)
+    assert led.n_messages == 4 and led.n_floats == 25 * len(x)
+
+
+@pytest.mark.parametrize("p", [None, 9001, 10000])
+def test_orthogonal_transform_exact_distances(xc, p):
+    x, c = xc
+    y = orthogonal_transform(x, seed=5, p=p)
+    assert y.shape == (len(x), p or x.shape[1])
+    np.testing.assert_allclose(pdist(y), pdist(x), rtol=1e-10, atol=0)
+    assert not np.allclose(np.abs(y[:, : x.shape[1]]), np.abs(x))  # really mixed
+    order = np.argsort(c, kind="stable")  # the server stacks the centers' rows
+    _, dist = perturbation_clustering([x[c == k] for k in range(4)], "average", 5, p=p)
+    np.testing.assert_allclose(dist, pdist(x[order]), rtol=1e-10)
+
+
+def test_orthogonal_transform_is_an_orthogonal_matrix():
+    q = orthogonal_transform(np.eye(37), seed=1)
+    np.testing.assert_allclose(q @ q.T, np.eye(37), atol=1e-12)
+    np.testing.assert_allclose(q.T @ q, np.eye(37), atol=1e-12)
+    np.testing.assert_array_equal(orthogonal_transform(np.eye(37), seed=1), q)  # shared seed
+    assert not np.allclose(orthogonal_transform(np.eye(37), seed=2), q)
+    with pytest.raises(ValueError, match="p ≥ d"):
+        orthogonal_transform(np.eye(4), seed=1, p=3)
+
+
+def test_orthogonal_transform_all_genes():
+    """~55 000 genes (TCGA, all genes): a dense Q would be 24 GB; this runs in O(rows × d)."""
+    g = np.random.default_rng(0)
+    x = g.normal(8, 2, size=(12, 55_000))
+    y = orthogonal_transform(x, seed=9, rows=5)
+    np.testing.assert_allclose(pdist(y), pdist(x), rtol=1e-10)
+
+
+def test_cauchy_sketch_is_float64_and_finite(xc):
+    x, c = xc
+    ys = project_centers([x[c == k] for k in range(4)], 50, "cauchy", 1, dtype="float32")
+    assert all(y.dtype == np.float64 and np.isfinite(y).all() for y in ys)
