@@ -17,7 +17,7 @@ from typing import Any
 
 from .config import SCHEMA, load_yaml
 
-README = SCHEMA.parent / "README.md"
+README = SCHEMA.resolve().parent / "README.md"  # config/README.md (the schema is a symlink)
 COMMAND = "python -m fedclust.config_doc"
 
 HEADER = f"""# Configuration keys
