@@ -1,0 +1,154 @@
+"""The ``ClientApp`` around a core client object and the ``ServerApp``-side client proxy.
+
+Client side (:func:`make_client_app`): a Flower ``ClientApp`` whose handlers call the core
+center's own methods — ``fit`` (message type ``train``), ``evaluate`` and any other method by
+name (``query``) — in Flower's ``NumPyClient`` calling convention ``method(parameters, config)``.
+No algorithm lives here. A center that answers :class:`~fedclust.federation.Abstain` replies with
+its reason only. When the request names the protocol's fields (``__fields__``) the center sends
+only those, so nothing undeclared leaves it.
+
+Server side (:class:`FlowerClientProxy`): the core's ``LedgerClientProxy`` interface (``fit``,
+``call``) with a Flower ``Grid`` as transport. The ledger hook sits on the server: every request
+is passed through :meth:`Ledger.send` before it is sent and every received reply as it arrives,
+so the ledger counts (and checks) exactly what crossed the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from flwr.app import Context, Message
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid
+
+from fedclust.federation import Abstain, Ledger, Protocol
+
+from .records import decode, encode
+
+SERVER = "server"
+METHOD = "__method__"
+FIELDS = "__fields__"
+ABSTAIN = "__abstain__"
+CID = "__cid__"
+REPLY_TIMEOUT_S = 3600.0
+
+
+def center_id(client: Any) -> str:
+    """A core client's name: ``cid`` (DEC) or ``name`` (heart)."""
+    return str(getattr(client, "cid", None) or client.name)
+
+
+def answer(client: Any, method: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Run ``client.<method>(parameters, config)`` and shape its answer as one message."""
+    if method == CID:
+        return {"cid": center_id(client)}
+    fields = [f for f in str(request.pop(FIELDS, "")).split(",") if f]
+    params = request.pop("parameters", None)
+    out = getattr(client, method)(params, request)
+    if isinstance(out, Abstain):
+        return {ABSTAIN: out.reason}
+    if isinstance(out, tuple):  # NumPyClient: fit -> (parameters, n, metrics)
+        first, n, metrics = out  # evaluate -> (loss, n, metrics)
+        head = "parameters" if method == "fit" else "loss"
+        out = {head: first, "n": n, **metrics}
+    if fields:
+        out = {k: v for k, v in out.items() if k in fields}
+    return out
+
+
+def make_client_app(resolve: Callable[[Context], Any]) -> ClientApp:
+    """A ``ClientApp`` serving the core client object ``resolve(context)`` of its SuperNode."""
+    app = ClientApp()
+
+    def handle(msg: Message, context: Context, method: str | None = None) -> Message:
+        request = decode(msg.content)
+        name = method or str(request.pop(METHOD))
+        request.pop(METHOD, None)
+        return Message(encode(answer(resolve(context), name, request)), reply_to=msg)
+
+    @app.train()
+    def _train(msg: Message, context: Context) -> Message:
+        return handle(msg, context, "fit")
+
+    @app.evaluate()
+    def _evaluate(msg: Message, context: Context) -> Message:
+        return handle(msg, context, "evaluate")
+
+    @app.query()
+    def _query(msg: Message, context: Context) -> Message:
+        return handle(msg, context)
+
+    return app
+
+
+def exchange(grid: Grid, node_id: int, message_type: str, payload: dict[str, Any],
+             method: str | None = None, timeout: float = REPLY_TIMEOUT_S) -> dict[str, Any]:  # fmt: skip
+    """One request to one SuperNode and its decoded reply (errors name the node)."""
+    body = {**payload, METHOD: method} if method else dict(payload)
+    msg = Message(encode(body), dst_node_id=node_id, message_type=message_type)
+    replies = list(grid.send_and_receive([msg], timeout=timeout))
+    if not replies:
+        raise RuntimeError(f"no reply from node {node_id} to {message_type} within {timeout}s")
+    rep = replies[0]
+    if rep.has_error():
+        raise RuntimeError(f"node {node_id} failed on {message_type}: {rep.error.reason}")
+    return decode(rep.content)
+
+
+def discover(grid: Grid, n: int, timeout: float = 60.0) -> dict[str, int]:
+    """Wait for ``n`` SuperNodes and ask each its center id: ``{cid: node_id}``."""
+    import time
+
+    t0 = time.monotonic()
+    while len(list(grid.get_node_ids())) < n:
+        if time.monotonic() - t0 > timeout:
+            raise RuntimeError(f"only {len(list(grid.get_node_ids()))} of {n} SuperNodes "
+                               f"connected within {timeout}s")  # fmt: skip
+        time.sleep(0.05)
+    out = {str(exchange(grid, nid, "query", {}, CID)["cid"]): nid
+           for nid in sorted(grid.get_node_ids())}  # fmt: skip
+    if len(out) != n:
+        raise RuntimeError(f"{n} SuperNodes but center ids {sorted(out)}")
+    return out
+
+
+@dataclass
+class FlowerClientProxy:
+    """The core's ``LedgerClientProxy`` over Flower: same ``fit`` / ``call`` interface."""
+
+    cid: str
+    node_id: int
+    grid: Grid
+    ledger: Ledger
+
+    def fit(
+        self, parameters: list, config: dict[str, Any], server_round: int, kind: str,
+        protocol: Protocol,
+    ) -> tuple[list, int, dict] | None:  # fmt: skip
+        down = self.ledger.send(SERVER, self.cid, {"parameters": parameters}, server_round,
+                                f"{kind}_global", protocol=protocol)  # fmt: skip
+        out = exchange(self.grid, self.node_id, "train",
+                       {**config, "parameters": down["parameters"],
+                        FIELDS: ",".join(protocol.fields)})  # fmt: skip
+        if ABSTAIN in out:
+            self.ledger.abstain(self.cid, server_round, protocol, str(out[ABSTAIN]))
+            return None
+        up = self.ledger.send(self.cid, SERVER, out, server_round, f"{kind}_update",
+                              protocol=protocol)  # fmt: skip
+        return up["parameters"], up["n"], {k: v for k, v in up.items()
+                                           if k not in ("parameters", "n")}  # fmt: skip
+
+    def call(
+        self, method: str, server_msg: dict[str, Any], server_round: int, kind: str,
+        protocol: Protocol, down_protocol: Protocol | None = None,
+    ) -> dict[str, Any] | None:  # fmt: skip
+        down = self.ledger.send(SERVER, self.cid, server_msg, server_round, f"{kind}_request",
+                                protocol=down_protocol)  # fmt: skip
+        out = exchange(self.grid, self.node_id, "query",
+                       {**down, FIELDS: ",".join(protocol.fields)}, method)  # fmt: skip
+        if ABSTAIN in out:
+            self.ledger.abstain(self.cid, server_round, protocol, str(out[ABSTAIN]))
+            return None
+        return self.ledger.send(self.cid, SERVER, out, server_round, kind, protocol=protocol)
