@@ -83,8 +83,14 @@ def make_client_app(resolve: Callable[[Context], Any]) -> ClientApp:
     return app
 
 
-def exchange(grid: Grid, node_id: int, message_type: str, payload: dict[str, Any],
-             method: str | None = None, timeout: float = REPLY_TIMEOUT_S) -> dict[str, Any]:  # fmt: skip
+def exchange(
+    grid: Grid,
+    node_id: int,
+    message_type: str,
+    payload: dict[str, Any],
+    method: str | None = None,
+    timeout: float = REPLY_TIMEOUT_S,
+) -> dict[str, Any]:
     """One request to one SuperNode and its decoded reply (errors name the node)."""
     body = {**payload, METHOD: method} if method else dict(payload)
     msg = Message(encode(body), dst_node_id=node_id, message_type=message_type)
@@ -104,11 +110,15 @@ def discover(grid: Grid, n: int, timeout: float = 60.0) -> dict[str, int]:
     t0 = time.monotonic()
     while len(list(grid.get_node_ids())) < n:
         if time.monotonic() - t0 > timeout:
-            raise RuntimeError(f"only {len(list(grid.get_node_ids()))} of {n} SuperNodes "
-                               f"connected within {timeout}s")  # fmt: skip
+            raise RuntimeError(
+                f"only {len(list(grid.get_node_ids()))} of {n} SuperNodes "
+                f"connected within {timeout}s"
+            )
         time.sleep(0.05)
-    out = {str(exchange(grid, nid, "query", {}, CID)["cid"]): nid
-           for nid in sorted(grid.get_node_ids())}  # fmt: skip
+    out = {
+        str(exchange(grid, nid, "query", {}, CID)["cid"]): nid
+        for nid in sorted(grid.get_node_ids())
+    }
     if len(out) != n:
         raise RuntimeError(f"{n} SuperNodes but center ids {sorted(out)}")
     return out
@@ -124,30 +134,54 @@ class FlowerClientProxy:
     ledger: Ledger
 
     def fit(
-        self, parameters: list, config: dict[str, Any], server_round: int, kind: str,
+        self,
+        parameters: list,
+        config: dict[str, Any],
+        server_round: int,
+        kind: str,
         protocol: Protocol,
-    ) -> tuple[list, int, dict] | None:  # fmt: skip
-        down = self.ledger.send(SERVER, self.cid, {"parameters": parameters}, server_round,
-                                f"{kind}_global", protocol=protocol)  # fmt: skip
-        out = exchange(self.grid, self.node_id, "train",
-                       {**config, "parameters": down["parameters"],
-                        FIELDS: ",".join(protocol.fields)})  # fmt: skip
+    ) -> tuple[list, int, dict] | None:
+        down = self.ledger.send(
+            SERVER,
+            self.cid,
+            {"parameters": parameters},
+            server_round,
+            f"{kind}_global",
+            protocol=protocol,
+        )
+        out = exchange(
+            self.grid,
+            self.node_id,
+            "train",
+            {**config, "parameters": down["parameters"], FIELDS: ",".join(protocol.fields)},
+        )
         if ABSTAIN in out:
             self.ledger.abstain(self.cid, server_round, protocol, str(out[ABSTAIN]))
             return None
-        up = self.ledger.send(self.cid, SERVER, out, server_round, f"{kind}_update",
-                              protocol=protocol)  # fmt: skip
-        return up["parameters"], up["n"], {k: v for k, v in up.items()
-                                           if k not in ("parameters", "n")}  # fmt: skip
+        up = self.ledger.send(
+            self.cid, SERVER, out, server_round, f"{kind}_update", protocol=protocol
+        )
+        return (
+            up["parameters"],
+            up["n"],
+            {k: v for k, v in up.items() if k not in ("parameters", "n")},
+        )
 
     def call(
-        self, method: str, server_msg: dict[str, Any], server_round: int, kind: str,
-        protocol: Protocol, down_protocol: Protocol | None = None,
-    ) -> dict[str, Any] | None:  # fmt: skip
-        down = self.ledger.send(SERVER, self.cid, server_msg, server_round, f"{kind}_request",
-                                protocol=down_protocol)  # fmt: skip
-        out = exchange(self.grid, self.node_id, "query",
-                       {**down, FIELDS: ",".join(protocol.fields)}, method)  # fmt: skip
+        self,
+        method: str,
+        server_msg: dict[str, Any],
+        server_round: int,
+        kind: str,
+        protocol: Protocol,
+        down_protocol: Protocol | None = None,
+    ) -> dict[str, Any] | None:
+        down = self.ledger.send(
+            SERVER, self.cid, server_msg, server_round, f"{kind}_request", protocol=down_protocol
+        )
+        out = exchange(
+            self.grid, self.node_id, "query", {**down, FIELDS: ",".join(protocol.fields)}, method
+        )
         if ABSTAIN in out:
             self.ledger.abstain(self.cid, server_round, protocol, str(out[ABSTAIN]))
             return None

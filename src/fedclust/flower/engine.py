@@ -37,8 +37,18 @@ def run_rounds(
 
     def main(grid: Any, node_of: dict[str, int]) -> list:
         fps = [FlowerClientProxy(p.cid, node_of[p.cid], grid, p.ledger) for p in proxies]
-        return core_engine.run_rounds(fps, strategy, parameters, rounds, config, protocol,
-                                      kind, f"{label or kind} [flower]", on_round, history)  # fmt: skip
+        return core_engine.run_rounds(
+            fps,
+            strategy,
+            parameters,
+            rounds,
+            config,
+            protocol,
+            kind,
+            f"{label or kind} [flower]",
+            on_round,
+            history,
+        )
 
     return simulate(main, [p.client for p in proxies])
 

@@ -46,8 +46,11 @@ def run_approach(
 ) -> RunResult:
     """:func:`fedclust.decentral.simulate.run_approach` for FL / FL_SMA on Flower."""
     if approach not in SERVER:
-        raise ConfigError(f"approach {approach!r} has no server; it cannot run on Flower",
-                          where="decentral.engine", fix=f"flower runs {SERVER}")  # fmt: skip
+        raise ConfigError(
+            f"approach {approach!r} has no server; it cannot run on Flower",
+            where="decentral.engine",
+            fix=f"flower runs {SERVER}",
+        )
     t0 = time.perf_counter()
     n_feat = data[0].X_train.shape[1]
     w0 = initial_weights(n_feat, seed)
@@ -55,8 +58,9 @@ def run_approach(
     trainer = Trainer(n_feat, lr, policy, derive_seed(seed, "decentral", "shuffle"))
     clients = [HeartClient(d, trainer) for d in data]
     split = validation_split(approach, mode, published_validation_split)
-    run = ApproachRun(approach, mode, [c.name for c in clients], [c.n_train for c in clients],
-                      w0, seed, split)  # fmt: skip
+    run = ApproachRun(
+        approach, mode, [c.name for c in clients], [c.n_train for c in clients], w0, seed, split
+    )
     cfg: dict[str, Any] = {"epochs": epochs, "batch_size": batch_size, "validation_split": split}
 
     def main(grid: Any, node_of: dict[str, int]) -> None:
@@ -64,8 +68,12 @@ def run_approach(
         clock = RoundLog(f"{approach} {mode} (optimizer state {policy}) [flower]", rounds)
         for t in range(1, rounds + 1):
             # the requests carry the weights ApproachRun already sent through the ledger
-            new = [exchange(grid, nid, "train", {**cfg, "parameters": w, FIELDS: "parameters,n"})
-                   ["parameters"] for nid, w in zip(nodes, run.start_weights(), strict=True)]  # fmt: skip
+            new = [
+                exchange(grid, nid, "train", {**cfg, "parameters": w, FIELDS: "parameters,n"})[
+                    "parameters"
+                ]
+                for nid, w in zip(nodes, run.start_weights(), strict=True)
+            ]
             states = run.finish_round(t, new)  # ledger: updates received, global sent
             evals = []
             for nid, w in zip(nodes, states, strict=True):

@@ -75,9 +75,10 @@ def thread_backend() -> Iterator[None]:
 
 
 def simulate(
-    server_main: Callable[[Grid, dict[str, int]], T], clients: Sequence[Any],
+    server_main: Callable[[Grid, dict[str, int]], T],
+    clients: Sequence[Any],
     backend: str = "thread",
-) -> T:  # fmt: skip
+) -> T:
     """Run ``server_main(grid, {cid: node_id})`` as a ``ServerApp`` against one virtual
     SuperNode per core client (partition id i serves ``clients[i]``); return its result."""
     from flwr.simulation import run_simulation
@@ -92,8 +93,10 @@ def simulate(
         result["out"] = server_main(grid, discover(grid, len(clients)))
 
     client_app = make_client_app(lambda ctx: clients[int(ctx.node_config["partition-id"])])
-    cfg = {"client_resources": {"num_cpus": 1, "num_gpus": 0},
-           "init_args": {"num_cpus": 1, "include_dashboard": False}}  # fmt: skip
+    cfg = {
+        "client_resources": {"num_cpus": 1, "num_gpus": 0},
+        "init_args": {"num_cpus": 1, "include_dashboard": False},
+    }
     flwr_log = logging.getLogger("flwr")
     level = flwr_log.level
     flwr_log.setLevel(logging.WARNING)
