@@ -28,6 +28,7 @@ from .apps import discover, make_client_app
 T = TypeVar("T")
 _LOCK = threading.Lock()
 BACKENDS = ("thread", "ray")
+PULL_INTERVAL_S = 0.001
 
 
 def _backend_class() -> type:
@@ -90,6 +91,9 @@ def simulate(
 
     @server.main()
     def _main(grid: Grid, context: Context) -> None:
+        # InMemoryGrid polls for replies every 0.1 s; the core's loop asks one center at a time
+        if hasattr(grid, "pull_interval"):
+            grid.pull_interval = PULL_INTERVAL_S
         result["out"] = server_main(grid, discover(grid, len(clients)))
 
     client_app = make_client_app(lambda ctx: clients[int(ctx.node_config["partition-id"])])
