@@ -8,7 +8,8 @@ values; nothing leaves the center. A center with no observed value of a column i
 Swiss hospital never recorded cholesterol) asks the federation: every other center sends its
 class statistic and the number of observed values behind it (protocol ``heart_impute_stats``,
 at least ``min_samples`` values, else it abstains), and the server returns the count-weighted
-mean of the statistics.
+mean of the statistics. As in the seed, the statistics are conditional on the label and use all of
+a center's rows (its future test rows included); only the pooling across centers is removed.
 """
 
 from __future__ import annotations
