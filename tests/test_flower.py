@@ -157,6 +157,36 @@ def test_kmeans_round_and_abstention_over_flower_messages(cfg, toy):
     assert led_b.abstentions().center.tolist() == ["center_b"]
 
 
+def test_fan_out_strategy_adapter_equals_inprocess(cfg, toy):
+    """FlowerStrategy: the round's train messages go out at once, the core strategy aggregates."""
+    from fedclust.dec.federated import AE_FIT, make_strategy, run_rounds
+    from fedclust.dec.model import get_parameters
+    from fedclust.federation import engine as core_engine
+    from fedclust.flower.apps import FlowerClientProxy, FlowerStrategy
+    from fedclust.flower.simulation import simulate
+
+    x, _, centers = toy
+    fit = {"stage": "ae", "optimizer": "adam", "lr": 0.01, "batch_size": 16, "epochs": 1,
+           "loss": "mse", "shuffle": True}  # fmt: skip
+    server = {"eta": 0.01, "beta_1": 0.9, "beta_2": 0.999, "tau": 1e-3}
+    make_model, clients = _dec_clients(cfg, x, centers)
+    torch.manual_seed(5)
+    w0 = get_parameters(make_model().tsae)
+    ref = run_rounds(clients, make_strategy("fedyogi", server), w0, 2, fit, Ledger(), [])
+    _, clients = _dec_clients(cfg, x, centers)
+    led = Ledger()
+
+    def main(grid, node_of):
+        ps = [FlowerClientProxy(c.cid, node_of[c.cid], grid, led) for c in clients]
+        strategy = FlowerStrategy(make_strategy("fedyogi", server), grid, AE_FIT)
+        return core_engine.run_rounds(ps, strategy, w0, 2, fit, AE_FIT, kind="ae")
+
+    got = simulate(main, clients)
+    for a, b in zip(ref, got, strict=True):
+        assert np.allclose(a, b, rtol=0, atol=1e-6)
+    assert (led.table().kind == "ae_update").sum() == 4
+
+
 class _Leaky:
     """A center that reports an update over 0 samples: the server-side ledger hook refuses it."""
 

@@ -15,15 +15,16 @@ so the ledger counts (and checks) exactly what crossed the wire.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid
 
-from fedclust.federation import Abstain, Ledger, Protocol
+from fedclust.federation import Abstain, Ledger, Protocol, Strategy
 
 from .records import decode, encode
 
@@ -105,8 +106,6 @@ def exchange(
 
 def discover(grid: Grid, n: int, timeout: float = 60.0) -> dict[str, int]:
     """Wait for ``n`` SuperNodes and ask each its center id: ``{cid: node_id}``."""
-    import time
-
     t0 = time.monotonic()
     while len(list(grid.get_node_ids())) < n:
         if time.monotonic() - t0 > timeout:
@@ -124,6 +123,54 @@ def discover(grid: Grid, n: int, timeout: float = 60.0) -> dict[str, int]:
     return out
 
 
+def collect(grid: Grid, message_id: str, node_id: int, timeout: float = REPLY_TIMEOUT_S) -> dict:
+    """The reply to an already pushed message (see :class:`FlowerStrategy`)."""
+    t0 = time.monotonic()
+    while True:
+        replies = list(grid.pull_messages([message_id]))
+        if replies:
+            rep = replies[0]
+            if rep.has_error():
+                raise RuntimeError(f"node {node_id} failed on train: {rep.error.reason}")
+            return decode(rep.content)
+        if time.monotonic() - t0 > timeout:
+            raise RuntimeError(f"no reply from node {node_id} to train within {timeout}s")
+        time.sleep(0.05)
+
+
+@dataclass
+class FlowerStrategy(Strategy):
+    """Flower-side adapter of a core strategy. ``configure_fit`` asks the core strategy who trains
+    with which config and sends the round's ``train`` messages to all of them at once (the centers
+    train in parallel); each :class:`FlowerClientProxy` then collects its reply, in the core loop's
+    order. ``aggregate_fit`` is the core strategy's. Used by the deployment; the simulation keeps
+    one request at a time (its centers share one process and one global torch RNG)."""
+
+    inner: Strategy
+    grid: Grid
+    protocol: Protocol
+
+    def configure_fit(
+        self, server_round: int, parameters: list, clients: Sequence[Any], config: Any
+    ) -> list[tuple[Any, dict[str, Any]]]:
+        pairs = self.inner.configure_fit(server_round, parameters, clients, config)
+        fields = ",".join(self.protocol.fields)
+        msgs = [
+            Message(encode({**cfg, "parameters": parameters, FIELDS: fields}),
+                    dst_node_id=p.node_id, message_type="train")
+            for p, cfg in pairs
+        ]  # fmt: skip
+        ids = list(self.grid.push_messages(msgs))
+        if len(ids) != len(pairs):
+            raise RuntimeError(f"pushed {len(ids)} of {len(pairs)} train messages")
+        for (p, _), mid in zip(pairs, ids, strict=True):
+            p.pending = mid
+        return pairs
+
+    def aggregate_fit(self, server_round: int, results: Sequence, current: list | None = None):
+        return self.inner.aggregate_fit(server_round, results, current)
+
+
 @dataclass
 class FlowerClientProxy:
     """The core's ``LedgerClientProxy`` over Flower: same ``fit`` / ``call`` interface."""
@@ -132,6 +179,7 @@ class FlowerClientProxy:
     node_id: int
     grid: Grid
     ledger: Ledger
+    pending: str | None = field(default=None, repr=False)  # a train message already pushed
 
     def fit(
         self,
@@ -149,12 +197,11 @@ class FlowerClientProxy:
             f"{kind}_global",
             protocol=protocol,
         )
-        out = exchange(
-            self.grid,
-            self.node_id,
-            "train",
-            {**config, "parameters": down["parameters"], FIELDS: ",".join(protocol.fields)},
-        )
+        if self.pending is not None:  # sent by FlowerStrategy.configure_fit (same parameters)
+            out = collect(self.grid, self.pending, self.node_id)
+            self.pending = None
+        else:
+            out = self._train(down["parameters"], config, protocol)
         if ABSTAIN in out:
             self.ledger.abstain(self.cid, server_round, protocol, str(out[ABSTAIN]))
             return None
@@ -166,6 +213,11 @@ class FlowerClientProxy:
             up["n"],
             {k: v for k, v in up.items() if k not in ("parameters", "n")},
         )
+
+    def _train(self, parameters: list, config: dict[str, Any], protocol: Protocol) -> dict:
+        fields = ",".join(protocol.fields)
+        payload = {**config, "parameters": parameters, FIELDS: fields}
+        return exchange(self.grid, self.node_id, "train", payload)
 
     def call(
         self,

@@ -28,7 +28,7 @@ from fedclust.dec.model import TSAE, DECModel, encoder_dims, get_parameters
 from fedclust.federation import Ledger
 from fedclust.federation import engine as core_engine
 
-from .apps import FlowerClientProxy, answer, discover
+from .apps import FlowerClientProxy, FlowerStrategy, answer, discover
 from .records import decode, encode
 
 STATE_KEY = "fedclust_shuffle_generator"
@@ -106,9 +106,10 @@ def _main(grid: Grid, context: Context) -> None:
     proxies = [FlowerClientProxy(cid, node_of[cid], grid, ledger) for cid in sorted(node_of)]
     server = {"eta": 0.01, "beta_1": 0.9, "beta_2": 0.999, "tau": 1e-3}
     w0 = initial_parameters(int(cfg["features"]), _arch(cfg), int(cfg["seed"]))
-    w = core_engine.run_rounds(proxies, make_strategy(str(cfg["strategy"]), server), w0,
-                               int(cfg["rounds"]), train_config(cfg), AE_FIT, kind="ae",
-                               label="dec ae [flower deployment]")  # fmt: skip
+    # the core strategy behind Flower's fan-out adapter: every center trains at the same time
+    strategy = FlowerStrategy(make_strategy(str(cfg["strategy"]), server), grid, AE_FIT)
+    w = core_engine.run_rounds(proxies, strategy, w0, int(cfg["rounds"]), train_config(cfg),
+                               AE_FIT, kind="ae", label="dec ae [flower deployment]")  # fmt: skip
     out = Path(str(cfg["out-dir"]))
     out.mkdir(parents=True, exist_ok=True)
     np.savez(out / "weights.npz", *w)
