@@ -67,10 +67,12 @@ def main() -> None:
     on_flower = [a for a in approaches if engine == "flower" and a in SERVER]
     rest = [a for a in approaches if a not in on_flower]
     results = {}
-    if rest and cfg["vectorise"]:
-        group = run_group(data, [(a, w.mode) for a in rest], **kw)
+    if cfg["vectorise"]:
+        # the whole group as configured (its dropout draws depend on who shares the group), so
+        # the engine switch leaves the peers' numbers unchanged; FL is then replaced by Flower's
+        group = run_group(data, [(a, w.mode) for a in approaches], **kw)
         results.update({a: group[(a, w.mode)] for a in rest})
-    elif rest:
+    else:
         results.update({a: run_approach(data, a, w.mode, **kw) for a in rest})
     if on_flower:
         from fedclust.flower.heart import run_approach as run_on_flower
