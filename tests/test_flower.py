@@ -70,6 +70,15 @@ def test_engine_is_checked():
         check_engine("ray")
 
 
+def test_missing_flower_is_a_config_error(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "flwr", None)  # as if the extra were not installed
+    with pytest.raises(ConfigError, match=r"fedclust\[flower\]"):
+        check_engine("flower")
+    assert check_engine("inprocess") == "inprocess"
+
+
 def _dec_clients(cfg, x, centers):
     from fedclust.dec.federated import DECClient
     from fedclust.dec.model import DECModel
