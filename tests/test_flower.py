@@ -124,9 +124,13 @@ def test_federated_dec_pipeline_equal_on_flower(cfg, toy):
     from fedclust.dec.pipeline import run_federated
 
     x, y, centers = toy
+    from fedclust.flower.engine import RUNS
+
     a = run_federated(x, y, centers, cfg, "toy", "s", 3)
+    before = RUNS["run_rounds"]
     with use_engine("flower"):
         b = run_federated(x, y, centers, cfg, "toy", "s", 3)
+    assert RUNS["run_rounds"] - before == 2  # TSAE + DEC rounds went through Flower
     num = a.table.select_dtypes("number").columns
     assert len(num) > 10 and a.table.accuracy.iloc[0] > 0.6
     assert np.allclose(a.table[num], b.table[num], rtol=0, atol=1e-6)

@@ -18,6 +18,9 @@ from fedclust.federation import engine as core_engine
 
 from . import ENGINES, require_flwr
 
+#: How many round loops ran on Flower in this process (tests check the switch took effect).
+RUNS = {"run_rounds": 0}
+
 
 def run_rounds(
     proxies: Sequence[Any],
@@ -50,6 +53,7 @@ def run_rounds(
             history,
         )
 
+    RUNS["run_rounds"] += 1
     return simulate(main, [p.client for p in proxies])
 
 
