@@ -11,9 +11,15 @@ from _common import run  # noqa: E402
 from fedclust.data.heart import load_from_config  # noqa: E402
 from fedclust.decentral.clients import make_client_data  # noqa: E402
 from fedclust.decentral.imputation import COLUMNS, impute_per_center  # noqa: E402
-from fedclust.decentral.simulate import optimizer_state_for, run_approach, run_group  # noqa: E402
+from fedclust.decentral.simulate import (  # noqa: E402
+    SERVER,
+    optimizer_state_for,
+    run_approach,
+    run_group,
+)
 from fedclust.errors import InputDataError  # noqa: E402
 from fedclust.federation import Ledger  # noqa: E402
+from fedclust.flower.engine import check_engine  # noqa: E402
 from fedclust.io import read_table, write_json, write_table  # noqa: E402
 
 SPLIT_COLUMN = {"hospitals": "hospital", "sources": "source"}
@@ -56,11 +62,23 @@ def main() -> None:
         published_validation_split=cfg["published_validation_split"],
     )
     approaches = list(snakemake.params.approaches)
+    # engine flower: FL / FL_SMA through Flower (src/fedclust/flower); peers stay in-process
+    engine = check_engine(cfg.get("engine", "inprocess"), "decentral.engine")
+    on_flower = [a for a in approaches if engine == "flower" and a in SERVER]
+    rest = [a for a in approaches if a not in on_flower]
+    results = {}
     if cfg["vectorise"]:
-        results = run_group(data, [(a, w.mode) for a in approaches], **kw)
-        results = {a: results[(a, w.mode)] for a in approaches}
+        # the whole group as configured (its dropout draws depend on who shares the group), so
+        # the engine switch leaves the peers' numbers unchanged; FL is then replaced by Flower's
+        group = run_group(data, [(a, w.mode) for a in approaches], **kw)
+        results.update({a: group[(a, w.mode)] for a in rest})
     else:
-        results = {a: run_approach(data, a, w.mode, **kw) for a in approaches}
+        results.update({a: run_approach(data, a, w.mode, **kw) for a in rest})
+    if on_flower:
+        from fedclust.flower.heart import run_approach as run_on_flower
+
+        results.update({a: run_on_flower(data, a, w.mode, **kw) for a in on_flower})
+    results = {a: results[a] for a in approaches}
     metrics, div, info = [], [], []
     ledgers = [impute_ledger.table().assign(approach="imputation")]
     for approach, res in results.items():
@@ -76,7 +94,8 @@ def main() -> None:
                 "topology": res.topology,
                 "messages": res.ledger.n_messages,
                 "floats": res.ledger.n_floats,
-                "vectorised": cfg["vectorise"],
+                "vectorised": cfg["vectorise"] and approach in rest,
+                "engine": "flower" if approach in on_flower else "inprocess",
             }  # fmt: skip
         )
     write_table(snakemake.output.metrics, pd.concat(metrics), index=False)

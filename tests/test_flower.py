@@ -1,0 +1,247 @@
+"""Flower engine == in-process engine (issue 13): same seeds, one thread, same numbers.
+
+Federated DEC (tiny sizes) and heart FL (tiny rounds/epochs) run once on the core's in-process
+engine and once on Flower's Simulation Runtime; weights, metrics and ledger tables must agree
+to 1e-6 (they agree bit for bit: Flower moves .npy bytes and the core does the arithmetic).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+pytest.importorskip("flwr")
+
+from sklearn.datasets import make_blobs  # noqa: E402
+
+from fedclust.config import load_yaml, validate_config  # noqa: E402
+from fedclust.errors import ConfigError, DisclosureError  # noqa: E402
+from fedclust.federation import Ledger, fit_protocol  # noqa: E402
+from fedclust.flower.engine import check_engine, use_engine  # noqa: E402
+from fedclust.flower.records import decode, encode  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    x, y = make_blobs(200, n_features=12, centers=3, cluster_std=0.6, random_state=0)
+    x = ((x - x.min()) / (x.max() - x.min())).astype(np.float32)
+    return x, y, np.repeat(["a", "b"], 100)
+
+
+@pytest.fixture(scope="module")
+def cfg(repo):
+    c = validate_config(load_yaml(repo / "config" / "config.yaml"), repo / "config/schema.yaml")
+    d = copy.deepcopy(c["dec"])
+    d["datasets"] = {"toy": {"k": 3, "selection": "accuracy"}}
+    d["model"]["arch"] = [16, 4]
+    d["autoencoder"]["lr"] = {"sgd": 0.1, "adam": 0.01, "yogi": 0.01}
+    d["clustering"].update(max_epochs=3, n_init=3)
+    d["federated"].update(strategies=["fedyogi"], centroid_aggregation=["max_min"],
+                          ae_rounds=2, dec_rounds=2, ae_batch_size=16)  # fmt: skip
+    return d
+
+
+def test_records_round_trip_bitwise():
+    w = [np.random.default_rng(0).random((3, 2)).astype(np.float32), np.arange(4)]
+    msg = {"parameters": w, "counts": np.array([5, 7]), "n": np.int64(9), "loss": 0.25,
+           "stage": "ae", "shuffle": True}  # fmt: skip
+    out = decode(encode(msg))
+    assert [a.dtype for a in out["parameters"]] == [np.float32, np.int64]
+    assert all(np.array_equal(a, b) for a, b in zip(out["parameters"], w, strict=True))
+    assert np.array_equal(out["counts"], msg["counts"]) and out["n"] == 9
+    assert out["loss"] == 0.25 and out["stage"] == "ae" and out["shuffle"] is True
+
+
+def test_engine_is_checked():
+    assert check_engine("flower") == "flower"
+    with pytest.raises(ConfigError, match="unknown engine 'ray'"):
+        check_engine("ray")
+
+
+def test_missing_flower_is_a_config_error(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "flwr", None)  # as if the extra were not installed
+    with pytest.raises(ConfigError, match=r"fedclust\[flower\]"):
+        check_engine("flower")
+    assert check_engine("inprocess") == "inprocess"
+
+
+def _dec_clients(cfg, x, centers):
+    from fedclust.dec.federated import DECClient
+    from fedclust.dec.model import DECModel
+    from fedclust.dec.pipeline import make_tsae
+
+    def make_model():
+        return DECModel(make_tsae(cfg, 12), 3, 1.0)
+
+    return make_model, [DECClient(f"center_{c}", x[centers == c], make_model, "cpu", i)
+                        for i, c in enumerate(("a", "b"))]  # fmt: skip
+
+
+def test_dec_rounds_weights_equal_on_flower(cfg, toy):
+    """Two FedAdam TSAE rounds: the final weights, losses and ledgers of both engines."""
+    import fedclust.federation as core
+    from fedclust.dec.federated import make_strategy, run_rounds
+    from fedclust.dec.model import get_parameters
+
+    x, _, centers = toy
+    fit = {"stage": "ae", "optimizer": "adam", "lr": 0.01, "batch_size": 16, "epochs": 1,
+           "loss": "mse", "shuffle": True}  # fmt: skip
+    out = {}
+    for engine in ("inprocess", "flower"):
+        make_model, clients = _dec_clients(cfg, x, centers)
+        torch.manual_seed(5)
+        w0 = get_parameters(make_model().tsae)
+        led, losses = Ledger(), []
+        server = {"eta": 0.01, "beta_1": 0.9, "beta_2": 0.999, "tau": 1e-3}
+        with use_engine(engine):
+            assert (core.run_rounds.__module__ == "fedclust.flower.engine") == (engine == "flower")
+            w = run_rounds(clients, make_strategy("fedadam", server), w0, 2, fit, led, losses)
+        out[engine] = (w, losses, led.table())
+    (wa, la, ta), (wb, lb, tb) = out["inprocess"], out["flower"]
+    assert len(la) == 2 and np.allclose(la, lb, rtol=0, atol=1e-6)
+    for a, b in zip(wa, wb, strict=True):
+        assert a.dtype == b.dtype and np.allclose(a, b, rtol=0, atol=1e-6)
+    assert not np.allclose(wa[0], w0[0])  # it trained
+    pd.testing.assert_frame_equal(ta, tb)
+    assert (ta.kind == "ae_update").sum() == 4 and ta.floats.sum() > 0
+
+
+def test_federated_dec_pipeline_equal_on_flower(cfg, toy):
+    from fedclust.dec.pipeline import run_federated
+
+    x, y, centers = toy
+    from fedclust.flower.engine import RUNS
+
+    a = run_federated(x, y, centers, cfg, "toy", "s", 3)
+    before = RUNS["run_rounds"]
+    with use_engine("flower"):
+        b = run_federated(x, y, centers, cfg, "toy", "s", 3)
+    assert RUNS["run_rounds"] - before == 2  # TSAE + DEC rounds went through Flower
+    num = a.table.select_dtypes("number").columns
+    assert len(num) > 10 and a.table.accuracy.iloc[0] > 0.6
+    assert np.allclose(a.table[num], b.table[num], rtol=0, atol=1e-6)
+    assert np.allclose(a.curves.loss, b.curves.loss, rtol=0, atol=1e-6)
+    pd.testing.assert_frame_equal(a.ledger, b.ledger)
+
+
+def test_kmeans_round_and_abstention_over_flower_messages(cfg, toy):
+    """Stage B (one query per center) through Flower's Message API: the same messages as the
+    in-process proxy, and a center with <= k samples abstains over the wire too."""
+    from fedclust.dec.federated import KMEANS_REQUEST, kmeans_protocol, local_centroid_messages
+    from fedclust.dec.model import get_parameters
+    from fedclust.flower.apps import FlowerClientProxy
+    from fedclust.flower.simulation import simulate
+
+    x, _, _ = toy
+    centers = np.array(["a"] * 197 + ["b"] * 3)  # b has k = 3 samples
+    make_model, clients = _dec_clients(cfg, x, centers)
+    torch.manual_seed(0)
+    ae = get_parameters(make_model().tsae)
+    led_a = Ledger()
+    ref = local_centroid_messages(clients, ae, 3, led_a, 3, 1, min_cluster_size=5)
+    led_b = Ledger()
+    req = {"parameters": ae, "k": 3, "n_init": 3, "seed": 1, "scaler": "none",
+           "min_cluster_size": 5}  # fmt: skip
+
+    def main(grid, node_of):
+        ps = [FlowerClientProxy(c.cid, node_of[c.cid], grid, led_b) for c in clients]
+        return [p.call("kmeans", req, 0, "kmeans_centroids", kmeans_protocol(5), KMEANS_REQUEST)
+                for p in ps]  # fmt: skip
+
+    got = simulate(main, clients)
+    assert got[1] is None and len(ref) == 1
+    assert np.array_equal(got[0]["centroids"], ref[0]["centroids"])
+    assert np.array_equal(got[0]["counts"], ref[0]["counts"])
+    pd.testing.assert_frame_equal(led_a.table(), led_b.table())
+    assert led_b.abstentions().center.tolist() == ["center_b"]
+
+
+def test_fan_out_strategy_adapter_equals_inprocess(cfg, toy):
+    """FlowerStrategy: the round's train messages go out at once, the core strategy aggregates."""
+    from fedclust.dec.federated import AE_FIT, make_strategy, run_rounds
+    from fedclust.dec.model import get_parameters
+    from fedclust.federation import engine as core_engine
+    from fedclust.flower.apps import FlowerClientProxy, FlowerStrategy
+    from fedclust.flower.simulation import simulate
+
+    x, _, centers = toy
+    fit = {"stage": "ae", "optimizer": "adam", "lr": 0.01, "batch_size": 16, "epochs": 1,
+           "loss": "mse", "shuffle": True}  # fmt: skip
+    server = {"eta": 0.01, "beta_1": 0.9, "beta_2": 0.999, "tau": 1e-3}
+    make_model, clients = _dec_clients(cfg, x, centers)
+    torch.manual_seed(5)
+    w0 = get_parameters(make_model().tsae)
+    ref = run_rounds(clients, make_strategy("fedyogi", server), w0, 2, fit, Ledger(), [])
+    _, clients = _dec_clients(cfg, x, centers)
+    led = Ledger()
+
+    def main(grid, node_of):
+        ps = [FlowerClientProxy(c.cid, node_of[c.cid], grid, led) for c in clients]
+        strategy = FlowerStrategy(make_strategy("fedyogi", server), grid, AE_FIT)
+        return core_engine.run_rounds(ps, strategy, w0, 2, fit, AE_FIT, kind="ae")
+
+    got = simulate(main, clients)
+    for a, b in zip(ref, got, strict=True):
+        assert np.allclose(a, b, rtol=0, atol=1e-6)
+    assert (led.table().kind == "ae_update").sum() == 4
+
+
+class _Leaky:
+    """A center that reports an update over 0 samples: the server-side ledger hook refuses it."""
+
+    cid = "leaky"
+
+    def fit(self, parameters, config):
+        return parameters, 0, {"loss": 0.0}
+
+
+def test_server_side_ledger_rejects_what_breaks_the_protocol():
+    from fedclust.flower.apps import FlowerClientProxy
+    from fedclust.flower.simulation import simulate
+
+    def main(grid, node_of):
+        p = FlowerClientProxy("leaky", node_of["leaky"], grid, Ledger())
+        return p.fit([np.zeros(2, np.float32)], {}, 1, "fit", fit_protocol("t", min_samples=1))
+
+    with pytest.raises(DisclosureError, match="leaky"):
+        simulate(main, [_Leaky()])
+
+
+def _heart_clients(k: int = 3, n: int = 24):
+    from fedclust.decentral.clients import make_client_data
+
+    r = np.random.default_rng(0)
+    x = r.random((k * n, 20)).astype(np.float32)
+    y = (x[:, 0] + 0.2 * r.standard_normal(k * n) > 0.5).astype(int)
+    return make_client_data(pd.DataFrame(x), y, np.repeat([f"c{i}" for i in range(k)], n))
+
+
+@pytest.mark.parametrize(("approach", "mode"), [("FL", "as_described"), ("FL_SMA", "as_published")])
+def test_heart_fl_equal_on_flower(approach, mode):
+    from fedclust.decentral.simulate import run_approach
+    from fedclust.flower.heart import run_approach as run_on_flower
+
+    kw = dict(rounds=2, epochs=1, batch_size=8, seed=3)
+    a = run_approach(_heart_clients(), approach, mode, **kw)
+    b = run_on_flower(_heart_clients(), approach, mode, **kw)
+    assert len(a.metrics) == 2 * 3 and a.steps == b.steps
+    num = a.metrics.select_dtypes("number").columns
+    assert np.allclose(a.metrics[num], b.metrics[num], rtol=0, atol=1e-6)
+    assert np.allclose(a.divergence.divergence, b.divergence.divergence, rtol=0, atol=1e-6)
+    pd.testing.assert_frame_equal(a.ledger.table(), b.ledger.table())
+    with pytest.raises(ConfigError, match="no server"):
+        run_on_flower(_heart_clients(), "GL_random", mode, **kw)
