@@ -231,10 +231,27 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
             )
     sims = []
     if rnaseq.get("source", "simulated") == "simulated":
-        sims.append(("data.rnaseq.simulate", rnaseq.get("simulate", {})))
+        base = rnaseq.get("simulate", {})
+        sims.append(("data.rnaseq.simulate", base))
+        for cohort, over in (rnaseq.get("simulate_cohorts") or {}).items():
+            if cohort not in (rnaseq.get("cohorts") or []):
+                raise ConfigError(
+                    f"data.rnaseq.simulate_cohorts names {cohort!r}, not a data.rnaseq cohort",
+                    where=f"{source}: data.rnaseq.simulate_cohorts.{cohort}",
+                    fix=f"use one of {rnaseq.get('cohorts')} or remove the entry",
+                )
+            sims.append((f"data.rnaseq.simulate_cohorts.{cohort}", {**base, **over}))
     if data.get("mds", {}).get("source", "simulated") == "simulated":
         sims.append(("data.mds.simulate", data.get("mds", {}).get("simulate", {})))
     for key, sim in sims:
+        props = sim.get("cluster_proportions")
+        if props is not None and len(props) != sim.get("n_clusters", 4):
+            raise ConfigError(
+                f"{key}: {len(props)} cluster_proportions for n_clusters = "
+                f"{sim.get('n_clusters', 4)}",
+                where=f"{source}: {key}",
+                fix="give one share per cluster, or cluster_proportions: null",
+            )
         if sim.get("n_clusters", 1) > sim.get("n_samples", 10**9):
             raise ConfigError(
                 f"{key}: more clusters ({sim['n_clusters']}) than samples ({sim['n_samples']})",
