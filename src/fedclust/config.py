@@ -244,6 +244,12 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
     if data.get("mds", {}).get("source", "simulated") == "simulated":
         sims.append(("data.mds.simulate", data.get("mds", {}).get("simulate", {})))
     for key, sim in sims:
+        if sim.get("n_clusters", 1) > sim.get("n_samples", 10**9):
+            raise ConfigError(
+                f"{key}: more clusters ({sim['n_clusters']}) than samples ({sim['n_samples']})",
+                where=f"{source}: {key}",
+                fix="lower n_clusters or raise n_samples",
+            )
         props = sim.get("cluster_proportions")
         if props is not None and len(props) != sim.get("n_clusters", 4):
             raise ConfigError(
@@ -251,12 +257,6 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
                 f"{sim.get('n_clusters', 4)}",
                 where=f"{source}: {key}",
                 fix="give one share per cluster, or cluster_proportions: null",
-            )
-        if sim.get("n_clusters", 1) > sim.get("n_samples", 10**9):
-            raise ConfigError(
-                f"{key}: more clusters ({sim['n_clusters']}) than samples ({sim['n_samples']})",
-                where=f"{source}: {key}",
-                fix="lower n_clusters or raise n_samples",
             )
 
 
