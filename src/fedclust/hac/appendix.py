@@ -23,11 +23,13 @@ from .toy import bimodal
 
 
 def outlier_data(
-    seed: int, n_per_blob: int = 30, sigma: float = 0.5, outlier_at: float = 30.0
+    seed: int, n_per_blob: int = 30, sigma: float = 0.5, outlier_at: float = 22.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Appendix Fig A.1: 3 blobs (centres (0, 0), (5, 0), (0, 5), sd ``sigma``) + one outlier.
 
     Returns ``(x, is_outlier)``; the outlier is the last row, at ``(outlier_at, outlier_at)``.
+    The thesis does not give its geometry: with the outlier at (22, 22) the "with outlier" CCC
+    lands near the thesis' 0.71 (0.49 at 15, 0.85 at 30; "without" stays ≈ 0 for all).
     """
     g = rng(seed, "appendix A", n_per_blob, sigma)
     centres = np.array([[0.0, 0.0], [5.0, 0.0], [0.0, 5.0]])
