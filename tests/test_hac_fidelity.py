@@ -50,6 +50,8 @@ def test_tcga_shape_meets_the_thesis_condition_and_the_hard_case_does_not(tmp_pa
     shape = cohort_shape(tcga.assign(cohort="T"), 0.1).iloc[0]
     assert shape["centers"] == 7 and bool(shape["meets ≥ 25 condition"])
     assert shape["largest cluster in one center"] >= 0.44 * 0.26 * 1000 * 0.8
+    assert shape["clusters with ≥ 25 in a center"] == 4  # all but the 2 % subtype
+    assert 1 <= shape["clusters with ≥ n_min(10 %) in a center"] <= 2
     hard = _simulate(tmp_path, "H", n_samples=250)
     cells = pd.crosstab(hard["center"], hard["true_cluster"]).to_numpy()
     assert np.median(cells) < 10  # most region x cluster cells hold a handful of samples

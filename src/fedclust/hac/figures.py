@@ -119,12 +119,16 @@ def cohort_shape(obs: pd.DataFrame, n_min_fraction: float) -> pd.DataFrame:
         if "true_cluster" in o:
             cells = pd.crosstab(o["center"], o["true_cluster"])
             top = int(cells.to_numpy().max())
+            n10 = int(np.floor(n_min_fraction * len(o)))
+            per_cluster = cells.max(axis=0)  # each cluster's largest count in one center
             row.update(
                 {
                     "clusters": int(cells.shape[1]),
                     "largest cluster in one center": top,
-                    "n_min = 10 %": int(np.floor(n_min_fraction * len(o))),
                     "meets ≥ 25 condition": top >= 25,
+                    "clusters with ≥ 25 in a center": int((per_cluster >= 25).sum()),
+                    "n_min = 10 %": n10,
+                    "clusters with ≥ n_min(10 %) in a center": int((per_cluster >= n10).sum()),
                 }
             )
         rows.append(row)
