@@ -63,7 +63,7 @@ def _shape_text(shape: pd.DataFrame, grad: pd.DataFrame) -> str:
     return (
         "Two kinds of simulated cohort (cohort table): a TCGA-like shape (data.rnaseq.simulate "
         "shape tcga: center sizes from the real TSS → region table, subtype shares like TCGA "
-        "BRCA PAM50, cohort size like COAD/LUAD) and the hard case (shape random: a few random "
+        "BRCA PAM50, a cohort size like SKCM/PRAD) and the hard case (shape random: a few random "
         "sites per region with Dirichlet weights, so most region × cluster cells hold a "
         "handful of samples). The thesis' condition is that an important cluster has ≥ 25 "
         "samples in one center (n_min up to 10 % must stay below it, bimodal rule); the hard "
