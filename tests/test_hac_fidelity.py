@@ -83,9 +83,12 @@ def test_config_overrides_per_cohort_are_checked(repo):
     cfg = load_yaml(repo / "config" / "config.yaml")
     rn = cfg["data"]["rnaseq"]
     assert rn["simulate"]["shape"] == "tcga" and rn["simulate_cohorts"]["SIMB"]["shape"] == "random"
+    subset = copy.deepcopy(cfg)  # a config running only SIMA keeps SIMB's override unused
+    subset["data"]["rnaseq"]["cohorts"] = ["SIMA"]
+    validate_config(subset, repo / "config" / "schema.yaml")
     bad = copy.deepcopy(cfg)
-    bad["data"]["rnaseq"]["simulate_cohorts"] = {"NOPE": {"shape": "random"}}
-    with pytest.raises(ConfigError, match="NOPE"):
+    bad["data"]["rnaseq"]["simulate_cohorts"]["SIMB"]["n_clusters"] = 300
+    with pytest.raises(ConfigError, match="simulate_cohorts.SIMB: more clusters"):
         validate_config(bad, repo / "config" / "schema.yaml")
     bad = copy.deepcopy(cfg)
     bad["data"]["rnaseq"]["simulate_cohorts"]["SIMB"]["cluster_proportions"] = [1, 2]
