@@ -102,7 +102,11 @@ rule simulate_rnaseq:
         **job_resources("simulate_rnaseq"),
     params:
         seed=SEED,
-        cfg=RNASEQ["simulate"],
+        # data.rnaseq.simulate, with the cohort's data.rnaseq.simulate_cohorts overrides on top
+        cfg=lambda wc: {
+            **RNASEQ["simulate"],
+            **(RNASEQ.get("simulate_cohorts") or {}).get(wc.cohort, {}),
+        },
     script:
         "../scripts/data_simulate_rnaseq.py"
 

@@ -13,6 +13,8 @@ HAC_FIGURES = [
     "projection_cohorts",
     "projection_error",
     "projection_metrics",
+    "inversions",
+    "outlier",
 ]
 
 HAC_REPORT = {"caption": "../report/hac.rst", "category": "HAC"}
@@ -83,6 +85,7 @@ rule hac_report:
             "results/benchmarks/hac/{cohort}/projection.tsv", cohort=HAC_COHORTS
         ),
         cuts=expand("results/hac/{cohort}/cuts.tsv", cohort=HAC_COHORTS),
+        obs=expand("results/data/rnaseq/{cohort}/obs.tsv", cohort=HAC_COHORTS),
     output:
         section="results/report/sections/hac.json",
         figures=report(
@@ -94,6 +97,8 @@ rule hac_report:
         exact=report("results/hac/tables/exact.tsv", **HAC_REPORT),
         cuts=report("results/hac/tables/cuts.tsv", **HAC_REPORT),
         skipped=report("results/hac/tables/skipped.tsv", **HAC_REPORT),
+        cohorts=report("results/hac/tables/cohorts.tsv", **HAC_REPORT),
+        outlier=report("results/hac/tables/outlier.tsv", **HAC_REPORT),
     log:
         "results/logs/hac/hac_report.log",
     conda:

@@ -47,6 +47,12 @@ def main() -> None:
         " fraction of (x, xQ) pairs; orthogonal Q), property inference (attacker trains a sex"
         " classifier on its own 60+20 % of samples, preprocessed apart from the centers' 20 %),"
         " reconstruction (MMD distribution matching on a 50/50 attacker/server split).",
+        "Orthogonal Q in property inference (fixed and invariant training) and reconstruction"
+        " (Fig 4.17) is the exactly orthogonal fast map of the HAC perturbation (random signs ×"
+        " orthonormal DCT × random permutation, 3 rounds; fedclust.attacks.orthomap): it runs on"
+        " all genes without a dense d × d matrix (24 GB at 55,000 genes); the thesis drew a dense"
+        " random orthogonal matrix, a different distribution over orthogonal maps with the same"
+        " distance preservation.",
         "In the default configuration the cohorts are simulated: the data stage's simulator draws"
         " sex independently of expression, so sex accuracies there are at chance level by"
         " construction; the tests plant a sex signal to check the classifier.",

@@ -231,7 +231,11 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
             )
     sims = []
     if rnaseq.get("source", "simulated") == "simulated":
-        sims.append(("data.rnaseq.simulate", rnaseq.get("simulate", {})))
+        base = rnaseq.get("simulate", {})
+        sims.append(("data.rnaseq.simulate", base))
+        # overrides of cohorts not listed are ignored (a config may run a subset of cohorts)
+        for cohort, over in (rnaseq.get("simulate_cohorts") or {}).items():
+            sims.append((f"data.rnaseq.simulate_cohorts.{cohort}", {**base, **over}))
     if data.get("mds", {}).get("source", "simulated") == "simulated":
         sims.append(("data.mds.simulate", data.get("mds", {}).get("simulate", {})))
     for key, sim in sims:
@@ -240,6 +244,14 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
                 f"{key}: more clusters ({sim['n_clusters']}) than samples ({sim['n_samples']})",
                 where=f"{source}: {key}",
                 fix="lower n_clusters or raise n_samples",
+            )
+        props = sim.get("cluster_proportions")
+        if props is not None and len(props) != sim.get("n_clusters", 4):
+            raise ConfigError(
+                f"{key}: {len(props)} cluster_proportions for n_clusters = "
+                f"{sim.get('n_clusters', 4)}",
+                where=f"{source}: {key}",
+                fix="give one share per cluster, or cluster_proportions: null",
             )
 
 

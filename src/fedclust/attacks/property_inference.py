@@ -24,6 +24,7 @@ from ..hac.projection import projection_matrix
 from ..seeds import derive_seed, rng, seed_torch
 from .data import sex_labels, split_preprocess
 from .nets import SexClassifier, random_projection
+from .orthomap import OrthogonalMap, fresh_orthogonal, project
 from .stats import compare
 
 log = logging.getLogger(__name__)
@@ -71,10 +72,10 @@ def train_classifier(
     d = xt.shape[1]
     gen = torch.Generator().manual_seed(derive_seed(seed, "pi-fresh-q"))
     if mode == "fixed":
-        qt = torch.as_tensor(q, dtype=torch.float32, device=dev)
-        xt, xv = xt @ qt, xv @ qt
+        xt = torch.as_tensor(project(x_tr, q), dtype=torch.float32, device=dev)
+        xv = torch.as_tensor(project(x_val, q), dtype=torch.float32, device=dev)
     elif mode == "invariant":
-        xv = xv @ random_projection(d, k, kind, gen).to(dev)
+        xv = _fresh(xv, d, k, kind, gen)
     d_in = xt.shape[1] if mode != "invariant" else (k if kind == "gaussian" else max(d, k))
     d_nn = spec.d_nn_small if d_in <= spec.small_input else spec.d_nn
     best_model, best_state, best_acc = None, None, -1.0
@@ -93,7 +94,7 @@ def train_classifier(
                     continue
                 xb = xt[idx]
                 if mode == "invariant":
-                    xb = xb @ random_projection(d, k, kind, gen).to(dev)
+                    xb = _fresh(xb, d, k, kind, gen)
                 opt.zero_grad()
                 loss_fn(model(xb), yt[idx]).backward()
                 opt.step()
@@ -103,6 +104,20 @@ def train_classifier(
                 best_state = {n: p.detach().clone() for n, p in model.state_dict().items()}
     best_model.load_state_dict(best_state)
     return best_model
+
+
+def _projection(d: int, k: int, kind: str, seed: int) -> np.ndarray | OrthogonalMap:
+    """The center's Q: Gaussian d × k, or an exactly orthogonal d × d map never formed densely."""
+    if kind == "orthogonal":
+        return OrthogonalMap(d, seed)
+    return projection_matrix(d, k, kind, seed)
+
+
+def _fresh(x: torch.Tensor, d: int, k: int, kind: str, gen: torch.Generator) -> torch.Tensor:
+    """``x`` through a fresh matrix of the family (invariant training): no d × d orthogonal."""
+    if kind == "orthogonal":
+        return fresh_orthogonal(x, gen)
+    return x @ random_projection(d, k, kind, gen).to(x.device)
 
 
 def split_60_20_20(n: int, seed: int, run: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -146,14 +161,14 @@ def run_property_inference(
                 modes, q = ["none"], None
             else:
                 k = d if kind == "orthogonal" else int(k)
-                q = projection_matrix(d, k, kind, derive_seed(seed, "pi-q", run))
+                q = _projection(d, k, kind, derive_seed(seed, "pi-q", run))
                 modes = ["invariant", "fixed"]
             for mode in modes:
                 s = derive_seed(seed, "pi", run, kind, k, mode)
                 model = train_classifier(
                     x_tr, y_tr, x_val, y_val, spec=spec, seed=s, mode=mode, kind=kind, k=k, q=q
                 )
-                x_te = xc if q is None else xc @ q
+                x_te = xc if q is None else project(xc, q)
                 xt = torch.as_tensor(x_te, dtype=torch.float32, device=spec.device)
                 yt = torch.as_tensor(y_te, dtype=torch.float32, device=spec.device)
                 acc = _accuracy(model, xt, yt)

@@ -17,6 +17,7 @@ import torch
 from ..errors import ConfigError
 from ..seeds import derive_seed, seed_torch
 from .nets import LinearDecoder, MLPDecoder
+from .orthomap import OrthogonalMap
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,8 @@ def relative_error(x_hat: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def pinv_reconstruction(y: np.ndarray, q: np.ndarray) -> np.ndarray:
     """The least-squares deprojection ``Y Q⁺`` (exact when Q has orthonormal rows, k ≥ d)."""
+    if isinstance(q, OrthogonalMap):  # pinv of an orthogonal map is its transpose
+        return q.T.apply(y)
     return y @ np.linalg.pinv(q)
 
 
@@ -71,6 +74,8 @@ def _fit(
     seed_torch(seed, "decoder-init")
     k, d = y.shape[1], xa.shape[1]
     if spec.decoder == "linear":
+        if spec.init == "pinv" and isinstance(q, OrthogonalMap):
+            raise ValueError("pinv init needs a dense Q: use it with Gaussian projections")
         qt = torch.as_tensor(q, dtype=torch.float32) if spec.init == "pinv" else None
         f = LinearDecoder(k, d, spec.init, qt)
     elif spec.decoder == "mlp":
@@ -190,7 +195,13 @@ def run_reconstruction(
         for proj in cfg["fig4_17_projections"]:
             kind = proj["kind"]
             k = d if kind == "orthogonal" else int(proj["k"])
-            q = projection_matrix(d, k, kind, derive_seed(seed, "recon-q", run))
+            q_seed = derive_seed(seed, "recon-q", run)
+            # orthogonal on all genes: the exactly orthogonal fast map, no dense d x d matrix
+            q = (
+                OrthogonalMap(d, q_seed)
+                if kind == "orthogonal"
+                else projection_matrix(d, k, kind, q_seed)
+            )
             y = xs @ q
             for decoder in ("linear", "mlp"):
                 xh, info = reconstruct(y, xa, q, spec_for(decoder, "random"), seed + run)

@@ -19,6 +19,7 @@ import string
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError
 from ..io import write_table
 from ..seeds import rng as make_rng
 from .tcga import REGIONS, tss_table
@@ -37,14 +38,64 @@ TABLE_3_1 = [
 ]  # fmt: skip
 
 
-def _barcodes(n: int, gen: np.random.Generator, tss_per_region: int) -> tuple[list[str], list]:
-    """``n`` unique patients with TSS codes drawn unequally from the TSS table (all regions)."""
+def tss_region_shares() -> dict[str, float]:
+    """Share of each region among the TSS codes of the real TSS → region table (TCGA-like shape).
+
+    South 26 %, Northeast 20 %, Midwest 19 %, West 14 %, Europe 9 %, Canada 6 %, Other 6 %: the
+    smallest and biggest center then hold 6 % and 26 % of a cohort, inside the ranges the thesis
+    reports for the real cohorts (smallest 0.59–7.9 %, biggest 22–58 %, seed 001 §3.1.1).
+    """
+    counts = tss_table()["Region"].value_counts()
+    return {r: float(counts.get(r, 0)) / float(counts.sum()) for r in REGIONS}
+
+
+def _site_weights(
+    gen: np.random.Generator, shape: str, tss_per_region: int, region_weights: dict | None
+) -> tuple[list, np.ndarray]:
+    """TSS codes and their sampling weights: ``random`` (hard case) or ``tcga`` (region shares)."""
     table = tss_table()
-    codes = []
+    codes: list = []
+    if shape == "random":
+        for region in REGIONS:
+            pool = sorted(table.index[table["Region"] == region])
+            codes += list(gen.choice(pool, size=min(tss_per_region, len(pool)), replace=False))
+        return codes, gen.dirichlet(np.full(len(codes), 0.8))
+    if shape != "tcga":
+        raise ConfigError(
+            f"unknown simulator shape {shape!r}",
+            where="data.rnaseq.simulate.shape",
+            fix="use 'tcga' (real region shares) or 'random' (the hard case)",
+        )
+    shares = dict(region_weights or tss_region_shares())
+    unknown = sorted(set(shares) - set(REGIONS))
+    if unknown or sum(shares.values()) <= 0 or min(shares.values()) < 0:
+        raise ConfigError(
+            f"bad region weights {shares!r}",
+            where="data.rnaseq.simulate.region_weights",
+            fix=f"give non-negative weights (not all 0) for regions among {list(REGIONS)}",
+        )
+    total = float(sum(shares.values()))
+    weights = []
     for region in REGIONS:
+        share = shares.get(region, 0.0) / total
+        if share <= 0:
+            continue
         pool = sorted(table.index[table["Region"] == region])
-        codes += list(gen.choice(pool, size=min(tss_per_region, len(pool)), replace=False))
-    weights = gen.dirichlet(np.full(len(codes), 0.8))
+        pick = list(gen.choice(pool, size=min(tss_per_region, len(pool)), replace=False))
+        codes += pick
+        weights += list(share * gen.dirichlet(np.full(len(pick), 2.0)))
+    return codes, np.asarray(weights) / np.sum(weights)
+
+
+def _barcodes(
+    n: int,
+    gen: np.random.Generator,
+    tss_per_region: int,
+    shape: str = "random",
+    region_weights: dict | None = None,
+) -> tuple[list[str], list]:
+    """``n`` unique patients with TSS codes drawn unequally from the TSS table (all regions)."""
+    codes, weights = _site_weights(gen, shape, tss_per_region, region_weights)
     site = gen.choice(len(codes), size=n, p=weights)
     alphabet = np.array(list(string.ascii_uppercase[:26] + string.digits))
     seen: set[str] = set()
@@ -75,6 +126,10 @@ def simulate_rnaseq(
     extra_sample_fraction: float = 0.05,
     sex_genes: int = 10,
     sex_lfc: float = 1.5,
+    shape: str = "random",
+    region_weights: dict | None = None,
+    cluster_proportions: list | None = None,
+    tss_per_region: int = 3,
 ) -> None:
     """Write a simulated cohort as Xena ``star_counts.tsv.gz`` + ``clinical.tsv.gz``.
 
@@ -84,11 +139,19 @@ def simulate_rnaseq(
 
     ``extra_sample_fraction`` of the patients also get a solid-normal sample (type 11) and as
     many a second primary vial (01B): the parser must drop them (one primary per patient).
+
+    ``shape`` picks the center sizes: ``random`` (the hard case: Dirichlet(0.8) weights over
+    ``tss_per_region`` random sites per region, so most region × cluster cells hold a handful of
+    samples) or ``tcga`` (region shares of the real TSS → region table, :func:`tss_region_shares`,
+    or ``region_weights``). ``cluster_proportions`` fixes the subtype shares (e.g. TCGA BRCA
+    PAM50); ``None`` draws them from Dirichlet(4).
     """
     gen = make_rng(seed, "simulate_rnaseq", name)
-    patients, tss = _barcodes(n_samples, gen, tss_per_region=3)
+    patients, tss = _barcodes(n_samples, gen, tss_per_region, shape, region_weights)
     region = dict(zip(tss_table().index, tss_table()["Region"], strict=True))
-    cluster = gen.choice(n_clusters, size=n_samples, p=gen.dirichlet(np.full(n_clusters, 4.0)))
+    cluster = gen.choice(
+        n_clusters, size=n_samples, p=_cluster_shares(gen, n_clusters, cluster_proportions)
+    )
     base = gen.normal(4.0, 1.8, size=n_genes)  # log mean expression per gene
     lfc = np.zeros((n_clusters, n_genes))
     for k in range(n_clusters):
@@ -136,6 +199,20 @@ def simulate_rnaseq(
     )
     _write_gz_tsv(counts_path, table, index=True, float_format="%.10g")
     _write_gz_tsv(clinical_path, clinical, index=False)
+
+
+def _cluster_shares(gen: np.random.Generator, k: int, proportions: list | None) -> np.ndarray:
+    """Subtype shares: the configured ``proportions`` (normalised) or a Dirichlet(4) draw."""
+    if proportions is None:
+        return gen.dirichlet(np.full(k, 4.0))
+    p = np.asarray(proportions, dtype=float)
+    if p.shape != (k,) or np.any(p < 0) or p.sum() <= 0:
+        raise ConfigError(
+            f"cluster_proportions {list(proportions)} do not fit n_clusters = {k}",
+            where="data.rnaseq.simulate.cluster_proportions",
+            fix="give n_clusters non-negative shares (not all 0), or null for random shares",
+        )
+    return p / p.sum()
 
 
 def _write_gz_tsv(path: str, df: pd.DataFrame, index: bool, float_format: str | None = None):

@@ -80,6 +80,8 @@ def _panels(t: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def gradual(t: pd.DataFrame):
+    """Fig 4.4: per panel, CCC and FMI vs n_min; mean line + 10–90 % / 25–75 % quantile bands
+    over the cohorts (each cohort's value at an n_min is one observation, as in the thesis)."""
     panels = _panels(t)
     fig, axes = plt.subplots(2, len(panels), figsize=(4.2 * len(panels), 7), squeeze=False)
     for j, (prep, metric) in enumerate(panels):
@@ -87,24 +89,50 @@ def gradual(t: pd.DataFrame):
         for i, y in enumerate(("ccc", "fmi")):
             ax = axes[i, j]
             for m, dm in d.groupby("linkage"):
-                g = dm.groupby("n_min")[y]
-                ls = "--" if m == APPROX else "-"
-                ax.plot(g.mean().index, g.mean().values, ls=ls, marker=".", color=COLORS.get(m),
-                        label=m)  # fmt: skip
-                ax.fill_between(
-                    g.mean().index,
-                    g.min().values,
-                    g.max().values,
-                    color=COLORS.get(m),
-                    alpha=0.15,
-                    lw=0,
-                )
+                _band(ax, dm, "n_min", y, m, COLORS.get(m, "k"))
+                if m == APPROX:
+                    ax.lines[-1].set_linestyle("--")
             ax.set(xlabel="n_min", ylabel=y.upper(), ylim=(-0.05, 1.05))
             if i == 0:
                 ax.set_title(f"({'ABCDEFG'[j]}) {prep}, {metric}")
     axes[0, 0].legend()
     fig.tight_layout()
     return fig
+
+
+def cohort_shape(obs: pd.DataFrame, n_min_fraction: float) -> pd.DataFrame:
+    """Per cohort: size, center shares and the thesis' condition (§4.2.2, bimodal rule).
+
+    The condition: some planted cluster has at least ``max(25, fraction × n)`` samples in one
+    center (``true_cluster`` exists for simulated cohorts only; NaN otherwise).
+    """
+    rows = []
+    for cohort, o in obs.groupby("cohort"):
+        share = o["center"].value_counts(normalize=True)
+        row = {
+            "cohort": cohort,
+            "n": len(o),
+            "centers": int(share.size),
+            "smallest center %": round(100 * share.min(), 1),
+            "biggest center %": round(100 * share.max(), 1),
+        }
+        if "true_cluster" in o:
+            cells = pd.crosstab(o["center"], o["true_cluster"])
+            top = int(cells.to_numpy().max())
+            n10 = int(np.floor(n_min_fraction * len(o)))
+            per_cluster = cells.max(axis=0)  # each cluster's largest count in one center
+            row.update(
+                {
+                    "clusters": int(cells.shape[1]),
+                    "largest cluster in one center": top,
+                    "meets ≥ 25 condition": top >= 25,
+                    "clusters with ≥ 25 in a center": int((per_cluster >= 25).sum()),
+                    "n_min = 10 %": n10,
+                    "clusters with ≥ n_min(10 %) in a center": int((per_cluster >= n10).sum()),
+                }
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def cuts_summary(cuts: pd.DataFrame, grad: pd.DataFrame) -> pd.DataFrame:
@@ -330,5 +358,46 @@ def pca(t: pd.DataFrame):
             ylim=(0, 1.02),
         )
     axes[0, 0].legend()
+    fig.tight_layout()
+    return fig
+
+
+def inversions(z: np.ndarray, zp: np.ndarray, meta: dict):
+    """Fig 4.6: a federated dendrogram with inversions, beside its pooled counterpart."""
+    from scipy.cluster.hierarchy import dendrogram
+
+    from .gradual import enforce_monotone
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4), sharey=True)
+    title = f"gradual sharing, {meta['method']}, n_min = {meta['n_min']}"
+    for ax, zz, t in (
+        (axes[0], z, f"{title}: {meta['inversions']} inversions"),
+        (axes[1], enforce_monotone(z), "same tree, monotone heights enforced"),
+        (axes[2], zp, "pooled (scipy)"),
+    ):
+        dendrogram(zz, ax=ax, no_labels=True, color_threshold=0, above_threshold_color="k")
+        ax.set(title=t, ylabel="merge height")
+    fig.tight_layout()
+    return fig
+
+
+def outlier(x: np.ndarray, is_outlier: np.ndarray, z: np.ndarray, demo: pd.DataFrame):
+    """Appendix Fig A.1: 3 blobs + outlier, its pooled dendrogram, CCC of shuffled merges."""
+    from scipy.cluster.hierarchy import dendrogram
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    axes[0].scatter(*x[~is_outlier].T, s=10, color="C0", label="3 blobs")
+    axes[0].scatter(*x[is_outlier].T, s=40, color="C3", marker="x", label="outlier")
+    axes[0].set(title="data", xlabel="x₁", ylabel="x₂")
+    axes[0].legend()
+    dendrogram(z, ax=axes[1], no_labels=True, color_threshold=0, above_threshold_color="k")
+    axes[1].set(title="pooled dendrogram: the outlier merges last", ylabel="merge height")
+    cols = ["ccc_without_outlier", "ccc_with_outlier"]
+    axes[2].boxplot([demo[c] for c in cols], tick_labels=["without outlier", "with outlier"])
+    axes[2].axhline(0, color="k", lw=0.5)
+    axes[2].set(
+        ylabel="CCC vs pooled",
+        title=f"random merges, pooled heights ({len(demo)} shufflings)",
+    )
     fig.tight_layout()
     return fig
