@@ -1,5 +1,7 @@
 # Stage: fedcref — federated cluster-wise refinement (seed 002). See docs/ARCHITECTURE.md.
 # One job per (experiment, setting, repetition); fedcref_report merges them into Tables 1-8.
+# The per-cluster AEs are tiny MLPs (per-step overhead dominates): jobs run on one CPU thread,
+# no GPU resource is requested; SLURM runtimes for paper-size jobs: profiles/slurm/config.yaml.
 from fedclust.config import data_mirror as _fcr_mirror
 from fedclust.data.glyphs import FILES as FCR_FILES
 from fedclust.data.registry import REGISTRY as _FCR_REGISTRY
@@ -90,8 +92,6 @@ rule fedcref_calibrate:
         "results/logs/fedcref/fedcref_calibrate_{dataset}.log",
     conda:
         "../envs/fedclust.yaml"
-    resources:
-        gpu=1,
     params:
         cfg=FCR,
         seed=SEED,
@@ -114,8 +114,6 @@ rule fedcref_run:
         rep="[0-9]+",
     conda:
         "../envs/fedclust.yaml"
-    resources:
-        gpu=1,
     params:
         cfg=FCR,
         seed=SEED,
@@ -137,8 +135,6 @@ rule fedcref_cross_method:
         rep="[0-9]+",
     conda:
         "../envs/fedclust.yaml"
-    resources:
-        gpu=1,
     params:
         cfg=FCR,
         seed=SEED,

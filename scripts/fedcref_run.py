@@ -24,7 +24,8 @@ def main() -> None:
     seed = derive_seed(int(snakemake.params.seed), "fedcref", w.exp, w.setting, int(w.rep))
     hist, summ, ledger = run_setting(cfg, setting, x, y, seed, theta)
     meta = {"exp": w.exp, "setting": w.setting, "repetition": int(w.rep), **setting}
-    meta = {k: v for k, v in meta.items() if not isinstance(v, bool)}
+    scalar = (str, int, float)
+    meta = {k: v for k, v in meta.items() if isinstance(v, scalar) and not isinstance(v, bool)}
     write_table(snakemake.output.history, hist.assign(**meta), index=False)
     write_table(snakemake.output.summary, pd.DataFrame(summ).assign(**meta), index=False)
     write_table(snakemake.output.ledger, ledger, index=False)

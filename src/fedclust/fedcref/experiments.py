@@ -71,6 +71,8 @@ def settings(cfg: dict) -> dict[str, dict[str, dict[str, Any]]]:
         }
     for exp, s in out.items():
         for name, o in s.items():
+            if "variants" in ex[exp]:
+                o["variants"] = list(ex[exp]["variants"])
             if o["dataset"] not in cfg["datasets"]:
                 raise ConfigError(
                     f"{exp} setting {name} uses dataset {o['dataset']!r}, not in fedcref.datasets",
@@ -162,7 +164,7 @@ def run_setting(
     real_k = len(np.unique(np.concatenate(ys)))
     holders = pd.Series([c for y in ys for c in np.unique(y)]).value_counts()
     ideal_k = int((holders >= 2).sum())
-    for v in variants or list(cfg["variants"]):
+    for v in variants or list(setting.get("variants", cfg["variants"])):
         res = run_fedcref(xs, init, ks, p, seed, v, make_evaluator(ys), perfect_oracle(ys))
         h = pd.DataFrame(res.history).assign(variant=v)
         hist.append(h)
