@@ -3,44 +3,14 @@
 # The per-cluster AEs are tiny MLPs (per-step overhead dominates): jobs run on one CPU thread,
 # no GPU resource is requested; SLURM runtimes for paper-size jobs: profiles/slurm/config.yaml.
 from fedclust.config import data_mirror as _fcr_mirror
-from fedclust.data.glyphs import FILES as FCR_FILES
 from fedclust.data.registry import REGISTRY as _FCR_REGISTRY
-from fedclust.fedcref.experiments import settings as fcr_settings
+from fedclust.fedcref import workflow as FW
 
 FCR = config.get("fedcref", {})
 FCR_DL = config["data"]["download_dir"]
 FCR_MIRROR = _fcr_mirror(config)
 FCR_MIRROR = str(FCR_MIRROR) if FCR_MIRROR else None
-FCR_SETTINGS = fcr_settings(FCR) if FCR else {}
-FCR_RUNS = [
-    (e, s, r)
-    for e, ss in FCR_SETTINGS.items()
-    for s in ss
-    for r in range(int(FCR.get("repetitions", 1)))
-]
-FCR_DATASETS = sorted({o["dataset"] for ss in FCR_SETTINGS.values() for o in ss.values()})
-FCR_CALIBRATED = str(FCR.get("association", {}).get("theta")) == "calibrated"
-
-
-def fcr_files(wildcards):
-    """Downloaded upstream files a glyph dataset needs (none for offline sources)."""
-    src = FCR["datasets"][wildcards.dataset]["source"]
-    if src not in FCR_FILES:
-        return []
-    reg, names = FCR_FILES[src]
-    return [f"{FCR_DL}/{reg}/{n}" for n in names]
-
-
-def fcr_run_inputs(wildcards):
-    ds = FCR_SETTINGS[wildcards.exp][wildcards.setting]["dataset"]
-    out = {"data": f"results/fedcref/data/{ds}.npz"}
-    if FCR_CALIBRATED:
-        out["calibration"] = f"results/fedcref/calibration/{ds}.json"
-    return out
-
-
-wildcard_constraints:
-    fcr_file="[A-Za-z0-9_.-]+",
+FCR_SETTINGS, FCR_RUNS, FCR_DATASETS, FCR_CALIBRATED = FW.plan(FCR)
 
 
 for _ds in ("emnist", "kmnist", "kmnist49"):
@@ -67,7 +37,7 @@ for _ds in ("emnist", "kmnist", "kmnist49"):
 
 rule fedcref_dataset:
     input:
-        fcr_files,
+        lambda w: FW.dataset_files(FCR, FCR_DL, w.dataset),
     output:
         "results/fedcref/data/{dataset}.npz",
     log:
@@ -101,7 +71,7 @@ rule fedcref_calibrate:
 
 rule fedcref_run:
     input:
-        unpack(fcr_run_inputs),
+        unpack(lambda w: FW.run_inputs(FCR_SETTINGS, FCR_CALIBRATED, w.exp, w.setting)),
     output:
         history="results/fedcref/runs/{exp}/{setting}/rep{rep}/history.tsv",
         summary="results/fedcref/runs/{exp}/{setting}/rep{rep}/summary.tsv",
@@ -124,7 +94,7 @@ rule fedcref_run:
 
 rule fedcref_cross_method:
     input:
-        unpack(fcr_run_inputs),
+        unpack(lambda w: FW.run_inputs(FCR_SETTINGS, FCR_CALIBRATED, w.exp, w.setting)),
     output:
         table="results/fedcref/runs/{exp}/{setting}/rep{rep}/cross_method.tsv",
     log:
