@@ -376,3 +376,33 @@ def test_synthetic_glyphs_deterministic_and_separable():
     lab = KMeans(4, n_init=5, random_state=0).fit_predict(x)
     assert hungarian_accuracy(lab, y) > 0.8
     torch.manual_seed(0)
+
+
+def test_flat_ae_adam_matches_torch_adam_on_linear_layers():
+    from fedclust.fedcref.model import as_sequential, sample_errors
+
+    x = torch.as_tensor(synthetic_glyphs(3, 20, 1, side=4)[0])
+    ae = make_ae(16, (8, 4), seed=3)
+    seq = as_sequential(ae)
+    torch.testing.assert_close(seq(x), ae(x))
+    opt = torch.optim.Adam(seq.parameters(), lr=1e-3)
+    g1, g2 = generator(0, "a"), generator(0, "a")
+    losses = train_ae(ae, x, 3, 8, 1e-3, g1)
+    ref = []
+    from fedclust.dec.train import batches
+
+    for _ in range(3):
+        tot = 0.0
+        for idx in batches(len(x), 8, True, g2):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(seq(x[idx]), x[idx])
+            loss.backward()
+            opt.step()
+            tot += loss.item() * len(idx)
+        ref.append(tot / len(x))
+    np.testing.assert_allclose(losses, ref, rtol=1e-5)
+    ref_params = [p.detach().numpy() for p in seq.state_dict().values()]
+    for a, b in zip(get_parameters(ae), ref_params, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    e = sample_errors(ae, x)
+    np.testing.assert_allclose(e, ((seq(x) - x) ** 2).mean(1).detach().numpy(), rtol=1e-5)

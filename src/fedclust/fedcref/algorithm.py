@@ -141,7 +141,7 @@ class Client:
         for uid, params in received.items():
             if uid in self.cache:
                 continue
-            model = make_ae(d, self.p.hidden, 0)
+            model = make_ae(d, self.p.hidden, None)
             set_parameters(model, params)
             self.cache[uid] = sample_errors(model, self.x)
 
@@ -167,7 +167,7 @@ class Client:
         self, q: int, parameters: NDArrays, config: dict[str, Any]
     ) -> tuple[NDArrays, int, dict]:
         rows = np.flatnonzero(self.labels == q)
-        model = make_ae(self.x.shape[1], self.p.hidden, 0)
+        model = make_ae(self.x.shape[1], self.p.hidden, None)
         set_parameters(model, parameters)
         gen = self._fl_gens.setdefault(
             config["group"], generator(self.seed, "fl", config["group"], q)
