@@ -109,6 +109,7 @@ rule fedcref_cross_method:
         cfg=FCR,
         seed=SEED,
         settings=FCR_SETTINGS,
+        dec=config.get("dec"),
     script:
         "../scripts/fedcref_cross_method.py"
 

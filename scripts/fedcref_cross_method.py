@@ -21,7 +21,7 @@ def main() -> None:
     with np.load(snakemake.input.data) as z:
         x, y = z["x"], z["y"]
     seed = derive_seed(int(snakemake.params.seed), "fedcref", w.exp, w.setting, int(w.rep))
-    rows = cross_method(cfg, setting, x, y, seed)
+    rows = cross_method(cfg, setting, x, y, seed, snakemake.params.dec)
     for r in rows:
         if "silhouette" in r:
             r["silhouette"] = str(r["silhouette"])

@@ -206,9 +206,17 @@ def run_setting(
     return pd.concat(hist, ignore_index=True), summ, led
 
 
-def cross_method(cfg: dict, setting: dict, x_pool, y_pool, seed: int) -> list[dict[str, Any]]:  # noqa: ANN001
-    """Centralized references on the same client system (pooled data, labelled centralized):
-    k-means with K = |U| and global DEC with K by silhouette on t-SNE (§4 item 1)."""
+def cross_method(
+    cfg: dict,
+    setting: dict,
+    x_pool,
+    y_pool,
+    seed: int,
+    dec_stage: dict | None = None,  # noqa: ANN001
+) -> list[dict[str, Any]]:
+    """References on the same client system: pooled k-means with K = |U| and global DEC with K
+    by silhouette on t-SNE (§4 item 1), both centralized; and, given the DEC stage's config,
+    federated DEC (fedclust.dec, one center per client, K = |U| given) evaluated pooled."""
     from sklearn.cluster import KMeans
 
     from .init import centralized_dec_k
@@ -248,7 +256,35 @@ def cross_method(cfg: dict, setting: dict, x_pool, y_pool, seed: int) -> list[di
             "silhouette": {int(k): round(v, 4) for k, v in sil.items()},
         }
     )
+    if dec_stage:
+        rows.append(federated_dec(cfg, dec_stage, x_pool, clients, real_k, seed))
     return rows
+
+
+def federated_dec(cfg: dict, dec_stage: dict, x_pool, clients, k: int, seed: int) -> dict:  # noqa: ANN001
+    """Federated DEC of the dec stage (seed 000) on the FedCRef clients as centers."""
+    import copy
+
+    from fedclust.dec.pipeline import run_federated
+
+    g = cfg["global_dec"]
+    d = copy.deepcopy(dec_stage)
+    d["datasets"] = {"fedcref": {"k": int(k), "selection": "accuracy"}}
+    d["federated"]["strategies"] = [g["federated_strategy"]]
+    d["federated"]["centroid_aggregation"] = [g["centroid_aggregation"]]
+    x = np.concatenate([x_pool[c.idx] for c in clients])
+    y = np.concatenate([c.y for c in clients])
+    centers = np.concatenate([np.full(len(c.idx), i) for i, c in enumerate(clients)])
+    res = run_federated(x, y, centers, d, "fedcref", "clients", seed)
+    row = res.table.iloc[0]
+    return {
+        "method": f"federated DEC ({g['federated_strategy']}, {g['centroid_aggregation']}; "
+        "K = |U| given)",
+        "paradigm": "federated",
+        "k_found": int(row.get("n_clusters_found", k)),
+        "acc_pooled": float(row["accuracy"]),
+        "acc_client_mean": float("nan"),
+    }
 
 
 def resolve_theta(cfg: dict, calibration: str | None) -> float:
