@@ -406,3 +406,37 @@ def test_flat_ae_adam_matches_torch_adam_on_linear_layers():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     e = sample_errors(ae, x)
     np.testing.assert_allclose(e, ((seq(x) - x) ** 2).mean(1).detach().numpy(), rtol=1e-5)
+
+
+def test_report_tables_ci_and_paper_columns():
+    import pandas as pd
+    from scipy import stats as st
+
+    from fedclust.fedcref.report import build_tables, ci
+
+    v = pd.Series([0.8, 0.9, 0.85])
+    m, h = ci(v)
+    lo, hi = st.t.interval(0.95, 2, loc=v.mean(), scale=st.sem(v))
+    assert m == pytest.approx(v.mean()) and h == pytest.approx((hi - lo) / 2)
+    rows = []
+    for exp, extra in (("exp1", {}), ("exp2", {"dirtiness": 0.3}), ("exp3", {"overlap": 0.3}),
+                       ("exp4", {"n_clients": 6})):  # fmt: skip
+        for rep in range(2):
+            for var in ("fedcref", "perfect"):
+                rows.append(
+                    {"exp": exp, "dataset": "digits", "variant": var, "real_k": 10, "ideal_k": 9,
+                     "acc_init": 0.7, "acc_end": 0.9 + rep / 100, "improvement_pct": 28.0,
+                     "groups_end": 9 + rep, "wrong_links_end": 0, "wrong_clusters_end": 0,
+                     "isolated_start": 20, "isolated_end": 3, "iterations": 3,
+                     "seconds_per_iteration": 1.0, **{"dirtiness": 0.3, "overlap": 0.0,
+                                                      "n_clients": 6, **extra}}
+                )  # fmt: skip
+    cfg = {"datasets": {"digits": {"source": "digits", "paper": "EMNIST"}}}
+    t = build_tables(pd.DataFrame(rows), cfg, pd.DataFrame())
+    assert sorted(t) == [f"table{i}" for i in range(1, 9)]
+    assert t["table3"]["paper K"].iloc[0] == "9.8 (±1.1) / 10"
+    assert t["table4"]["paper ACC end"].iloc[0] == "0.879 (±0.028)"
+    assert t["table6"]["paper ACC end"].iloc[0] == "0.955 (±0.016)"
+    assert t["table8"]["paper clients"].iloc[0] == 20
+    assert t["table4"]["ACC end (ours)"].iloc[0].startswith("0.905 (±")
+    assert t["table1"]["paper ACC end"].iloc[0] == "0.894 (±0.031)"
