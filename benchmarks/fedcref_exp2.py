@@ -82,7 +82,7 @@ def main() -> None:
             logging.info("d=%s rep=%d %s", d, r, s)
     cols = ["variant", "dirtiness", "real_k", "ideal_k", "groups_end", "wrong_links_end",
             "isolated_start", "isolated_end", "acc_init", "acc_end", "iterations",
-            "seconds_per_iteration"]  # fmt: skip
+            "seconds_per_iteration", "cpu_seconds_per_iteration"]  # fmt: skip
     print(pd.DataFrame(summ)[cols].groupby(["variant", "dirtiness"]).mean().round(3).to_string())
 
 

@@ -170,6 +170,7 @@ def run_setting(
         hist.append(h)
         last, first = res.history[-1], res.history[0]
         it_secs = [r["seconds"] for r in res.history[1:]]
+        it_cpu = [r["cpu_seconds"] for r in res.history[1:]]
         summ.append(
             {
                 "variant": v,
@@ -189,6 +190,7 @@ def run_setting(
                 "iterations": res.iterations,
                 "stop_reason": res.stop_reason,
                 "seconds_per_iteration": float(np.mean(it_secs)) if it_secs else 0.0,
+                "cpu_seconds_per_iteration": float(np.mean(it_cpu)) if it_cpu else 0.0,
                 "init_seconds": init_seconds,
                 "messages": res.ledger.n_messages,
                 "floats": res.ledger.n_floats,

@@ -39,7 +39,10 @@ def _outcomes(g: pd.DataFrame) -> dict[str, str]:
         "wrong clusters": fmt(f.wrong_clusters_end, 1),
         "isolated start → end": f"{fmt(f.isolated_start, 1)} → {fmt(f.isolated_end, 1)}",
         "iterations": fmt(f.iterations, 1),
-        "s / iteration": fmt(f.seconds_per_iteration, 2),
+        "s / iteration (wall)": fmt(f.seconds_per_iteration, 2),
+        "CPU s / iteration": fmt(f.cpu_seconds_per_iteration, 2)
+        if "cpu_seconds_per_iteration" in f
+        else "—",
         "runs": str(len(f)),
     }
 
