@@ -272,7 +272,7 @@ def test_choose_theta_separates_distributions():
     pairs = pd.DataFrame(
         {"stat": np.r_[same, diff], "same_class": np.r_[np.ones(20), np.zeros(80)].astype(bool)}
     )
-    out = choose_theta(pairs)
+    out = choose_theta(pairs, 0.0, 1)
     assert 0.4 < out["theta"] < 0.6 and out["tpr"] == 1.0 and out["fpr"] == 0.0
 
 

@@ -2,9 +2,11 @@
 oracle partition), the distribution of the association statistic max(stat_ab, stat_ba) for
 same-class vs different-class cluster pairs, and the θ that separates them.
 
-θ maximises TPR(θ) − w·FPR(θ) (a pair passes when its statistic ≤ θ; w = ``fp_weight`` > 1
-because one false link merges two groups in the connected components); θ is placed midway
-between the chosen statistic and the next larger one. The paper's θ = 0.2 is reported beside it.
+A pair passes when its statistic ≤ θ. One false link merges two groups in the connected
+components, so θ is the largest observed statistic at which the expected number of wrong links
+in a system of this size, FPR(θ) × (different-class pairs per validation system), stays
+≤ ``max_wrong_links``; θ is placed midway to the next larger statistic. The paper's θ = 0.2 is
+reported beside it, with its TPR/FPR on the same pairs.
 """
 
 from __future__ import annotations
@@ -59,17 +61,18 @@ def pair_statistics(
     return pd.DataFrame(rows)
 
 
-def choose_theta(pairs: pd.DataFrame, fp_weight: float = 5.0) -> dict[str, float]:
+def choose_theta(
+    pairs: pd.DataFrame, max_wrong_links: float = 1.0, n_systems: int = 1
+) -> dict[str, float]:
     """θ from the same/different distributions (module docstring); with rates at θ."""
     s = pairs["stat"].to_numpy(float)
     same = pairs["same_class"].to_numpy(bool)
     if same.sum() == 0 or (~same).sum() == 0:
         raise ValueError("calibration needs both same-class and different-class pairs")
     cand = np.unique(s[np.isfinite(s)])
-    tpr = np.array([(s[same] <= t).mean() for t in cand])
-    fpr = np.array([(s[~same] <= t).mean() for t in cand])
-    score = tpr - fp_weight * fpr
-    i = int(np.argmax(score))
+    wrong = np.array([(s[~same] <= t).sum() for t in cand]) / max(n_systems, 1)
+    ok = np.flatnonzero(wrong <= max_wrong_links)
+    i = int(ok[-1]) if len(ok) else 0
     nxt = cand[i + 1] if i + 1 < len(cand) else min(1.0, cand[i] + 0.01)
     theta = float(np.clip((cand[i] + nxt) / 2, 1e-6, 1.0))
     return {
@@ -80,6 +83,7 @@ def choose_theta(pairs: pd.DataFrame, fp_weight: float = 5.0) -> dict[str, float
         "different_median": float(np.median(s[~same])),
         "same_n": int(same.sum()),
         "different_n": int((~same).sum()),
+        "expected_wrong_links": float((s[~same] <= theta).sum() / max(n_systems, 1)),
     }
 
 
@@ -96,7 +100,7 @@ def calibrate(
         ],
         ignore_index=True,
     )
-    out = choose_theta(pairs, float(cfg["calibration"]["fp_weight"]))
+    out = choose_theta(pairs, float(cfg["calibration"]["max_wrong_links"]), reps)
     paper = float(cfg["association"]["paper_theta"])
     s, same = pairs["stat"].to_numpy(float), pairs["same_class"].to_numpy(bool)
     out.update(

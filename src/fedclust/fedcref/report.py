@@ -275,7 +275,8 @@ def build_section(
         "the default config uses fewer clients than the paper's 20–50).",
         "table8": "Table 8 layout: ACC vs number of clients.",
         "calibration": "θ calibration: the association statistic on a labelled validation "
-        "system (oracle partition), same-class vs different-class pairs; calibrated θ with its "
+        "system (oracle partition), same-class vs different-class pairs; calibrated θ (the largest "
+        "with at most calibration.max_wrong_links expected wrong links per system) with its "
         "TPR/FPR, and the paper's θ = 0.2 with its TPR/FPR on the same pairs.",
     }
     tab_entries = []
