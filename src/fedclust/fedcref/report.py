@@ -326,6 +326,12 @@ def build_section(
         "θ: the paper's θ = 0.2 is not portable across cluster sizes (the min-max statistic "
         "depends on S); the runs use the θ from the calibration utility when association.theta "
         "is 'calibrated' (see the calibration table: the paper's θ and its TPR/FPR are beside).",
+        "Handling of edge cases: a zero-range |ΔE| vector normalises to 0 (passes); an empty "
+        "cluster (ClusterRefine can leave one) gets no AE and no graph node and is counted in "
+        "the history's empty_clusters; ties in ClusterRefine go to the lowest model index "
+        "(local models first). Wrong links = links between clusters whose Hungarian-mapped true "
+        "classes differ (authors' code); wrong clusters = clusters outside their group's "
+        "majority class (paper wording).",
         "Ours: mean (±95 % CI, t-distribution) over repetitions; the paper's numbers are from its "
         "Tables 1–8 on different datasets and sizes (its EMNIST rows are the reference for the "
         "digit stand-ins).",
