@@ -42,6 +42,7 @@ def main() -> None:
     ap.add_argument("--later-epochs", type=int, default=7)
     ap.add_argument("--max-iterations", type=int, default=10)
     ap.add_argument("--theta", type=float, default=None)
+    ap.add_argument("--cal-reps", type=int, default=None, help="validation systems for θ")
     ap.add_argument("--config", default="config/config.yaml")
     ap.add_argument("--out", default="/tmp/fedcref_exp2")
     a = ap.parse_args()
@@ -52,6 +53,8 @@ def main() -> None:
     cfg["autoencoder"].update(epochs=a.epochs, batch_size=a.batch)
     cfg["federated"].update(rounds=a.rounds, later_epochs=a.later_epochs)
     cfg["stopping"]["max_iterations"] = a.max_iterations
+    if a.cal_reps:
+        cfg["calibration"]["repetitions"] = a.cal_reps
     spec = {"source": a.source, "n_classes": a.classes}
     need = a.clients * a.samples * 2 if a.source == "synthetic" else 0
     if a.source == "synthetic":
