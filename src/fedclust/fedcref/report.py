@@ -33,7 +33,7 @@ def fmt(values: pd.Series, digits: int = 3) -> str:
 def _outcomes(g: pd.DataFrame) -> dict[str, str]:
     f = g[g.variant == "fedcref"]
     return {
-        "K found / real K (ideal)": f"{fmt(f.groups_end, 1)} / {int(f.real_k.iloc[0])} "
+        "K found / real K (ideal)": f"{fmt(f.groups_end, 1)} / {fmt(f.real_k, 1)} "
         f"({fmt(f.ideal_k, 1)})",
         "wrong links": fmt(f.wrong_links_end, 1),
         "wrong clusters": fmt(f.wrong_clusters_end, 1),
@@ -101,7 +101,7 @@ def build_tables(summary: pd.DataFrame, cfg: dict, cross: pd.DataFrame) -> dict[
                 "paradigm": "decentralized",
                 "ACC (mean over clients)": fmt(f.acc_end),
                 "ACC pooled": "—",
-                "K found / real K": f"{fmt(f.groups_end, 1)} / {int(f.real_k.iloc[0])}",
+                "K found / real K": f"{fmt(f.groups_end, 1)} / {fmt(f.real_k, 1)}",
             }
         )
         c = cross[cross.dataset == ds] if len(cross) else cross
@@ -113,7 +113,7 @@ def build_tables(summary: pd.DataFrame, cfg: dict, cross: pd.DataFrame) -> dict[
                     "paradigm": cg.paradigm.iloc[0],
                     "ACC (mean over clients)": fmt(cg.acc_client_mean),
                     "ACC pooled": fmt(cg.acc_pooled),
-                    "K found / real K": f"{fmt(cg.k_found, 1)} / {int(f.real_k.iloc[0])}",
+                    "K found / real K": f"{fmt(cg.k_found, 1)} / {fmt(f.real_k, 1)}",
                 }
             )
     for p in paper.TABLE2:
