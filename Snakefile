@@ -47,6 +47,7 @@ include: "rules/dec.smk"
 include: "rules/decentral.smk"
 include: "rules/admm.smk"
 include: "rules/perf.smk"
+include: "rules/fedcref.smk"
 include: "rules/report.smk"
 
 

@@ -19,6 +19,10 @@ IPSSM_COMMIT = "0d40d6dd58c06dac8d1dfdeb51c665297d01779a"
 IPSSM_BASE = f"https://raw.githubusercontent.com/papaemmelab/IPSSMstudy/{IPSSM_COMMIT}/data"
 XENA_BASE = "https://gdc-hub.s3.us-east-1.amazonaws.com/download"
 MNIST_BASE = "https://ossci-datasets.s3.amazonaws.com/mnist"
+# FedCRef (seed 002) glyph datasets: md5 as pinned by torchvision (EMNIST zip, KMNIST IDX) and by
+# torchvision-style K49 loaders (Kuzushiji-49 npz). The EMNIST zip holds every EMNIST split.
+EMNIST_URL = "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip"
+KMNIST_BASE = "http://codh.rois.ac.jp/kmnist/dataset"
 
 TCGA_COHORTS = ("BRCA", "COAD", "LUAD", "LUSC", "PAAD", "PRAD", "READ", "SKCM")
 
@@ -62,6 +66,17 @@ _MNIST = {  # md5 (torchvision), sha256 (torchvision prototype / tensorflow-data
     ),
 }
 
+_KMNIST = {
+    "train-images-idx3-ubyte.gz": "bdb82020997e1d708af4cf47b453dcf7",
+    "train-labels-idx1-ubyte.gz": "e144d726b3acfaa3e44228e80efcd344",
+    "t10k-images-idx3-ubyte.gz": "5c965bf0a639b31b8f53240b1b52f4d7",
+    "t10k-labels-idx1-ubyte.gz": "7320c461ea6c1c855c0b718fb2a4b134",
+}
+_K49 = {
+    "k49-train-imgs.npz": "7ac088b20481cf51dcd01ceaab89d821",
+    "k49-train-labels.npz": "44a8e1b893f81e63ff38d73cad420f7a",
+}
+
 
 def _tcga() -> dict[str, Remote]:
     out = {}
@@ -79,6 +94,15 @@ REGISTRY: dict[str, dict[str, Remote]] = {
         for n, (md5, sha) in _MNIST.items()
     },
     "tcga": _tcga(),
+    "emnist": {
+        "gzip.zip": Remote("emnist", "gzip.zip", EMNIST_URL, md5="58c8d27c78d21e728a6bc7b3cc06412e")
+    },
+    "kmnist": {
+        n: Remote("kmnist", n, f"{KMNIST_BASE}/kmnist/{n}", md5=h) for n, h in _KMNIST.items()
+    },
+    "kmnist49": {
+        n: Remote("kmnist49", n, f"{KMNIST_BASE}/k49/{n}", md5=h) for n, h in _K49.items()
+    },
 }
 
 

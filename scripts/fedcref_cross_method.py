@@ -1,0 +1,32 @@
+"""Rule `fedcref_cross_method`: centralized references on the same client system (Table 2)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.fedcref.experiments import cross_method  # noqa: E402
+from fedclust.io import write_table  # noqa: E402
+from fedclust.seeds import derive_seed  # noqa: E402
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    w, cfg = snakemake.wildcards, snakemake.params.cfg
+    setting = snakemake.params.settings[w.exp][w.setting]
+    with np.load(snakemake.input.data) as z:
+        x, y = z["x"], z["y"]
+    seed = derive_seed(int(snakemake.params.seed), "fedcref", w.exp, w.setting, int(w.rep))
+    rows = cross_method(cfg, setting, x, y, seed, snakemake.params.dec)
+    for r in rows:
+        if "silhouette" in r:
+            r["silhouette"] = str(r["silhouette"])
+    table = pd.DataFrame(rows).assign(setting=w.setting, repetition=int(w.rep))
+    write_table(snakemake.output.table, table, index=False)
+
+
+run(main, snakemake)

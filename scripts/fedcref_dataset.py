@@ -1,0 +1,24 @@
+"""Rule `fedcref_dataset`: one glyph dataset as an npz (x in [0, 1], y, flags real/synthetic)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import numpy as np  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.data.glyphs import REAL, load_glyphs  # noqa: E402
+from fedclust.io import write_npz  # noqa: E402
+from fedclust.seeds import derive_seed  # noqa: E402
+
+
+def main() -> None:
+    ds = snakemake.wildcards.dataset
+    spec = snakemake.params.cfg["datasets"][ds]
+    x, y = load_glyphs(
+        spec, list(snakemake.input), derive_seed(snakemake.params.seed, "glyphs", ds)
+    )
+    write_npz(snakemake.output[0], x=x, y=y, real=np.asarray(spec["source"] in REAL))
+
+
+run(main, snakemake)

@@ -1,0 +1,27 @@
+"""Rule `fedcref_report`: merge every run into Tables 1–8, curves and the report section."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+from _common import run  # noqa: E402
+
+from fedclust.fedcref.report import build_section  # noqa: E402
+
+
+def main() -> None:
+    i, o = snakemake.input, snakemake.output
+    build_section(
+        o.section,
+        o.tables,
+        o.figures,
+        list(i.summaries),
+        list(i.histories),
+        list(i.cross),
+        list(i.calibration),
+        list(i.calibration_figures),
+        snakemake.params.cfg,
+    )
+
+
+run(main, snakemake)

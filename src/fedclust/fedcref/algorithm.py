@@ -1,0 +1,382 @@
+"""FedCRef (seed 002 Algorithm 1, §4): clients (center side) and the loop (coordination).
+
+Privacy boundary: a :class:`Client` holds its samples and never sends them. What travels, each
+message through :class:`fedclust.ledger.Ledger`: local AE weights (all-to-all), the association
+statistics (client → graph builder), group membership, FedAvg weights (group aggregator = the
+group's lowest client id ↔ members) and group models (aggregator → every client). Each client
+computes errors of received models on its own data only. True labels enter only the
+evaluation callback and the Perfect-Associations oracle.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedclust.errors import ConfigError, InputDataError
+from fedclust.ledger import Ledger
+
+from .association import (
+    Node,
+    association_edges,
+    check_params,
+    components,
+    direction_statistic,
+)
+from .model import NDArrays, generator, get_parameters, make_ae, sample_errors, set_parameters
+from .model import train_ae as _train
+from .refine import client_stable, cluster_refine, series_stable
+
+try:  # the FedAvg strategy is moving to fedclust.federation; same Flower-shaped API
+    from fedclust.federation import make_strategy  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - until the move lands
+    from fedclust.dec.federated import make_strategy
+
+log = logging.getLogger(__name__)
+MODES = ("fedcref", "perfect", "local_only")
+
+
+@dataclass
+class FedCRefParams:
+    """Algorithm parameters (config ``fedcref.{autoencoder,federated,association,stopping}``)."""
+
+    theta: float = 0.2
+    alpha: float = 75.0
+    strict: bool = False
+    policy: str = "all"
+    tau: float = 0.8
+    groups_pct: float = 10.0
+    isolated_pct: float = 10.0
+    consecutive: int = 3
+    max_iterations: int = 10
+    hidden: tuple[int, ...] = (100, 64, 32)
+    epochs: int = 20
+    batch_size: int = 32
+    lr: float = 1e-3
+    patience: int | None = 4
+    rounds: int = 15
+    first_epochs: int = 2
+    later_epochs: int = 7
+    max_members: int = 30
+    strategy: str = "fedavg"
+
+    @classmethod
+    def from_config(cls, cfg: dict, theta: float | None = None) -> FedCRefParams:
+        a, ae, fl, st = cfg["association"], cfg["autoencoder"], cfg["federated"], cfg["stopping"]
+        th = a["theta"] if theta is None else theta
+        if isinstance(th, str):
+            raise ConfigError(
+                f"θ = {th!r} must be resolved to a number before the run",
+                where="fedcref.association.theta",
+            )
+        return cls(
+            theta=float(th),
+            alpha=float(a["alpha"]),
+            strict=bool(a["strict"]),
+            policy=str(a["policy"]),
+            tau=float(st["tau"]),
+            groups_pct=float(st["groups_pct"]),
+            isolated_pct=float(st["isolated_pct"]),
+            consecutive=int(st["consecutive"]),
+            max_iterations=int(st["max_iterations"]),
+            hidden=tuple(int(h) for h in ae["hidden"]),
+            epochs=int(ae["epochs"]),
+            batch_size=int(ae["batch_size"]),
+            lr=float(ae["lr"]),
+            patience=None if ae["patience"] is None else int(ae["patience"]),
+            rounds=int(fl["rounds"]),
+            first_epochs=int(fl["first_epochs"]),
+            later_epochs=int(fl["later_epochs"]),
+            max_members=int(fl["max_members"]),
+        )
+
+
+# ---------------------------------------------------------------- center side
+class Client:
+    """One FedCRef client: its samples, its current partition into K_i clusters, its local AEs
+    and a cache of per-sample errors of every model it has evaluated (keyed by model id)."""
+
+    def __init__(self, index: int, cid: str, x: np.ndarray, labels: np.ndarray, k: int,
+                 p: FedCRefParams, seed: int) -> None:  # fmt: skip
+        self.index, self.cid, self.k, self.p, self.seed = index, cid, int(k), p, seed
+        self.x = torch.as_tensor(np.asarray(x, dtype=np.float32))
+        self.labels = np.asarray(labels, dtype=int).copy()
+        self.models: dict[int, str] = {}  # local cluster → model id
+        self.cache: dict[str, np.ndarray] = {}
+        self.active = True
+        self._fl_gens: dict[str, torch.Generator] = {}
+
+    # Step 1
+    def train_local(self, it: int) -> dict[str, NDArrays]:
+        """Fresh AE per non-empty local cluster; returns {model id: weights} to broadcast."""
+        out = {}
+        self.models = {}
+        d = self.x.shape[1]
+        for q in range(self.k):
+            rows = np.flatnonzero(self.labels == q)
+            if len(rows) == 0:  # empty after refinement: no model, no graph node
+                continue
+            uid = f"{self.cid}/q{q}/it{it}"
+            model = make_ae(d, self.p.hidden, hash_seed(self.seed, uid))
+            _train(model, self.x[rows], self.p.epochs, self.p.batch_size, self.p.lr,
+                   generator(self.seed, "shuffle", uid), self.p.patience)  # fmt: skip
+            params = get_parameters(model)
+            self.cache[uid] = sample_errors(model, self.x)
+            self.models[q] = uid
+            out[uid] = params
+        return out
+
+    def nodes(self) -> list[Node]:
+        return [(self.index, q) for q in sorted(self.models)]
+
+    def evaluate_models(self, received: dict[str, NDArrays]) -> None:
+        """Errors of received models on this client's own data (cached by model id)."""
+        d = self.x.shape[1]
+        for uid, params in received.items():
+            if uid in self.cache:
+                continue
+            model = make_ae(d, self.p.hidden, None)
+            set_parameters(model, params)
+            self.cache[uid] = sample_errors(model, self.x)
+
+    # Step 2
+    def association_stats(self, foreign: dict[Node, str]) -> dict[str, Any]:
+        """stat[q, f] = pct_α(minmax|E_{iq→iq} − E_{f→iq}|) for own clusters × foreign models."""
+        own = sorted(self.models)
+        keys = sorted(foreign)
+        s = np.full((len(own), len(keys)), np.nan)
+        for a, q in enumerate(own):
+            rows = self.labels == q
+            e_own = self.cache[self.models[q]][rows]
+            for b, f in enumerate(keys):
+                s[a, b] = direction_statistic(e_own, self.cache[foreign[f]][rows], self.p.alpha)
+        return {
+            "clusters": np.asarray(own, dtype=np.int64),
+            "foreign": np.asarray(keys, dtype=np.int64).reshape(-1, 2),
+            "stat": s,
+        }
+
+    # Step 3 (member side of FedAvg, Flower NumPyClient.fit shape)
+    def fit(
+        self, q: int, parameters: NDArrays, config: dict[str, Any]
+    ) -> tuple[NDArrays, int, dict]:
+        rows = np.flatnonzero(self.labels == q)
+        model = make_ae(self.x.shape[1], self.p.hidden, None)
+        set_parameters(model, parameters)
+        gen = self._fl_gens.setdefault(
+            config["group"], generator(self.seed, "fl", config["group"], q)
+        )
+        losses = _train(model, self.x[rows], config["epochs"], self.p.batch_size, self.p.lr, gen)
+        return get_parameters(model), len(rows), {"loss": float(losses[-1]) if losses else 0.0}
+
+    # Step 4
+    def refine(self, group_models: Sequence[str]) -> dict[str, Any]:
+        """ClusterRefine over {own local AEs} ∪ {group AEs}; stability check (§2.6)."""
+        cols = [self.models[q] for q in sorted(self.models)] + list(group_models)
+        e = np.stack([self.cache[u] for u in cols], axis=1)
+        new, _ = cluster_refine(e, self.k)
+        stable, acc = client_stable(self.labels, new, self.p.tau)
+        self.labels = new
+        if stable:
+            self.active = False
+        return {"stable": int(stable), "acc_prev": acc}
+
+
+def hash_seed(seed: int, uid: str) -> int:
+    from fedclust.seeds import derive_seed
+
+    return derive_seed(seed, "fedcref", uid)
+
+
+def check_clients(
+    xs: Sequence[np.ndarray], ks: Sequence[int], labels: Sequence[np.ndarray]
+) -> None:
+    if len(xs) < 2:
+        raise ConfigError(
+            f"FedCRef needs at least two clients, got {len(xs)}",
+            where="fedcref.system.n_clients",
+            fix="use n_clients ≥ 2",
+        )
+    for i, (x, k, lab) in enumerate(zip(xs, ks, labels, strict=True)):
+        if k < 2:
+            raise InputDataError(
+                f"client {i} has K_i = {k}: a client with one class has nothing to cluster",
+                where="fedcref client system",
+                fix="every client needs K_i ≥ 2 (fedcref.system.k_min ≥ 2)",
+            )
+        if k > len(x):
+            raise InputDataError(
+                f"client {i} has K_i = {k} clusters but only {len(x)} samples",
+                where="fedcref client system",
+                fix="raise samples_per_class or lower k_max",
+            )
+        if len(lab) != len(x) or (len(lab) and (lab.min() < 0 or lab.max() >= k)):
+            raise InputDataError(
+                f"client {i}: initial labels must be {len(x)} ids in 0..{k - 1}",
+                where="fedcref initial clustering",
+            )
+
+
+# ---------------------------------------------------------------- the loop
+@dataclass
+class FedCRefResult:
+    history: list[dict[str, Any]] = field(default_factory=list)
+    labels: list[np.ndarray] = field(default_factory=list)
+    groups: list[list[Node]] = field(default_factory=list)
+    isolated: list[Node] = field(default_factory=list)
+    edges: list[tuple[Node, Node]] = field(default_factory=list)
+    ledger: Ledger = field(default_factory=Ledger)
+    iterations: int = 0
+    stop_reason: str = ""
+
+
+def train_group(
+    clients: Sequence[Client],
+    members: Sequence[Node],
+    p: FedCRefParams,
+    seed: int,
+    tag: str,
+    ledger: Ledger,
+    it: int,
+) -> NDArrays:
+    """One group AE by FedAvg (§2.4): fresh init, ``rounds`` rounds, local epochs
+    ``first_epochs`` in round 1 then ``later_epochs``, weighted by cluster size; aggregator =
+    lowest client id; only the first ``max_members`` members train."""
+    strategy = make_strategy(p.strategy, {})
+    d = clients[0].x.shape[1]
+    params = get_parameters(make_ae(d, p.hidden, hash_seed(seed, tag)))
+    members = sorted(members)[: p.max_members]
+    agg = clients[members[0][0]].cid
+    for rnd in range(1, p.rounds + 1):
+        cfg = {"epochs": p.first_epochs if rnd < 2 else p.later_epochs, "group": tag}
+        results = []
+        for ci, q in members:
+            c = clients[ci]
+            sent = ledger.send(agg, c.cid, {"parameters": params}, it, "group_global")
+            w, n, _ = c.fit(q, sent["parameters"], cfg)
+            msg = ledger.send(c.cid, agg, {"parameters": w, "n": n}, it, "group_update")
+            results.append((msg["parameters"], msg["n"]))
+        params = strategy.aggregate_fit(rnd, results, params)
+    return params
+
+
+def run_fedcref(
+    xs: Sequence[np.ndarray],
+    init_labels: Sequence[np.ndarray],
+    ks: Sequence[int],
+    p: FedCRefParams,
+    seed: int,
+    mode: str = "fedcref",
+    evaluate: Callable[..., dict] | None = None,
+    oracle_edges: Callable[[list[Client], list[Node]], list] | None = None,
+) -> FedCRefResult:
+    """Algorithm 1. ``mode``: fedcref (association test), perfect (``oracle_edges`` gives the
+    ideal graph at Step 3), local_only (no association: refinement with local AEs only).
+    ``evaluate(clients, groups, isolated, edges, labels_at_association)`` is called after
+    iteration 0 and every iteration (evaluation only; the algorithm never reads its output)."""
+    if mode not in MODES:
+        raise ConfigError(
+            f"unknown FedCRef mode {mode!r}", where="fedcref.variants", fix=f"{MODES}"
+        )
+    check_params(p.theta, p.alpha)
+    check_clients(xs, ks, init_labels)
+    clients = [Client(i, f"c{i:03d}", x, lab, k, p, seed)
+               for i, (x, lab, k) in enumerate(zip(xs, init_labels, ks, strict=True))]  # fmt: skip
+    res = FedCRefResult()
+    ledger = res.ledger
+    hist_g, hist_i = [0], [int(sum(len(np.unique(c.labels)) for c in clients))]
+    row0 = {"iteration": 0, "groups": 0, "isolated": hist_i[0], "active": len(clients),
+            "edges": 0, "seconds": 0.0, "cpu_seconds": 0.0}  # fmt: skip
+    if evaluate:
+        row0.update(evaluate(clients, [], [], [], [c.labels for c in clients]))
+    res.history.append(row0)
+    groups: list[list[Node]] = []
+    isolated: list[Node] = []
+    edges: list = []
+    for it in range(1, p.max_iterations + 1):
+        t0, c0 = time.perf_counter(), time.process_time()
+        # Step 1: active clients (every client at it 1) train fresh local AEs
+        new_models: dict[int, dict[str, NDArrays]] = {}
+        for c in clients:
+            if c.active or it == 1:
+                new_models[c.index] = c.train_local(it)
+        nodes = sorted(n for c in clients for n in c.nodes())
+        uid_of = {(c.index, q): u for c in clients for q, u in c.models.items()}
+        # Step 2: all-to-all exchange of the new local models; association statistics
+        stat: dict[tuple[Node, Node], float] = {}
+        if mode == "fedcref":
+            for j, models in new_models.items():
+                for c in clients:
+                    if c.index != j and models:
+                        got = ledger.send(
+                            clients[j].cid, c.cid, {"models": models}, it, "local_models"
+                        )
+                        c.evaluate_models(got["models"])
+            for c in clients:
+                foreign = {n: u for n, u in uid_of.items() if n[0] != c.index}
+                msg = ledger.send(
+                    c.cid, "graph", c.association_stats(foreign), it, "association_stats"
+                )
+                for a, q in enumerate(msg["clusters"]):
+                    for b, f in enumerate(msg["foreign"]):
+                        stat[((c.index, int(q)), (int(f[0]), int(f[1])))] = float(msg["stat"][a, b])
+            edges = association_edges(nodes, stat, p.theta, p.policy, p.strict)
+        elif mode == "perfect":
+            if oracle_edges is None:
+                raise ConfigError("perfect mode needs the ideal graph", where="fedcref.variants")
+            edges = oracle_edges(clients, nodes)
+        else:
+            edges = []
+        # Step 3: groups = connected components with ≥ 2 clusters; one FedAvg AE each
+        groups, isolated = components(nodes, edges)
+        membership = [[gi, *n] for gi, g in enumerate(groups) for n in g]
+        table = np.asarray(membership, dtype=np.int64).reshape(-1, 3)
+        for c in clients:
+            ledger.send("graph", c.cid, {"groups": table}, it, "groups")
+        group_uids = []
+        for gi, g in enumerate(groups):
+            tag = f"G{gi}/it{it}"
+            params = train_group(clients, g, p, seed, tag, ledger, it)
+            agg = clients[g[0][0]].cid
+            for c in clients:
+                got = ledger.send(agg, c.cid, {"parameters": params}, it, "group_model")
+                if c.active:
+                    c.evaluate_models({tag: got["parameters"]})
+            group_uids.append(tag)
+        # Step 4: active clients refine; stable ones leave A
+        pre_labels = [c.labels.copy() for c in clients]
+        for c in clients:
+            if c.active:
+                ledger.send(c.cid, "graph", c.refine(group_uids), it, "status")
+        hist_g.append(len(groups))
+        hist_i.append(len(isolated))
+        row = {"iteration": it, "groups": len(groups), "isolated": len(isolated),
+               "active": sum(c.active for c in clients), "edges": len(edges),
+               "seconds": time.perf_counter() - t0,
+               "cpu_seconds": time.process_time() - c0}  # fmt: skip
+        if evaluate:
+            row.update(evaluate(clients, groups, isolated, edges, pre_labels))
+        res.history.append(row)
+        log.info("it %d: |G|=%d |I|=%d |A|=%d edges=%d (%.1fs)", it, len(groups), len(isolated),
+                 row["active"], len(edges), row["seconds"])  # fmt: skip
+        # Step 5: stop when A = ∅ or |G| and |I| stable over `consecutive` iterations
+        res.iterations = it
+        if row["active"] == 0:
+            res.stop_reason = "no active client"
+            break
+        if series_stable(hist_g, p.groups_pct, p.consecutive) and series_stable(
+            hist_i, p.isolated_pct, p.consecutive
+        ):
+            res.stop_reason = "|G| and |I| stable"
+            break
+    else:
+        res.stop_reason = "max_iterations"
+    res.labels = [c.labels.copy() for c in clients]
+    res.groups, res.isolated, res.edges = groups, isolated, edges
+    return res

@@ -1,0 +1,36 @@
+"""Helpers for rules/fedcref.smk (kept out of the rule file): settings, runs, input files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fedclust.data.glyphs import FILES
+
+from .experiments import settings
+
+
+def plan(cfg: dict) -> tuple[dict, list[tuple[str, str, int]], list[str], bool]:
+    """(settings, runs (exp, setting, rep), datasets used, θ calibrated?) for a fedcref config."""
+    if not cfg:
+        return {}, [], [], False
+    st = settings(cfg)
+    runs = [(e, s, r) for e, ss in st.items() for s in ss for r in range(int(cfg["repetitions"]))]
+    datasets = sorted({o["dataset"] for ss in st.values() for o in ss.values()})
+    return st, runs, datasets, str(cfg["association"]["theta"]) == "calibrated"
+
+
+def dataset_files(cfg: dict, download_dir: str, dataset: str) -> list[str]:
+    """Downloaded upstream files a glyph dataset needs (none for offline sources)."""
+    src = cfg["datasets"][dataset]["source"]
+    if src not in FILES:
+        return []
+    reg, names = FILES[src]
+    return [f"{download_dir}/{reg}/{n}" for n in names]
+
+
+def run_inputs(st: dict, calibrated: bool, exp: str, setting: str) -> dict[str, Any]:
+    ds = st[exp][setting]["dataset"]
+    out = {"data": f"results/fedcref/data/{ds}.npz"}
+    if calibrated:
+        out["calibration"] = f"results/fedcref/calibration/{ds}.json"
+    return out
