@@ -39,6 +39,7 @@ include: "rules/hac.smk"
 include: "rules/attacks.smk"
 include: "rules/dec.smk"
 include: "rules/decentral.smk"
+include: "rules/survival.smk"
 include: "rules/report.smk"
 
 

@@ -201,7 +201,8 @@ def test_bad_inputs_fail_clearly():
     e1 = e.copy()
     e1[:25] = 0
     with pytest.raises(InputDataError, match=r"centre\(s\) \[0\] have no event"):
-        cox_loss(r, torch.as_tensor(t), torch.as_tensor(e1), torch.as_tensor((np.arange(50) >= 25).astype(int)))
+        half = torch.as_tensor((np.arange(50) >= 25).astype(int))
+        cox_loss(r, torch.as_tensor(t), torch.as_tensor(e1), half)
     with pytest.raises(InputDataError, match="no event among its"):
         SurvivalClient("c", x, t, e0, mc, 0)
     with pytest.raises(InputDataError, match="holds 1 patient"):
@@ -233,7 +234,8 @@ def test_run_job_on_simulated_cohort():
         "test_fraction": 0.25, "n_centres": 4, "hub_fraction": 0.4, "isolated_folds": 2,
         "model": {"hidden": [8, 4], "activation": "relu", "l1": 1e-3, "l2": 1e-3,
                   "optimizer": "adam", "lr_floor": 1e-3},
-        "grid": {"federated_epochs": [3], "internal_epochs": [2], "batches": [1], "lr": [0.01, 0.05]},
+        "grid": {"federated_epochs": [3], "internal_epochs": [2], "batches": [1],
+                 "lr": [0.01, 0.05]},
     }  # fmt: skip
     res, cv, pred = run_job(x, obs, "OS", "noniid_bm_blast", "weights_averaging", 0, cfg, 5)
     assert res["n_train"] + res["n_test"] == 400 and len(pred) == res["n_test"]

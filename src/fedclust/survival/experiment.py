@@ -114,6 +114,7 @@ def prepare(
         "centre": centre,
         "n_dropped": n_drop,
         "covariates": pp.columns,
+        "bm_blast_train": bm,
     }
 
 
