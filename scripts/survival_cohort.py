@@ -14,19 +14,26 @@ def main() -> None:
     cfg, out = snakemake.params.cfg, snakemake.output
     if snakemake.params.source == "ipssm":
         i = snakemake.input
-        x, obs = load_ipssm_survival(i.clinical, i.mut, i.cna, list(cfg["clinical"]),
-                                     int(cfg["min_carriers"]))  # fmt: skip
+        x, obs = load_ipssm_survival(
+            i.clinical, i.mut, i.cna, list(cfg["clinical"]), int(cfg["min_carriers"])
+        )
         label = "real: IPSS-M cohort (Bernard et al. 2022, papaemmelab/IPSSMstudy)"
     else:
         x, obs = simulate_cohort(
             snakemake.params.seed, int(cfg["simulate_n"]), int(cfg["min_carriers"])
         )
-        label = "SIMULATED stand-in (no data mirror set): MDS binaries + clinical covariates, Cox-Weibull times"
+        label = (
+            "SIMULATED stand-in (no data mirror set): MDS binaries + clinical covariates, "
+            "Cox-Weibull times"
+        )
     info = {
-        "source": snakemake.params.source, "label": label, "patients": len(x),
-        "covariates": list(x.columns), "n_covariates": x.shape[1],
+        "source": snakemake.params.source,
+        "label": label,
+        "patients": len(x),
+        "covariates": list(x.columns),
+        "n_covariates": x.shape[1],
         "missing_cells": int(x.isna().sum().sum()),
-    }  # fmt: skip
+    }
     for ep in ("OS", "LFS"):
         known = obs[f"{ep}_YEARS"].notna() & obs[f"{ep}_STATUS"].notna()
         info[f"{ep}_patients"] = int(known.sum())

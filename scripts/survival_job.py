@@ -19,8 +19,16 @@ def main() -> None:
     x = read_table(snakemake.input.covariates)
     obs = pd.read_csv(snakemake.input.outcomes, sep="\t", index_col=0)
     obs.index = obs.index.astype(str)
-    res, cv, pred = run_job(x, obs, w.endpoint, w.scenario, w.strategy, int(w.rep),
-                            snakemake.params.cfg, snakemake.params.seed)  # fmt: skip
+    res, cv, pred = run_job(
+        x,
+        obs,
+        w.endpoint,
+        w.scenario,
+        w.strategy,
+        int(w.rep),
+        snakemake.params.cfg,
+        snakemake.params.seed,
+    )
     write_json(snakemake.output.result, res)
     write_table(snakemake.output.cv, cv, index=False)
     write_table(snakemake.output.predictions, pred)

@@ -18,8 +18,9 @@ def main() -> None:
     x = read_table(snakemake.input.covariates)
     obs = pd.read_csv(snakemake.input.outcomes, sep="\t", index_col=0)
     obs.index = obs.index.astype(str)
-    coef, km, check, fig = reference_checks(x, obs, w.endpoint, w.scenario, snakemake.params.cfg,
-                                            snakemake.params.seed)  # fmt: skip
+    coef, km, check, fig = reference_checks(
+        x, obs, w.endpoint, w.scenario, snakemake.params.cfg, snakemake.params.seed
+    )
     write_table(snakemake.output.coxph, coef, index=False)
     write_table(snakemake.output.km, km, index=False)
     write_json(snakemake.output.check, check)

@@ -38,18 +38,24 @@ def main() -> None:
         * len(grid["batches"])
         * len(grid["lr"])
     )
-    scale = (f"{reps} repetition(s), grid of {n_grid} point(s) "
-             f"(federated epochs {grid['federated_epochs']}, internal epochs {grid['internal_epochs']}, "
-             f"internal batches {grid['batches']}, lr {grid['lr']})")  # fmt: skip
+    scale = (
+        f"{reps} repetition(s), grid of {n_grid} point(s) "
+        f"(federated epochs {grid['federated_epochs']}, internal epochs {grid['internal_epochs']}, "
+        f"internal batches {grid['batches']}, lr {grid['lr']})"
+    )
     reduced = reps < 20
-    note = ("REDUCED run (" + scale + "); D6.2 used 20 repetitions." if reduced
-            else "Full scale: " + scale + ".")  # fmt: skip
+    note = (
+        "REDUCED run (" + scale + "); D6.2 used 20 repetitions."
+        if reduced
+        else "Full scale: " + scale + "."
+    )
     wall = res["wall_s"]
     text = [
         "Federated DeepCox (GenoMed4All D6.2 chapter 8, seed 003 §7): Cox partial likelihood "
         "(Breslow ties) restricted to same-centre risk sets, MLP p→8→4→1 "
-        f"({cfg['model']['activation']}) with L1 {cfg['model']['l1']} + L2 {cfg['model']['l2']} on the "
-        "first layer, the lr rule lr ← max(lr/√(i+1), 1e-3) when the loss rises; strategies "
+        f"({cfg['model']['activation']}) with L1 {cfg['model']['l1']} + L2 "
+        f"{cfg['model']['l2']} on the first layer, the lr rule lr ← max(lr/√(i+1), 1e-3) "
+        "when the loss rises; strategies "
         "Sequential (order reshuffled every federated epoch), Weights Averaging (the project's "
         "FedAvg aggregate_fit, weights n_k/N), Ensemble (risk averaged with weights n_k/N), "
         "isolated centres (mean of the centres' test C-indices) and centralized. "
@@ -62,16 +68,20 @@ def main() -> None:
         f"{cfg['min_carriers']} carriers), {info['missing_cells']} missing cells imputed per "
         "repetition from the training part (binary: frequency of ones; continuous: median), "
         "min-max scaling fitted on the training part. "
-        + " ".join(f"{ep}: {info[ep + '_patients']} patients with a known endpoint, "
-                   f"{info[ep + '_events']} events ({100 * info[ep + '_events'] / max(info[ep + '_patients'], 1):.1f} %)."
-                   for ep in cfg["endpoints"])
+        + " ".join(
+            f"{ep}: {info[ep + '_patients']} patients with a known endpoint, "
+            f"{info[ep + '_events']} events "
+            f"({100 * info[ep + '_events'] / max(info[ep + '_patients'], 1):.1f} %)."
+            for ep in cfg["endpoints"]
+        )
         + " D6.2: 2043 private EUROMDS patients, 70 covariates, OS with 28.9 % events — so "
         "the D6.2 columns are the published numbers on different data, shown for the layout "
         "and the ordering of strategies, not as a numerical target.",
         f"Wall time per job: median {wall.median():.1f} s, max {wall.max():.1f} s "
-        f"({len(res)} jobs; one repetition = {len(res) // max(reps, 1) // len(cfg['endpoints'])} jobs per endpoint, "
+        f"({len(res)} jobs; one repetition = "
+        f"{len(res) // max(reps, 1) // len(cfg['endpoints'])} jobs per endpoint, "
         f"{wall.sum() / max(reps, 1) / len(cfg['endpoints']):.0f} s of compute per endpoint).",
-    ]  # fmt: skip
+    ]
     sec_tables, sec_figs = [], []
     t_out, f_out = iter(out.tables), iter(out.figures)
     preds = {}
@@ -79,28 +89,51 @@ def main() -> None:
         preds[tuple(r)] = pd.read_csv(p, sep="\t", index_col=0)
     for ep in cfg["endpoints"]:
         for name, tab, cap in (
-            ("8.1", tables.table_8_1(summ, ep, CENTRALIZED_SCENARIO), "Non-Federated Centralized case"),
-            ("8.2", tables.table_8_x(summ, ep, [s for s in IID if s in cfg["scenarios"]], strategies),
-             "Federated IID centres"),
-            ("8.3", tables.table_8_x(summ, ep, [s for s in NONIID if s in cfg["scenarios"]], strategies),
-             "Federated Non-IID centres"),
-        ):  # fmt: skip
+            (
+                "8.1",
+                tables.table_8_1(summ, ep, CENTRALIZED_SCENARIO),
+                "Non-Federated Centralized case",
+            ),
+            (
+                "8.2",
+                tables.table_8_x(summ, ep, [s for s in IID if s in cfg["scenarios"]], strategies),
+                "Federated IID centres",
+            ),
+            (
+                "8.3",
+                tables.table_8_x(
+                    summ, ep, [s for s in NONIID if s in cfg["scenarios"]], strategies
+                ),
+                "Federated Non-IID centres",
+            ),
+        ):
             path = next(t_out)
             write_table(path, tab, index=False)
-            sec_tables.append({"path": path, "caption": f"{ep}: Table {name} — {cap}: blind-test "
-                               f"C-index mean and SD over repetitions (ours, {info['source']}) beside "
-                               f"D6.2's (private MDS, OS). Reproduces seed 003 Table {name}. {note}"})  # fmt: skip
+            sec_tables.append(
+                {
+                    "path": path,
+                    "caption": f"{ep}: Table {name} — {cap}: blind-test "
+                    f"C-index mean and SD over repetitions (ours, {info['source']}) beside "
+                    f"D6.2's (private MDS, OS). Reproduces seed 003 Table {name}. {note}",
+                }
+            )
         fig, lr = km_risk_groups(
             {(sc, st): preds[(e, sc, st)] for (e, sc, st) in preds if e == ep},
-            list(cfg["scenarios"]), strategies + (["centralized"] if "centralized" in cfg["strategies"] else []),
+            list(cfg["scenarios"]),
+            strategies + (["centralized"] if "centralized" in cfg["strategies"] else []),
             f"{ep}: blind test set, repetition 0, tertiles of predicted risk",
-        )  # fmt: skip
+        )
         path = next(f_out)
         save_figure(fig, path)
-        sec_figs.append({"path": path, "reproduces": "extension (D6.2 shows no KM curves)",
-                         "caption": f"{ep}: Kaplan–Meier curves of the predicted risk tertiles on the "
-                         "blind test set (repetition 0), per scenario (rows) and strategy (columns); "
-                         "KM and log-rank computed by the federated KM code on the test site."})  # fmt: skip
+        sec_figs.append(
+            {
+                "path": path,
+                "reproduces": "extension (D6.2 shows no KM curves)",
+                "caption": f"{ep}: Kaplan–Meier curves of the predicted risk tertiles on the "
+                "blind test set (repetition 0), per scenario (rows) and strategy (columns); "
+                "KM and log-rank computed by the federated KM code on the test site.",
+            }
+        )
         path = next(t_out)
         write_table(path, lr, index=False)
         sec_tables.append(
@@ -108,22 +141,47 @@ def main() -> None:
         )
     checks = pd.DataFrame([read_json(p) for p in snakemake.input.checks])
     write_table(out.checks, checks, index=False)
-    sec_tables.append({"path": out.checks, "caption": "Exact federated references on the training "
-                       "centres (repetition 0): Cox-PH stratified by centre fitted by Newton steps from "
-                       "per-centre log-likelihood / gradient / Hessian sums vs lifelines "
-                       "CoxPHFitter(strata=centre) on the pooled data (max |Δβ|), and Kaplan–Meier / "
-                       "log-rank of IPSS-R marrow-blast groups from per-centre at-risk/event counts vs "
-                       "lifelines (max |ΔS(t)|, χ²); messages and floats sent through the ledger."})  # fmt: skip
+    sec_tables.append(
+        {
+            "path": out.checks,
+            "caption": "Exact federated references on the training "
+            "centres (repetition 0): Cox-PH stratified by centre fitted by Newton steps from "
+            "per-centre log-likelihood / gradient / Hessian sums vs lifelines "
+            "CoxPHFitter(strata=centre) on the pooled data (max |Δβ|), and Kaplan–Meier / "
+            "log-rank of IPSS-R marrow-blast groups from per-centre at-risk/event counts vs "
+            "lifelines (max |ΔS(t)|, χ²); messages and floats sent through the ledger.",
+        }
+    )
     for p in snakemake.input.coxph[:1]:
-        sec_tables.append({"path": p, "max_rows": 15, "caption": "Federated stratified Cox-PH "
-                           "(first reference scenario): coefficients per min-max-scaled covariate, "
-                           "beside lifelines."})  # fmt: skip
+        sec_tables.append(
+            {
+                "path": p,
+                "max_rows": 15,
+                "caption": "Federated stratified Cox-PH "
+                "(first reference scenario): coefficients per min-max-scaled covariate, "
+                "beside lifelines.",
+            }
+        )
     for p in snakemake.input.km_figures:
-        sec_figs.append({"path": p, "reproduces": "extension (exact federated KM)",
-                         "caption": "Federated Kaplan–Meier of IPSS-R marrow-blast groups over the "
-                         "training centres, from summed per-centre counts (equal to lifelines)."})  # fmt: skip
-    write_section(out.section, Section(id="survival", title="Federated survival analysis (D6.2 ch. 8)",
-                                       order=60, text=text, figures=sec_figs, tables=sec_tables))  # fmt: skip
+        sec_figs.append(
+            {
+                "path": p,
+                "reproduces": "extension (exact federated KM)",
+                "caption": "Federated Kaplan–Meier of IPSS-R marrow-blast groups over the "
+                "training centres, from summed per-centre counts (equal to lifelines).",
+            }
+        )
+    write_section(
+        out.section,
+        Section(
+            id="survival",
+            title="Federated survival analysis (D6.2 ch. 8)",
+            order=60,
+            text=text,
+            figures=sec_figs,
+            tables=sec_tables,
+        ),
+    )
 
 
 run(main, snakemake)

@@ -248,3 +248,36 @@ def test_run_job_on_simulated_cohort():
         run_job(x, obs, "OS", "bogus", "sequential", 0, cfg, 5)
     with pytest.raises(ConfigError, match="unknown strategy"):
         run_job(x, obs, "OS", "iid_balanced", "bogus", 0, cfg, 5)
+
+
+# ---------------------------------------------------------------- workflow helpers and config
+def test_workflow_jobs_and_source(repo, monkeypatch):
+    from fedclust.config import load_yaml, validate_config
+    from fedclust.survival import workflow as SW
+
+    cfg = validate_config(load_yaml(repo / "config" / "config.yaml"), source="config.yaml")
+    jobs = SW.jobs(cfg["survival"])
+    reps = cfg["survival"]["repetitions"]
+    assert len(jobs) == reps * (4 * 4 + 1)  # centralized once per repetition
+    assert {sc for _, sc, st, _ in jobs if st == "centralized"} == {SW.CENTRALIZED_SCENARIO}
+    monkeypatch.delenv("FEDCLUST_DATA_MIRROR", raising=False)
+    assert SW.source(cfg) == "simulated" and SW.cohort_inputs(cfg) == {}
+    monkeypatch.setenv("FEDCLUST_DATA_MIRROR", "/nonexistent/mirror")
+    assert SW.source(cfg) == "ipssm" and set(SW.cohort_inputs(cfg)) == {"clinical", "mut", "cna"}
+    bad = load_yaml(repo / "config" / "config.yaml")
+    bad["survival"]["scenarios"] = ["iid_balanced", "noniid_age"]
+    with pytest.raises(ConfigError, match="survival.scenarios"):
+        validate_config(bad, source="config.yaml")
+
+
+def test_ipssm_survival_cohort(mirror):
+    from fedclust.survival.cohort import load_ipssm_survival
+
+    d = mirror / "ipssm"
+    clin = ["AGE", "SEX", "BM_BLAST", "HB", "PLT", "CYTO_IPSSR", "complex"]
+    x, obs = load_ipssm_survival(str(d / "df_clinical.tsv"), str(d / "df_mut.tsv"),
+                                 str(d / "df_cna.tsv"), clin, min_carriers=20)  # fmt: skip
+    assert len(x) == 2957 and list(x.columns[:7]) == clin and "TP53" in x.columns
+    xs, t, e, dropped = select_endpoint(x, obs, "OS", "ipssm")
+    assert dropped == 146 and len(t) == 2811 and e.sum() == 1354
+    assert set(np.unique(x["SEX"])) == {0.0, 1.0} and x["BM_BLAST"].isna().sum() == 104

@@ -24,9 +24,14 @@ def km_risk_groups(
     n_groups: int = 3,
 ):  # noqa: ANN201
     """Grid of panels (rows: scenarios, columns: strategies); returns (figure, log-rank table)."""
-    fig, axes = plt.subplots(len(scenarios), len(strategies), squeeze=False,
-                             figsize=(2.9 * len(strategies), 2.4 * len(scenarios)),
-                             sharex=True, sharey=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        len(scenarios),
+        len(strategies),
+        squeeze=False,
+        figsize=(2.9 * len(strategies), 2.4 * len(scenarios)),
+        sharex=True,
+        sharey=True,
+    )
     rows = []
     for i, sc in enumerate(scenarios):
         for j, st in enumerate(strategies):
@@ -41,11 +46,21 @@ def km_risk_groups(
                 sub = km[km.group == g]
                 if len(sub):
                     ax.step(np.r_[0, sub["time"]], np.r_[1, sub["survival"]], where="post", label=g)
-            ax.set_title(f"{SCEN_NAMES.get(sc, sc)} / {ROW_NAMES[st].split(' (')[0]}\n"
-                         f"log-rank p = {pv:.1g}", fontsize=7)  # fmt: skip
+            ax.set_title(
+                f"{SCEN_NAMES.get(sc, sc)} / {ROW_NAMES[st].split(' (')[0]}\nlog-rank p = {pv:.1g}",
+                fontsize=7,
+            )
             ax.tick_params(labelsize=6)
-            rows.append({"scenario": sc, "strategy": st, "logrank_chi2": chi2, "p": pv, "df": dof,
-                         "n_test": len(p)})  # fmt: skip
+            rows.append(
+                {
+                    "scenario": sc,
+                    "strategy": st,
+                    "logrank_chi2": chi2,
+                    "p": pv,
+                    "df": dof,
+                    "n_test": len(p),
+                }
+            )
     axes[0][0].legend(fontsize=6, title="predicted risk", title_fontsize=6)
     fig.suptitle(title, fontsize=9)
     fig.supxlabel("years", fontsize=8)

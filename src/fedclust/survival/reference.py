@@ -22,8 +22,12 @@ from .experiment import prepare  # noqa: E402
 from .km import federated_km  # noqa: E402
 
 # IPSS-R marrow blast categories (%): ≤2, >2–<5, 5–10, >10.
-BM_BINS = [(-np.inf, 2, "BM_BLAST<=2"), (2, 4.999, "2<BM_BLAST<5"), (4.999, 10, "5<=BM_BLAST<=10"),
-           (10, np.inf, "BM_BLAST>10")]  # fmt: skip
+BM_BINS = [
+    (-np.inf, 2, "BM_BLAST<=2"),
+    (2, 4.999, "2<BM_BLAST<5"),
+    (4.999, 10, "5<=BM_BLAST<=10"),
+    (10, np.inf, "BM_BLAST>10"),
+]
 
 
 def bm_groups(bm: np.ndarray) -> np.ndarray:
@@ -50,18 +54,27 @@ def reference_checks(
         df, "T", "E", strata=["centre"], fit_options={"precision": 1e-12, "max_steps": 200}
     )
     ref = cph.params_.reindex(d["covariates"]).to_numpy()
-    coef = pd.DataFrame({
-        "covariate": d["covariates"], "beta_federated": beta, "se_federated": se,
-        "beta_lifelines": ref, "abs_diff": np.abs(beta - ref),
-        "HR_min_to_max": np.exp(beta),
-    }).sort_values("beta_federated", key=np.abs, ascending=False)  # fmt: skip
+    coef = pd.DataFrame(
+        {
+            "covariate": d["covariates"],
+            "beta_federated": beta,
+            "se_federated": se,
+            "beta_lifelines": ref,
+            "abs_diff": np.abs(beta - ref),
+            "HR_min_to_max": np.exp(beta),
+        }
+    ).sort_values("beta_federated", key=np.abs, ascending=False)
     check: dict[str, Any] = {
-        "endpoint": endpoint, "scenario": scenario, "centres": K,
+        "endpoint": endpoint,
+        "scenario": scenario,
+        "centres": K,
         "coxph_max_abs_diff": float(np.abs(beta - ref).max()),
-        "coxph_loglik_federated": float(path[-1]), "coxph_loglik_lifelines": float(cph.log_likelihood_),
+        "coxph_loglik_federated": float(path[-1]),
+        "coxph_loglik_lifelines": float(cph.log_likelihood_),
         "coxph_newton_steps": len(path) - 1,
-        "coxph_messages": ledger.n_messages, "coxph_floats": ledger.n_floats,
-    }  # fmt: skip
+        "coxph_messages": ledger.n_messages,
+        "coxph_floats": ledger.n_floats,
+    }
     km_check = None
     if d["bm_blast_train"] is not None:
         grp = bm_groups(d["bm_blast_train"])
@@ -76,19 +89,28 @@ def reference_checks(
             common = sf.index.intersection(mine.index)
             diffs.append(float(np.abs(sf.loc[common] - mine.loc[common]).max()))
         mv = multivariate_logrank_test(t, grp, e)
-        check.update({
-            "km_max_abs_diff": max(diffs), "logrank_chi2_federated": chi2,
-            "logrank_chi2_lifelines": float(mv.test_statistic), "logrank_p": p, "logrank_df": dof,
-            "km_messages": led2.n_messages, "km_floats": led2.n_floats,
-        })  # fmt: skip
+        check.update(
+            {
+                "km_max_abs_diff": max(diffs),
+                "logrank_chi2_federated": chi2,
+                "logrank_chi2_lifelines": float(mv.test_statistic),
+                "logrank_p": p,
+                "logrank_df": dof,
+                "km_messages": led2.n_messages,
+                "km_floats": led2.n_floats,
+            }
+        )
         km_check = (km, chi2, p)
     fig, ax = plt.subplots(figsize=(5.5, 4))
     if km_check is not None:
         km, chi2, p = km_check
         for g, sub in km.groupby("group", sort=False):
             ax.step(np.r_[0, sub["time"]], np.r_[1, sub["survival"]], where="post", label=g)
-        ax.set_title(f"{endpoint}, {scenario}: federated KM over {K} training centres\n"
-                     f"log-rank chi2 = {chi2:.1f}, p = {p:.2g}", fontsize=9)  # fmt: skip
+        ax.set_title(
+            f"{endpoint}, {scenario}: federated KM over {K} training centres\n"
+            f"log-rank chi2 = {chi2:.1f}, p = {p:.2g}",
+            fontsize=9,
+        )
         ax.legend(fontsize=7)
     ax.set_xlabel("years")
     ax.set_ylabel("survival probability")

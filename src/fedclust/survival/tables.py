@@ -58,10 +58,18 @@ def _cell(summ: pd.DataFrame, ep: str, sc: str, st: str) -> tuple[float, float, 
 def table_8_1(summ: pd.DataFrame, ep: str, scenario: str) -> pd.DataFrame:
     m, s, n = _cell(summ, ep, scenario, "centralized")
     d = D62[("centralized", "pooled")]
-    return pd.DataFrame([{
-        "": ROW_NAMES["centralized"], "Concordance (ours)": m, "SD (ours)": s, "reps": n,
-        "Concordance (D6.2)": d[0], "SD (D6.2)": d[1],
-    }])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "": ROW_NAMES["centralized"],
+                "Concordance (ours)": m,
+                "SD (ours)": s,
+                "reps": n,
+                "Concordance (D6.2)": d[0],
+                "SD (D6.2)": d[1],
+            }
+        ]
+    )
 
 
 def table_8_x(
