@@ -14,7 +14,7 @@ from lifelines.utils import concordance_index
 from fedclust.errors import ConfigError, InputDataError
 from fedclust.ledger import Ledger
 from fedclust.survival.cohort import fit_preprocess, select_endpoint, simulate_cohort
-from fedclust.survival.cox import c_index, cox_loss, cox_loss_masked
+from fedclust.survival.cox import RiskSets, c_index, cox_loss, cox_loss_masked
 from fedclust.survival.coxph import fit_federated_coxph
 from fedclust.survival.experiment import run_job
 from fedclust.survival.km import federated_km
@@ -60,6 +60,7 @@ def test_masked_loss_is_sum_of_centre_losses_and_one_centre_is_unmasked():
     one = torch.zeros(200, dtype=torch.long)
     assert float(cox_loss(r, tt, ee, one)) == pytest.approx(float(cox_loss(r, tt, ee)), rel=1e-12)
     assert float(cox_loss(r, tt, ee)) == pytest.approx(float(cox_loss_masked(r, tt, ee)), rel=1e-12)
+    assert float(RiskSets(tt, ee).loss(r)) == pytest.approx(float(cox_loss(r, tt, ee)), rel=1e-12)
     # the mask changes the loss: risk sets really are restricted
     assert abs(float(cox_loss(r, tt, ee, reduction="sum")) - float(masked)) > 1.0
 

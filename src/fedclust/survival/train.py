@@ -19,7 +19,7 @@ import torch
 
 from fedclust.errors import ConfigError
 
-from .cox import cox_loss
+from .cox import RiskSets, cox_loss
 from .model import DeepCox, get_parameters, set_parameters
 
 OPTIMIZERS = ("adam", "sgd")
@@ -95,8 +95,15 @@ def local_train(
     without an event has no partial likelihood and is skipped."""
     opt = make_optimizer(mc.optimizer, model.parameters(), lr)
     n = len(t)
+    full = RiskSets(t, e) if batches == 1 else None  # fixed risk sets: sort once
     for _ in range(epochs):
-        idx = torch.randperm(n, generator=gen) if batches > 1 else torch.arange(n)
+        if full is not None:
+            opt.zero_grad()
+            loss = full.loss(model(x)) + model.first_layer_penalty(mc.l1, mc.l2)
+            loss.backward()
+            opt.step()
+            continue
+        idx = torch.randperm(n, generator=gen)
         for b in torch.tensor_split(idx, min(batches, n)):
             if not bool(e[b].any()):
                 continue
