@@ -86,7 +86,7 @@ def table_8_x(
             row[f"{SCEN_NAMES[sc]}: SD (ours)"] = s
             row[f"{SCEN_NAMES[sc]}: Concordance (D6.2)"] = d[0]
             row[f"{SCEN_NAMES[sc]}: SD (D6.2)"] = d[1]
-        row["reps"] = n
+            row[f"{SCEN_NAMES[sc]}: reps"] = n
         rows.append(row)
     return pd.DataFrame(rows)
 
