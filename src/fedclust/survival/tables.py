@@ -61,7 +61,7 @@ def table_8_1(summ: pd.DataFrame, ep: str, scenario: str) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "": ROW_NAMES["centralized"],
+                "Case": ROW_NAMES["centralized"],
                 "Concordance (ours)": m,
                 "SD (ours)": s,
                 "reps": n,
@@ -78,7 +78,7 @@ def table_8_x(
     """Table 8.2 (IID: balanced, unbalanced) or 8.3 (non-IID: times, BMB) layout."""
     rows = []
     for st in strategies:
-        row = {"": ROW_NAMES[st]}
+        row = {first: ROW_NAMES[st]}
         for sc in scenarios:
             m, s, n = _cell(summ, ep, sc, st)
             d = D62.get((st, sc), (np.nan, np.nan))
