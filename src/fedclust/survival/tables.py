@@ -73,7 +73,7 @@ def table_8_1(summ: pd.DataFrame, ep: str, scenario: str) -> pd.DataFrame:
 
 
 def table_8_x(
-    summ: pd.DataFrame, ep: str, scenarios: list[str], strategies: list[str]
+    summ: pd.DataFrame, ep: str, scenarios: list[str], strategies: list[str], first: str = ""
 ) -> pd.DataFrame:
     """Table 8.2 (IID: balanced, unbalanced) or 8.3 (non-IID: times, BMB) layout."""
     rows = []
