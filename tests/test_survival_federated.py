@@ -282,3 +282,32 @@ def test_ipssm_survival_cohort(mirror):
     xs, t, e, dropped = select_endpoint(x, obs, "OS", "ipssm")
     assert dropped == 146 and len(t) == 2811 and e.sum() == 1354
     assert set(np.unique(x["SEX"])) == {0.0, 1.0} and x["BM_BLAST"].isna().sum() == 104
+
+
+def test_tables_layout_and_d62_numbers():
+    from fedclust.survival import tables
+
+    res = pd.DataFrame(
+        [
+            {
+                "endpoint": "OS",
+                "scenario": sc,
+                "strategy": st,
+                "rep": r,
+                "test_c_index": v + 0.01 * r,
+            }
+            for sc in ("iid_balanced", "iid_unbalanced")
+            for st, v in (("isolated", 0.6), ("weights_averaging", 0.7))
+            for r in range(3)
+        ]
+    )
+    summ = tables.summarise(res)
+    tab = tables.table_8_x(summ, "OS", ["iid_balanced", "iid_unbalanced"],
+                           ["isolated", "weights_averaging"], "IID centres")  # fmt: skip
+    assert list(tab["IID centres"]) == ["Isolated nodes (Lower bound)", "Weights Averaging"]
+    assert tab.loc[1, "Balanced sizes: Concordance (ours)"] == pytest.approx(0.71)
+    assert tab.loc[1, "Balanced sizes: SD (ours)"] == pytest.approx(0.01)
+    assert tab.loc[1, "Unbalanced sizes: Concordance (D6.2)"] == 0.75  # D6.2 Table 8.2
+    assert tables.D62[("weights_averaging", "noniid_time")] == (0.68, 0.03)  # D6.2 Table 8.3
+    groups = tables.risk_groups(np.arange(9.0))
+    assert list(groups) == ["low"] * 3 + ["intermediate"] * 3 + ["high"] * 3
