@@ -13,6 +13,7 @@ Weights Averaging and centralized; the K local models with a_k = n_k / N for Ens
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -211,7 +212,10 @@ def train_strategy(
         x = np.concatenate([c.x_np for c in clients])
         t = np.concatenate([c.t_np for c in clients])
         e = np.concatenate([c.e_np for c in clients])
-        params, _ = train_centralized(x, t, e, init, hp, mc, clients[0].seed)
+        # the pooled data in K × batches minibatches per epoch: as many optimizer steps per
+        # epoch as Sequential makes over K centres (with one centre: exactly the same run)
+        hp_c = replace(hp, batches=hp.batches * len(clients))
+        params, _ = train_centralized(x, t, e, init, hp_c, mc, clients[0].seed)
         return [(params, 1.0)]
     raise ConfigError(
         f"unknown strategy {strategy!r}",
