@@ -62,8 +62,8 @@ def main() -> None:
         f"{cfg['n_centres']} centres, {int(cfg['test_fraction'] * 100)} % blind test set, "
         "leave-one-centre-out CV with the pooled C-index picks the grid point "
         "(centralized: the balanced IID centres as folds, and the pooled data seen in "
-        "K × batches minibatches per epoch, as many steps as Sequential; isolated: each centre's own "
-        f"{cfg['isolated_folds']}-fold CV). " + note,
+        "K × batches minibatches per epoch, as many steps as Sequential; isolated: each "
+        f"centre's own {cfg['isolated_folds']}-fold CV). " + note,
         f"Data: {info['label']}; {info['patients']} patients, {info['n_covariates']} covariates "
         f"(clinical {', '.join(cfg['clinical'])} + binary mutations/cytogenetics with ≥ "
         f"{cfg['min_carriers']} carriers), {info['missing_cells']} missing cells imputed per "
