@@ -105,6 +105,9 @@ def test_one_centre_equals_centralized(runner):
     for a, b in zip(model[0][0], ref, strict=True):
         np.testing.assert_array_equal(a, b)
     assert ledger.n_messages > 0 and "x" not in set(ledger.table()["fields"])
+    pooled = train_strategy("centralized", [client], init, hp, mc, Ledger(), None)
+    for a, b in zip(pooled[0][0], ref, strict=True):
+        np.testing.assert_array_equal(a, b)  # K × batches minibatches = batches for K = 1
 
 
 def test_weights_averaging_uses_fedavg_weights_and_ensemble_weights():
