@@ -48,6 +48,7 @@ include: "rules/decentral.smk"
 include: "rules/admm.smk"
 include: "rules/perf.smk"
 include: "rules/fedcref.smk"
+include: "rules/survival.smk"
 include: "rules/report.smk"
 
 

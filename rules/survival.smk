@@ -1,0 +1,138 @@
+# Stage: survival — federated DeepCox and exact federated Cox-PH / KM (seed 003 §7, D6.2 ch. 8).
+# One job per (endpoint, scenario, strategy, repetition); see docs/ARCHITECTURE.md.
+from fedclust.survival import workflow as SW
+
+SURV = config.get("survival", {})
+SURV_JOBS = SW.jobs(SURV) if enabled("survival") else []
+SURV_REF = [
+    (e, s)
+    for e in SURV.get("endpoints", [])
+    for s in SURV.get("reference_scenarios", [])
+]
+SURV_PRED = [(e, sc, st) for (e, sc, st, r) in SURV_JOBS if r == 0]
+SURV_WILDCARDS = {
+    "endpoint": "OS|LFS",
+    "scenario": "[a-z_]+",
+    "strategy": "[a-z_]+",
+    "rep": "[0-9]+",
+}
+SURV_REPORT = {"caption": "../report/survival.rst", "category": "Survival"}
+
+
+rule survival_cohort:
+    input:
+        unpack(lambda wildcards: SW.cohort_inputs(config)),
+    output:
+        covariates="results/survival/cohort/covariates.parquet",
+        outcomes="results/survival/cohort/outcomes.tsv",
+        info="results/survival/cohort/info.json",
+    log:
+        "results/logs/survival/survival_cohort.log",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("survival_cohort")
+    resources:
+        **job_resources("survival_cohort"),
+    params:
+        cfg=SURV,
+        seed=SEED,
+        source=SW.source(config) if enabled("survival") else "simulated",
+    script:
+        "../scripts/survival_cohort.py"
+
+
+rule survival_job:
+    input:
+        covariates="results/survival/cohort/covariates.parquet",
+        outcomes="results/survival/cohort/outcomes.tsv",
+    output:
+        result="results/survival/{endpoint}/{scenario}/{strategy}/rep{rep}/result.json",
+        cv="results/survival/{endpoint}/{scenario}/{strategy}/rep{rep}/cv.tsv",
+        predictions="results/survival/{endpoint}/{scenario}/{strategy}/rep{rep}/predictions.tsv",
+    log:
+        "results/logs/survival/survival_job_{endpoint}_{scenario}_{strategy}_{rep}.log",
+    benchmark:
+        "results/benchmarks/survival_job/{endpoint}_{scenario}_{strategy}_{rep}.tsv"
+    wildcard_constraints:
+        **SURV_WILDCARDS,
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("survival_job")
+    resources:
+        **job_resources("survival_job"),
+    params:
+        cfg=SURV,
+        seed=SEED,
+    script:
+        "../scripts/survival_job.py"
+
+
+rule survival_reference:
+    input:
+        covariates="results/survival/cohort/covariates.parquet",
+        outcomes="results/survival/cohort/outcomes.tsv",
+    output:
+        coxph="results/survival/{endpoint}/{scenario}/reference/coxph.tsv",
+        km="results/survival/{endpoint}/{scenario}/reference/km.tsv",
+        check="results/survival/{endpoint}/{scenario}/reference/check.json",
+        figure="results/survival/{endpoint}/{scenario}/reference/km.png",
+    log:
+        "results/logs/survival/survival_reference_{endpoint}_{scenario}.log",
+    benchmark:
+        "results/benchmarks/survival_reference/{endpoint}_{scenario}.tsv"
+    wildcard_constraints:
+        **SURV_WILDCARDS,
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("survival_reference")
+    resources:
+        **job_resources("survival_reference"),
+    params:
+        cfg=SURV,
+        seed=SEED,
+    script:
+        "../scripts/survival_reference.py"
+
+
+rule survival_report:
+    input:
+        info="results/survival/cohort/info.json",
+        results=[SW.job_path(*j, "result.json") for j in SURV_JOBS],
+        predictions=[SW.job_path(*j, 0, "predictions.tsv") for j in SURV_PRED],
+        checks=[f"results/survival/{e}/{s}/reference/check.json" for e, s in SURV_REF],
+        coxph=[f"results/survival/{e}/{s}/reference/coxph.tsv" for e, s in SURV_REF],
+        km_figures=[f"results/survival/{e}/{s}/reference/km.png" for e, s in SURV_REF],
+    output:
+        section="results/report/sections/survival.json",
+        results="results/survival/all_results.tsv",
+        summary=report("results/survival/summary.tsv", **SURV_REPORT),
+        checks="results/survival/reference_checks.tsv",
+        tables=[
+            f"results/survival/{e}/{t}.tsv"
+            for e in SURV.get("endpoints", [])
+            for t in ("table_8_1", "table_8_2", "table_8_3", "km_logrank")
+        ],
+        figures=report(
+            [
+                f"results/survival/{e}/km_risk_groups.png"
+                for e in SURV.get("endpoints", [])
+            ],
+            **SURV_REPORT,
+        ),
+    log:
+        "results/logs/survival/survival_report.log",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("survival_report")
+    resources:
+        **job_resources("survival_report"),
+    params:
+        cfg=SURV,
+        pred_jobs=SURV_PRED,
+    script:
+        "../scripts/survival_report.py"
+
+
+if enabled("survival"):
+    TARGETS += ["results/report/sections/survival.json"]
+    REPORT_SECTIONS.append("results/report/sections/survival.json")

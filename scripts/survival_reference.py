@@ -1,0 +1,30 @@
+"""Rule `survival_reference`: exact federated Cox-PH (stratified by centre) and federated KM /
+log-rank on the training centres of one scenario (repetition 0), each checked against lifelines
+on the pooled data."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import pandas as pd  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.io import read_table, save_figure, write_json, write_table  # noqa: E402
+from fedclust.survival.reference import reference_checks  # noqa: E402
+
+
+def main() -> None:
+    w = snakemake.wildcards
+    x = read_table(snakemake.input.covariates)
+    obs = pd.read_csv(snakemake.input.outcomes, sep="\t", index_col=0)
+    obs.index = obs.index.astype(str)
+    coef, km, check, fig = reference_checks(
+        x, obs, w.endpoint, w.scenario, snakemake.params.cfg, snakemake.params.seed
+    )
+    write_table(snakemake.output.coxph, coef, index=False)
+    write_table(snakemake.output.km, km, index=False)
+    write_json(snakemake.output.check, check)
+    save_figure(fig, snakemake.output.figure)
+
+
+run(main, snakemake)

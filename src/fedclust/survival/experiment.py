@@ -1,0 +1,262 @@
+"""One job of the survival stage: (endpoint, scenario, strategy, repetition) — seed 003 §7.4–7.5.
+
+1. keep the patients with a known endpoint; 75/25 train / blind-test split (stratified by event);
+2. imputation + min-max scaling fitted on the training part;
+3. the scenario distributes the training part over K centres;
+4. hyper-parameter grid chosen by centre-based (leave-one-centre-out) CV with the pooled C-index:
+   each fold trains the strategy on K−1 centres and the held-out centre sends its predictions
+   (with its outcomes, as in D6.2) to the server. Centralized uses the same folds on pooled data.
+   Isolated centres have no other centre to validate on: each runs a stratified K-fold CV on its
+   own patients and keeps its own grid point;
+5. the chosen grid point is trained on all K centres and scored on the blind test set.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time as _time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedKFold
+
+from fedclust.errors import ConfigError
+from fedclust.ledger import Ledger
+from fedclust.seeds import derive_seed, rng
+
+from .cohort import fit_preprocess, select_endpoint
+from .cox import c_index
+from .model import get_parameters
+from .scenarios import SCENARIOS, partition, split_train_test
+from .strategies import (
+    STRATEGIES,
+    Model,
+    SurvivalClient,
+    blind_c_index,
+    predict_model,
+    train_strategy,
+)
+from .train import HyperParams, ModelConfig, predict
+
+
+def model_config(cfg: dict[str, Any]) -> ModelConfig:
+    m = cfg["model"]
+    return ModelConfig(
+        tuple(m["hidden"]),
+        m["activation"],
+        float(m["l1"]),
+        float(m["l2"]),
+        m["optimizer"],
+        float(m["lr_floor"]),
+    )
+
+
+def grid(cfg: dict[str, Any]) -> list[HyperParams]:
+    g = cfg["grid"]
+    return [
+        HyperParams(int(fe), int(ie), int(b), float(lr))
+        for fe, ie, b, lr in itertools.product(
+            g["federated_epochs"], g["internal_epochs"], g["batches"], g["lr"]
+        )
+    ]
+
+
+def init_parameters(mc: ModelConfig, n_in: int, seed: int) -> list[np.ndarray]:
+    import torch
+
+    torch.manual_seed(seed)
+    return get_parameters(mc.build(n_in))
+
+
+def prepare(
+    x: pd.DataFrame,
+    obs: pd.DataFrame,
+    endpoint: str,
+    scenario: str,
+    rep: int,
+    cfg: dict[str, Any],
+    seed: int,
+) -> dict[str, Any]:
+    """Split, preprocess and partition one repetition (deterministic given the seed)."""
+    if scenario not in SCENARIOS:
+        raise ConfigError(
+            f"unknown scenario {scenario!r}",
+            where="survival.scenarios",
+            fix=f"one of {', '.join(SCENARIOS)}",
+        )
+    xs, t, e, n_drop = select_endpoint(x, obs, endpoint, where=f"survival cohort ({endpoint})")
+    tr, te = split_train_test(
+        len(t), e, cfg["test_fraction"], derive_seed(seed, "survival", endpoint, rep, "split")
+    )
+    pp = fit_preprocess(xs.iloc[tr], where=f"survival {endpoint} repetition {rep} training part")
+    bm = None
+    if "BM_BLAST" in xs.columns:
+        j = pp.columns.index("BM_BLAST")
+        raw = xs["BM_BLAST"].to_numpy(float)[tr]
+        bm = np.where(np.isnan(raw), pp.fill[j], raw)
+    centre = partition(
+        scenario,
+        int(cfg["n_centres"]),
+        rng(seed, "survival", endpoint, rep, scenario, "partition"),
+        time=t[tr],
+        bm_blast=bm,
+        hub_fraction=float(cfg["hub_fraction"]),
+    )
+    return {
+        "x_train": pp.transform(xs.iloc[tr]),
+        "t_train": t[tr],
+        "e_train": e[tr],
+        "x_test": pp.transform(xs.iloc[te]),
+        "t_test": t[te],
+        "e_test": e[te],
+        "ids_test": xs.index[te].to_numpy(),
+        "centre": centre,
+        "n_dropped": n_drop,
+        "covariates": pp.columns,
+        "bm_blast_train": bm,
+    }
+
+
+def _clients(d, idx_centres, mc, seed, endpoint, rep, scenario) -> list[SurvivalClient]:  # noqa: ANN001
+    out = []
+    for k in idx_centres:
+        m = d["centre"] == k
+        s = derive_seed(seed, "survival", endpoint, rep, scenario, "batches", int(k))
+        out.append(
+            SurvivalClient(f"centre{k}", d["x_train"][m], d["t_train"][m], d["e_train"][m], mc, s)
+        )
+    return out
+
+
+def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label) -> float:  # noqa: ANN001
+    """Leave-one-centre-out CV: pooled C-index of the held-out centres' predictions."""
+    risk, tt, ee = [], [], []
+    local: Model | None = None
+    if strategy == "ensemble":  # the local models do not depend on the fold: train them once
+        local = train_strategy("isolated", clients, init, hp, mc, ledger, None)
+    for k, held in enumerate(clients):
+        rest = [c for i, c in enumerate(clients) if i != k]
+        if local is not None:
+            members = [m for i, m in enumerate(local) if i != k]
+            tot = sum(w for _, w in members)
+            model = [(p, w / tot) for p, w in members]
+        else:
+            model = train_strategy(
+                strategy, rest, init, hp, mc, ledger, rng(*seed_label, "order", k)
+            )
+        msg = ledger.send(held.cid, "server", held.predict(model), 0, "cv_predictions")
+        risk.append(msg["risk"]), tt.append(msg["time"]), ee.append(msg["event"])
+    return c_index(np.concatenate(tt), np.concatenate(risk), np.concatenate(ee))
+
+
+def _cv_isolated(client: SurvivalClient, init, hp, mc, folds: int, seed: int) -> float:  # noqa: ANN001
+    """A centre alone: stratified K-fold CV on its own patients, pooled C-index."""
+    skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    risk = np.empty(client.n)
+    for trn, val in skf.split(client.x_np, client.e_np):
+        sub = SurvivalClient(
+            client.cid, client.x_np[trn], client.t_np[trn], client.e_np[trn], mc, client.seed
+        )
+        p, _ = sub.fit_local(init, hp)
+        risk[val] = predict(client.model, p, client.x_np[val])
+    return c_index(client.t_np, risk, client.e_np)
+
+
+def run_job(
+    x: pd.DataFrame,
+    obs: pd.DataFrame,
+    endpoint: str,
+    scenario: str,
+    strategy: str,
+    rep: int,
+    cfg: dict[str, Any],
+    seed: int,
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """Returns (result dict, CV table, blind-test predictions)."""
+    if strategy not in STRATEGIES:
+        raise ConfigError(
+            f"unknown strategy {strategy!r}",
+            where="survival.strategies",
+            fix=f"one of {', '.join(STRATEGIES)}",
+        )
+    t0 = _time.perf_counter()
+    d = prepare(x, obs, endpoint, scenario, rep, cfg, seed)
+    mc = model_config(cfg)
+    K = int(cfg["n_centres"])
+    clients = _clients(d, range(K), mc, seed, endpoint, rep, scenario)
+    init = init_parameters(
+        mc, d["x_train"].shape[1], derive_seed(seed, "survival", endpoint, rep, "init")
+    )
+    hps = grid(cfg)
+    label = (seed, "survival", endpoint, rep, scenario, strategy)
+    cv_ledger, ledger = Ledger(), Ledger()
+    rows = []
+    if strategy == "isolated":
+        best_per = []
+        for c in clients:
+            scores = [
+                _cv_isolated(
+                    c, init, hp, mc, int(cfg["isolated_folds"]), derive_seed(*label, c.cid)
+                )
+                for hp in hps
+            ]
+            rows += [
+                {"centre": c.cid, "hp": hp.label(), "cv_c_index": s}
+                for hp, s in zip(hps, scores, strict=True)
+            ]
+            best_per.append(hps[int(np.argmax(scores))])
+        model = []
+        for c, hp in zip(clients, best_per, strict=True):
+            model += train_strategy("isolated", [c], init, hp, mc, ledger, None)
+        best = {c.cid: hp.label() for c, hp in zip(clients, best_per, strict=True)}
+    else:
+        scores = []
+        for hp in hps:
+            s = (
+                _cv_federated(strategy, clients, init, hp, mc, cv_ledger, label)
+                if len(hps) > 1
+                else float("nan")
+            )
+            scores.append(s)
+            rows.append({"centre": "all", "hp": hp.label(), "cv_c_index": s})
+        hp = hps[int(np.nanargmax(scores))] if len(hps) > 1 else hps[0]
+        model = train_strategy(
+            strategy, clients, init, hp, mc, ledger, rng(*label, "order", "final")
+        )
+        best = hp.label()
+    ci, each = blind_c_index(
+        clients[0].model, model, strategy, d["x_test"], d["t_test"], d["e_test"]
+    )
+    if strategy == "isolated":
+        risk = np.mean([predict(clients[0].model, p, d["x_test"]) for p, _ in model], axis=0)
+    else:
+        risk = predict_model(clients[0].model, model, d["x_test"])
+    pred = pd.DataFrame(
+        {"time": d["t_test"], "event": d["e_test"], "risk": risk},
+        index=pd.Index(d["ids_test"], name="sample_id"),
+    )
+    result = {
+        "endpoint": endpoint,
+        "scenario": scenario,
+        "strategy": strategy,
+        "rep": int(rep),
+        "test_c_index": ci,
+        "isolated_c_index": each,
+        "best": best,
+        "n_train": int(len(d["t_train"])),
+        "n_test": int(len(d["t_test"])),
+        "events_train": int(d["e_train"].sum()),
+        "events_test": int(d["e_test"].sum()),
+        "n_dropped_missing_endpoint": d["n_dropped"],
+        "n_covariates": len(d["covariates"]),
+        "centre_sizes": [c.n for c in clients],
+        "centre_events": [int(c.e_np.sum()) for c in clients],
+        "grid_size": len(hps),
+        "wall_s": _time.perf_counter() - t0,
+        "messages_final": ledger.n_messages,
+        "floats_final": ledger.n_floats,
+        "messages_cv": cv_ledger.n_messages,
+        "floats_cv": cv_ledger.n_floats,
+    }
+    return result, pd.DataFrame(rows), pred

@@ -1,0 +1,49 @@
+"""Helpers for ``rules/survival.smk``: data source and job list from ``config.survival``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fedclust.config import data_mirror
+
+from .scenarios import SCENARIOS
+from .strategies import STRATEGIES
+
+# Centralized training does not depend on the scenario; its CV folds are the balanced IID centres.
+CENTRALIZED_SCENARIO = "iid_balanced"
+
+
+def source(config: dict[str, Any]) -> str:
+    """``ipssm`` (real) or ``simulated``. ``auto``: IPSS-M when a mirror is set or the data stage
+    reads IPSS-M, else the simulated fallback."""
+    s = config["survival"]["source"]
+    if s != "auto":
+        return s
+    if data_mirror(config) is not None or config["data"]["mds"]["source"] == "ipssm":
+        return "ipssm"
+    return "simulated"
+
+
+def cohort_inputs(config: dict[str, Any]) -> dict[str, str]:
+    if source(config) != "ipssm":
+        return {}
+    dl = config["data"]["download_dir"]
+    return {k: f"{dl}/ipssm/df_{k}.tsv" for k in ("clinical", "mut", "cna")}
+
+
+def jobs(surv: dict[str, Any]) -> list[tuple[str, str, str, int]]:
+    """(endpoint, scenario, strategy, rep) of every job; centralized once per rep."""
+    out = []
+    for ep in surv["endpoints"]:
+        for rep in range(int(surv["repetitions"])):
+            for st in surv["strategies"]:
+                scen = [CENTRALIZED_SCENARIO] if st == "centralized" else surv["scenarios"]
+                out += [(ep, sc, st, rep) for sc in scen]
+    return out
+
+
+def job_path(ep: str, sc: str, st: str, rep: int, name: str) -> str:
+    return f"results/survival/{ep}/{sc}/{st}/rep{rep}/{name}"
+
+
+__all__ = ["SCENARIOS", "STRATEGIES", "source", "cohort_inputs", "jobs", "job_path"]
