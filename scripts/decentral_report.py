@@ -15,7 +15,35 @@ NAMES = {
     "table_4_1_loss": ("loss_total", "Table 4.1: average test loss incl. the L1/L2 penalty"),
     "table_4_1b_loss_bce": ("loss_bce", "Table 4.1b: average test loss, BCE only (no penalty)"),
     "table_4_2_accuracy": ("accuracy", "Table 4.2: average test accuracy"),
-    "table_4_3_auc": ("auc", "Table 4.3: average test AUC (exact ROC AUC)"),
+    "table_4_3_auc": ("auc", "Table 4.3: average test AUC (exact ROC AUC, sklearn)"),
+    "table_4_3b_auc_keras": ("auc_keras", "Table 4.3b: average test AUC as Keras reports it "
+                             "(tf.keras.metrics.AUC: 200 thresholds, trapezoids; what the thesis "
+                             "printed)"),
+}
+EDA_TABLES = {  # file stem -> caption (seed 004 chapter 3; thesis beside ours)
+    "table_3_1_clients": "Table 3.1: the five 'hospital' clients (the thesis' row slices), their "
+    "n as printed and as found, and which true source the rows come from. The thesis prints "
+    "clev n = 151; the slice has 152 rows (its own Table 3.4 says 152).",
+    "table_3_2_describe": "Table 3.2: pandas describe() of the raw numeric columns (zeros not yet "
+    "missing): thesis | ours | difference. All 40 values match to the printed 2 decimals.",
+    "table_3_3_outliers": "Table 3.3: % outliers by the 1.5 IQR rule on the raw data: thesis | "
+    "ours | difference. Cholesterol is 183/918 = 19.93 %, the thesis prints 19.96 % (erratum); "
+    "172 of the 183 are the zero-coded missing values.",
+    "table_3_4_classes": "Table 3.4: % positive / negative cases and totals per client: thesis | "
+    "ours; all equal to the printed decimal.",
+    "spearman_with_target": "Fig 3.2 in numbers: Spearman rho of every feature with the target, "
+    "strongest first. The thesis names ST_Slope_Flat, ChestPainType_ASY, ExerciseAngina_Y, "
+    "Oldpeak and Sex_M as positive correlates at 0.3-0.6; all five lie in that range here "
+    "(0.31-0.55). It names only positive ones: the strongest is ST_Slope_Up at -0.62, and "
+    "MaxHR, ChestPainType_ATA and the negated one-hot siblings also reach |rho| >= 0.3.",
+}
+EDA_FIGS = {
+    "fig3_1_violins": ("seed 004 Fig. 3.1", "Violin plots of the numeric attributes by class "
+                       "(0 = normal, 1 = heart disease) after the class-conditional median "
+                       "imputation of the zero Cholesterol/RestingBP values (matplotlib; the "
+                       "thesis used seaborn)."),
+    "fig3_2_spearman": ("seed 004 Fig. 3.2", "Spearman correlation of the 20 processed features "
+                        "and the target (21 x 21, coolwarm, -1..1)."),
 }
 SPLIT_TEXT = {
     "hospitals": "the thesis' five fixed row-range 'hospitals' clev/hung/long/stat/swit",
@@ -146,7 +174,12 @@ def main() -> None:
         for col, by in imp["fills"].items()
         for cls, v in by.items()
     )
+    eda = {Path(f).stem: f for f in snakemake.input.eda}
+    eda_tables = [{"path": eda[k], "caption": c} for k, c in EDA_TABLES.items()]
+    sec_figs = [{"path": eda[k], "reproduces": r, "caption": c}
+                for k, (r, c) in EDA_FIGS.items()] + sec_figs  # fmt: skip
     sec_tables = [
+        *eda_tables,
         {"path": snakemake.output.centralized, "caption": "Centralized baseline (seed 004 §3.2):"
          f" global 75/25 split, {'grid search' if cen['grid_search'] else 'published best'}"
          " batch/epochs, test metrics; thesis beside."},
