@@ -17,7 +17,7 @@ DECENTRAL_APPROACHES = {
 }
 
 DECENTRAL_TABLES = ["table_4_1_loss", "table_4_1b_loss_bce", "table_4_2_accuracy"]
-DECENTRAL_TABLES += ["table_4_3_auc", "table_4_4_divergence"]
+DECENTRAL_TABLES += ["table_4_3_auc", "table_4_3b_auc_keras", "table_4_4_divergence"]
 DECENTRAL_FIGS = ["fig4_1", "fig4_2", "fig4_3"]
 DECENTRAL_REPORT = {"caption": "../report/decentral.rst", "category": "Decentral"}
 
@@ -25,6 +25,41 @@ DECENTRAL_WILDCARDS = {
     "split": "hospitals|sources",
     "mode": "as_published|as_described",
 }
+
+
+rule decentral_eda:
+    input:
+        features="results/data/heart/features.parquet",
+        obs="results/data/heart/obs.tsv",
+    output:
+        table_3_1=report(
+            "results/decentral/eda/table_3_1_clients.tsv", **DECENTRAL_REPORT
+        ),
+        table_3_2=report(
+            "results/decentral/eda/table_3_2_describe.tsv", **DECENTRAL_REPORT
+        ),
+        table_3_3=report(
+            "results/decentral/eda/table_3_3_outliers.tsv", **DECENTRAL_REPORT
+        ),
+        table_3_4=report(
+            "results/decentral/eda/table_3_4_classes.tsv", **DECENTRAL_REPORT
+        ),
+        spearman=report(
+            "results/decentral/eda/spearman_with_target.tsv", **DECENTRAL_REPORT
+        ),
+        fig_3_1=report("results/decentral/eda/fig3_1_violins.png", **DECENTRAL_REPORT),
+        fig_3_2=report("results/decentral/eda/fig3_2_spearman.png", **DECENTRAL_REPORT),
+    log:
+        "results/logs/decentral/decentral_eda.log",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("decentral_eda")
+    resources:
+        **job_resources("decentral_eda"),
+    params:
+        heart=config.get("data", {}).get("heart", {}),
+    script:
+        "../scripts/decentral_eda.py"
 
 
 rule decentral_centralized:
@@ -91,6 +126,7 @@ rule decentral_report:
         ),
         centralized="results/decentral/centralized/result.json",
         imputation="results/data/heart/imputation.json",
+        eda=rules.decentral_eda.output,
     output:
         tables=report(
             expand(

@@ -154,6 +154,8 @@ class BatchedTrainer:
     def evaluate(self, weights: list[list[np.ndarray]], X: torch.Tensor, y: torch.Tensor):
         from sklearn.metrics import roc_auc_score
 
+        from .metrics import keras_auc
+
         m = self.model
         for k, w in enumerate(weights):
             m.set_weights(k, w)
@@ -167,5 +169,6 @@ class BatchedTrainer:
             bce = float(F.binary_cross_entropy_with_logits(z, y))
             auc = float(roc_auc_score(yn, z.numpy())) if 0 < yn.sum() < len(yn) else float("nan")
             acc = float(((z > 0).numpy() == (yn > 0.5)).mean())
-            out.append(EvalResult(bce + float(pen[k]), bce, acc, auc))
+            kauc = keras_auc(yn, torch.sigmoid(z).numpy())
+            out.append(EvalResult(bce + float(pen[k]), bce, acc, auc, kauc))
         return out

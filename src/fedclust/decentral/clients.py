@@ -105,7 +105,8 @@ class HeartClient:
             (
                 r.loss_total,
                 len(self.yte),
-                {"loss_bce": r.loss_bce, "accuracy": r.accuracy, "auc": r.auc},
+                {"loss_bce": r.loss_bce, "accuracy": r.accuracy, "auc": r.auc,
+                 "auc_keras": r.auc_keras},
             )  # fmt: skip
             for r in self.trainer.evaluate(parameters_list, self.Xte, self.yte)
         ]
@@ -115,5 +116,6 @@ class HeartClient:
         return (
             r.loss_total,
             len(self.yte),
-            {"loss_bce": r.loss_bce, "accuracy": r.accuracy, "auc": r.auc},
+            {"loss_bce": r.loss_bce, "accuracy": r.accuracy, "auc": r.auc,
+                 "auc_keras": r.auc_keras},
         )

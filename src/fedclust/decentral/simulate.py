@@ -46,7 +46,7 @@ HEART_PEER = Protocol("heart_peer_weights", {"weights": "parameters", "n": "coun
 HEART_EVAL = Protocol(
     "heart_eval_metrics",
     {"loss": "aggregate", "loss_bce": "aggregate", "accuracy": "aggregate", "auc": "aggregate",
-     "n": "count"},
+     "auc_keras": "aggregate", "n": "count"},
 )  # fmt: skip
 OPTIMIZER_STATE_DEFAULT = "per_client"
 
@@ -283,7 +283,8 @@ def run_group(
 def weighted_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     """Per round: n_train-weighted mean over clients (the thesis' averaging, spec §4.0) and the
     simple mean, of loss_total, loss_bce, accuracy, auc."""
-    cols = ["loss_total", "loss_bce", "accuracy", "auc"]
+    cols = [c for c in ("loss_total", "loss_bce", "accuracy", "auc", "auc_keras")
+            if c in metrics.columns]
     out = []
     for t, g in metrics.groupby("round"):
         w = g["n_train"].to_numpy(float)

@@ -44,13 +44,15 @@ def early_table(
     approaches: list[str], modes: list[str],
 ) -> pd.DataFrame:  # fmt: skip
     """Rounds 1..n of the n_train-weighted mean ``metric`` (Tables 4.1–4.3), thesis beside."""
-    thesis = published.early(metric) if metric in ("loss_total", "accuracy", "auc") else {}
+    thesis = published.early(metric) if metric in published.EARLY else {}
     out = pd.DataFrame(index=pd.RangeIndex(1, n_rounds + 1, name="round"))
     for a, m in _columns(split, approaches, modes, bool(thesis)):
         if m == "thesis":
             out[_label(a, m)] = [thesis[a].get(r, np.nan) for r in out.index]
         elif (split, m, a) in summ:
-            out[_label(a, m)] = summ[(split, m, a)][metric].reindex(out.index).to_numpy()
+            s = summ[(split, m, a)]
+            col = s[metric] if metric in s.columns else pd.Series(np.nan, index=s.index)
+            out[_label(a, m)] = col.reindex(out.index).to_numpy()
     return out.round(3)
 
 

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from sklearn.metrics import roc_auc_score
 
+from .metrics import keras_auc
 from .model import HeartNet, KerasAdam
 
 OPTIMIZER_STATES = ("shared", "per_client", "fresh_each_fit")
@@ -25,7 +26,8 @@ class EvalResult:
     loss_total: float  # BCE + L1/L2 penalty of the first kernel (what Keras' evaluate reports)
     loss_bce: float
     accuracy: float  # threshold 0.5
-    auc: float  # exact ROC AUC (sklearn); Keras' 200-threshold AUC approximates it
+    auc: float  # exact ROC AUC (sklearn)
+    auc_keras: float = float("nan")  # Keras' 200-threshold AUC (what the thesis printed)
 
 
 class Trainer:
@@ -90,4 +92,5 @@ class Trainer:
         yn = y.numpy()
         pred = (logits > 0).numpy()  # sigmoid(z) > 0.5
         auc = float(roc_auc_score(yn, logits.numpy())) if 0 < yn.sum() < len(yn) else float("nan")
-        return EvalResult(bce + pen, bce, float((pred == (yn > 0.5)).mean()), auc)
+        kauc = keras_auc(yn, torch.sigmoid(logits).numpy())
+        return EvalResult(bce + pen, bce, float((pred == (yn > 0.5)).mean()), auc, kauc)
