@@ -29,7 +29,7 @@ from .federated import (
     run_rounds,
     set_dec_parameters,
 )
-from .io import MISSING_LABEL
+from .io import MISSING_LABELS
 from .model import TSAE, DECModel, encoder_dims, get_parameters, set_parameters
 from .optim import make_optimizer
 from .train import (
@@ -98,8 +98,9 @@ def make_tsae(cfg: dict, n_features: int) -> TSAE:
 
 
 def reference_mask(y: np.ndarray) -> np.ndarray:
-    """Samples with a reference label (missing ones, "NA", are left out of external scores)."""
-    return np.asarray(y).astype(str) != MISSING_LABEL
+    """Samples with a reference label (missing ones, "NA" or "unknown", are left out of
+    external scores)."""
+    return ~np.isin(np.asarray(y).astype(str), MISSING_LABELS)
 
 
 def evaluate(

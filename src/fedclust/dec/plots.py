@@ -1,5 +1,5 @@
 """Figures of the DEC stage: training curves, t-SNE of the feature space, generated samples
-from decoded centroids, KM panels (seed 000 Figs 5.6, 5.9, 5.11–5.12, 3.2)."""
+from decoded centroids (seed 000 Figs 5.6, 5.9, 3.2); KM panels are in :mod:`.survival`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import torch  # noqa: E402
 from sklearn.manifold import TSNE  # noqa: E402
 
 from fedclust.metrics.assignment import hungarian_mapping  # noqa: E402
-from fedclust.metrics.survival import km_by_group, plot_km, survival_summary  # noqa: E402
 
 from .model import DECModel  # noqa: E402
 
@@ -123,28 +122,6 @@ def mutation_heatmap(samples: np.ndarray, columns: list[str], observed: pd.DataF
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig
-
-
-def km_panels(
-    obs: pd.DataFrame, pred: np.ndarray, ref: np.ndarray, outcomes: list[str], title: str
-):  # noqa: ANN201
-    """KM per found cluster (left) and per reference group (right), one row per outcome; also
-    returns the per-group table (n, events, median) and log-rank p."""
-    fig, axes = plt.subplots(len(outcomes), 2, figsize=(10, 3.6 * len(outcomes)), squeeze=False)
-    rows = []
-    for r, out in enumerate(outcomes):
-        t, e = obs[f"{out}_YEARS"].to_numpy(), obs[f"{out}_STATUS"].to_numpy()
-        for c, (name, grp) in enumerate((("DEC clusters", pred), ("reference groups", ref))):
-            where = f"results/data/mds/obs.tsv {out}_YEARS/{out}_STATUS"
-            summary, p = survival_summary(t, e, grp, where)
-            plot_km(axes[r, c], km_by_group(t, e, grp, where), f"{out}: {name}", p)
-            summary.insert(0, "grouping", name)
-            summary.insert(0, "outcome", out)
-            summary["logrank_p"] = p
-            rows.append(summary)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    return fig, pd.concat(rows, ignore_index=True)
 
 
 def cycle_vs_recon(tables: dict[str, pd.DataFrame]):  # noqa: ANN201

