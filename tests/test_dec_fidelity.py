@@ -74,3 +74,47 @@ def test_missing_outcome_column_is_a_clear_error():
     obs, pred, ref = _cohort(60)
     with pytest.raises(InputDataError, match="AMLt_YEARS"):
         km_panels(obs, pred, ref, ["AMLt"], "t")
+
+
+def test_reference_scores_match_sklearn_on_known_samples():
+    from sklearn import metrics as skm
+
+    from fedclust.dec.pipeline import reference_scores
+
+    gen = np.random.default_rng(1)
+    y = np.repeat(np.array(["a", "b", "c"]), 40)
+    x = (gen.random((120, 12)) < np.where(y[:, None] == "a", 0.8, 0.2)).astype(np.float32)
+    z = gen.normal(size=(120, 3)) + (y == "b")[:, None] * 3.0
+    y_obs = y.astype(object)
+    y_obs[:10] = "unknown"
+    y_obs[10:13] = "NA"
+    out = reference_scores(x, z, y_obs)
+    k = slice(13, None)
+    assert out["n"] == 107 and out["n_without_reference"] == 13 and out["n_groups"] == 3
+    assert out["sil_data"] == pytest.approx(skm.silhouette_score(x[k], y[k], metric="cosine"))
+    assert out["sil_feat"] == pytest.approx(skm.silhouette_score(z[k], y[k]))
+    assert out["ch_data"] == pytest.approx(skm.calinski_harabasz_score(x[k], y[k]))
+    assert out["ln_ch_feat"] == pytest.approx(np.log(skm.calinski_harabasz_score(z[k], y[k])))
+    # Table 5.1 convention: ln, not ln ln (thesis ln CH_data 1.892 ↔ CH_data 6.633)
+    assert np.exp(out["ln_ch_data"]) == pytest.approx(out["ch_data"])
+
+
+def test_split_histograms_count_thesis_sizes():
+    from fedclust.data.split import histogram_sizes
+    from fedclust.dec.plots import split_histograms
+
+    n = 2043
+    ids = pd.Index([f"s{i}" for i in range(n)])
+    labels = pd.Series(np.where(np.arange(n) % 3 == 0, "x", "y"), index=ids)
+    splits = {}
+    for kind in ("uniform", "skewed"):
+        sizes = histogram_sizes(n, 10, kind, 51550, 4.0)
+        splits[kind] = pd.Series(np.repeat([f"c{i:02d}" for i in range(10)], sizes), index=ids)
+    fig, table = split_histograms(splits, labels, "t")
+    plt.close(fig)
+    sk = table[table.split == "skewed"]
+    # seed 000 §2.4 regression values (n = 2043, seed 51550, skewness 4)
+    assert sk.n.tolist() == [44, 300, 465, 495, 332, 204, 117, 52, 23, 11]
+    un = table[table.split == "uniform"]
+    assert un.n.tolist() == [223, 204, 213, 197, 218, 204, 169, 228, 201, 186]
+    assert (table.x + table.y == table.n).all() and table.x.sum() == 2 * 681

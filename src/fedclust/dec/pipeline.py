@@ -103,6 +103,22 @@ def reference_mask(y: np.ndarray) -> np.ndarray:
     return ~np.isin(np.asarray(y).astype(str), MISSING_LABELS)
 
 
+def reference_scores(
+    x: np.ndarray, z: np.ndarray, y: np.ndarray, sample_size: int | None = None
+) -> dict[str, float]:
+    """Internal scores of the *reference* labels (seed 000 Table 5.1, HDP labels there):
+    silhouette (cosine, data space; Euclidean, feature space ``z`` of the best model) and
+    Calinski–Harabasz raw and ln, on the samples with a reference category."""
+    known = reference_mask(y)
+    n = int(known.sum())
+    out = internal_scores(
+        np.asarray(x)[known], np.asarray(z)[known], np.asarray(y)[known],
+        sample_size if sample_size and sample_size < n else None,
+    )  # fmt: skip
+    return {"n": n, "n_without_reference": int(len(y) - n),
+            "n_groups": int(len(np.unique(np.asarray(y)[known]))), **out}  # fmt: skip
+
+
 def evaluate(
     model: DECModel, x: np.ndarray, y: np.ndarray | None, sample_size: int | None = None
 ) -> tuple[dict, np.ndarray]:
