@@ -118,3 +118,89 @@ def test_split_histograms_count_thesis_sizes():
     un = table[table.split == "uniform"]
     assert un.n.tolist() == [223, 204, 213, 197, 218, 204, 169, 228, 201, 186]
     assert (table.x + table.y == table.n).all() and table.x.sum() == 2 * 681
+
+
+def test_dice_bce_matches_hand_computation():
+    import torch
+
+    from fedclust.dec.train import dice_bce_loss, recon_loss
+
+    o = torch.tensor([[0.9, 0.2, 0.6], [0.1, 0.7, 0.5]])
+    t = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.5]])
+    on, tn = o.numpy().astype(float), t.numpy().astype(float)
+    mse = np.mean((on - tn) ** 2)
+    dice = 1 - (2 * (on * tn).sum() + 1) / (on.sum() + tn.sum() + 1)
+    bce = -np.mean(tn * np.log(on) + (1 - tn) * np.log(1 - on))
+    for beta in (0.0, 0.3, 1.0):
+        want = (1 - beta) * mse + beta * (dice + bce)
+        assert float(dice_bce_loss(o, t, beta)) == pytest.approx(want, rel=1e-5)
+        assert float(recon_loss(o, t, "dice_bce", beta)) == pytest.approx(want, rel=1e-5)
+    assert float(recon_loss(o, t, "dice_bce", 0.0)) == pytest.approx(mse, rel=1e-6)
+
+
+def test_gaussian_noise_truncated_and_off_at_zero():
+    import torch
+
+    from fedclust.dec.train import gaussian_noise
+
+    x = torch.full((4000, 5), 0.5)
+    assert gaussian_noise(x, 0.0, None) is x
+    y = gaussian_noise(x, 0.1, torch.Generator().manual_seed(0))
+    assert float(y.min()) >= 0 and float(y.max()) <= 1
+    assert float((y - x).std()) == pytest.approx(0.1, rel=0.03)  # σ, mean 0 (code)
+    assert abs(float((y - x).mean())) < 0.005
+    z = gaussian_noise(torch.zeros(4000, 5), 0.1, torch.Generator().manual_seed(0))
+    assert float((z == 0).float().mean()) == pytest.approx(0.5, abs=0.02)  # half clamped
+
+
+def test_plateau_scheduler_halves_lr_after_patience_and_noise_adds_clean_epochs(monkeypatch):
+    import torch
+
+    from fedclust.dec import pipeline
+    from fedclust.dec.model import TSAE
+    from fedclust.errors import ConfigError
+
+    seen, opts = [], []
+    monkeypatch.setattr(pipeline, "ae_epoch", lambda *a, **k: seen.append(a[8]) or 1.0)
+    make = pipeline.make_optimizer
+    monkeypatch.setattr(pipeline, "make_optimizer", lambda *a: opts.append(make(*a)) or opts[-1])
+    tsae = TSAE([4, 3, 2])
+    x = torch.rand(8, 4)
+    kw = {"noise_sigma": 0.2, "clean_epochs": 5}
+    curve = pipeline.train_autoencoder(tsae, x, "sgd", 0.1, 30, 4, "mse", scheduler="plateau", **kw)
+    assert len(curve) == 35 and seen == [0.2] * 30 + [0.0] * 5
+    # constant loss: ReduceLROnPlateau(factor 0.5, patience 20) halves after the 22nd epoch
+    # (epoch 1 sets the best, 21 bad epochs > patience) → 0.05 after 35 epochs; torch reference
+    ref = torch.optim.SGD(tsae.parameters(), lr=0.1)
+    sch = torch.optim.lr_scheduler.ReduceLROnPlateau(ref, mode="min", factor=0.5, patience=20)
+    for _ in range(35):
+        sch.step(1.0)
+    assert opts[0].param_groups[0]["lr"] == pytest.approx(ref.param_groups[0]["lr"]) == 0.05
+    pipeline.train_autoencoder(tsae, x, "sgd", 0.1, 35, 4, "mse")  # scheduler off
+    assert opts[1].param_groups[0]["lr"] == 0.1
+    assert len(seen) == 70 and seen[35:] == [0.0] * 35  # σ = 0: no noise, no extra epochs
+    with pytest.raises(ConfigError, match="lr_scheduler"):
+        pipeline.train_autoencoder(tsae, x, "sgd", 0.1, 1, 4, "mse", scheduler="cosine")
+
+
+def test_random_weighted_dup_is_the_thesis_code_draw():
+    from fedclust.dec.federated import aggregate_centroids
+
+    cents = [np.arange(6.0).reshape(3, 2), np.arange(6.0, 12.0).reshape(3, 2)]
+    counts = [np.array([1000, 1, 1]), np.array([1, 1, 1])]
+    out = aggregate_centroids("random_weighted_dup", cents, counts, 3, np.random.default_rng(7))
+    # reference: centroids repeated by their cluster sizes, shuffled, first k
+    allc = np.concatenate(cents)
+    rep = np.repeat(np.arange(6), [1000, 1, 1, 1, 1, 1])
+    want = allc[rep[np.random.default_rng(7).permutation(len(rep))[:3]]]
+    np.testing.assert_array_equal(out, want.astype(np.float32))
+    assert (out == allc[0]).all(axis=1).sum() >= 2  # duplicates (p ≈ 0.99)
+    distinct = aggregate_centroids("random_weighted", cents, counts, 3, np.random.default_rng(7))
+    assert len(np.unique(distinct, axis=0)) == 3
+    # marginal of the first draw ∝ cluster size
+    firsts = [
+        aggregate_centroids("random_weighted_dup", cents, [np.array([3, 1, 0]),
+                            np.array([0, 0, 0])], 1, np.random.default_rng(s))[0, 0]
+        for s in range(800)
+    ]  # fmt: skip
+    assert np.mean(np.array(firsts) == 0.0) == pytest.approx(0.75, abs=0.05)
