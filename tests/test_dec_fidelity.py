@@ -204,3 +204,13 @@ def test_random_weighted_dup_is_the_thesis_code_draw():
         for s in range(800)
     ]  # fmt: skip
     assert np.mean(np.array(firsts) == 0.0) == pytest.approx(0.75, abs=0.05)
+
+
+def test_simulated_aml_transformation_is_censored_at_death():
+    from fedclust.data.simulate import simulate_mds
+
+    _, obs = simulate_mds(seed=3, n_samples=400)
+    # AML event ⇒ an LFS event (death or AML) at the same time; deaths without AML censor AMLt
+    assert (obs.AMLt_YEARS == obs.LFS_YEARS).all()
+    assert (obs.AMLt_STATUS <= obs.LFS_STATUS).all()
+    assert 0 < obs.AMLt_STATUS.sum() < obs.LFS_STATUS.sum()
