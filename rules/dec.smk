@@ -19,6 +19,9 @@ rule dec_train:
         ae_curves="results/dec/{dataset}/centralized/ae_curves.tsv",
         dec_curves="results/dec/{dataset}/centralized/dec_curves.tsv",
         labels="results/dec/{dataset}/centralized/labels.tsv",
+        reference=report(
+            "results/dec/{dataset}/centralized/reference_scores.tsv", **DEC_RUN
+        ),
         curves=report("results/dec/{dataset}/centralized/curves.png", **DEC_RUN),
         tsne=report("results/dec/{dataset}/centralized/tsne.png", **DEC_RUN),
         generated=report("results/dec/{dataset}/centralized/generated.png", **DEC_RUN),
@@ -58,6 +61,32 @@ rule dec_survival:
         cfg=DEC,
     script:
         "../scripts/dec_survival.py"
+
+
+rule dec_splits:
+    input:
+        obs="results/data/{dataset}/obs.tsv",
+        splits=lambda w: expand(
+            "results/data/{dataset}/splits/{split}.tsv",
+            dataset=w.dataset,
+            split=DEC.get("splits", []),
+        ),
+    output:
+        figure=report("results/dec/{dataset}/splits.png", **DEC_RUN),
+        table=report("results/dec/{dataset}/splits.tsv", **DEC_RUN),
+    log:
+        "results/logs/dec/dec_splits_{dataset}.log",
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_splits")
+    resources:
+        **job_resources("dec_splits"),
+    params:
+        splits=DEC.get("splits", []),
+    script:
+        "../scripts/dec_splits.py"
 
 
 rule dec_train_federated:
@@ -107,6 +136,15 @@ rule dec_report:
             else []
         ),
         federated=[f"results/dec/{d}/federated/{s}/results.tsv" for d, s in DEC_FED],
+        reference=expand(
+            "results/dec/{dataset}/centralized/reference_scores.tsv",
+            dataset=DEC_DATASETS,
+        ),
+        splits=expand(
+            "results/dec/{dataset}/splits.{ext}",
+            dataset=DEC.get("federated_datasets", []) if DEC_FED else [],
+            ext=["png", "tsv"],
+        ),
         ledgers=[f"results/dec/{d}/federated/{s}/ledger.tsv" for d, s in DEC_FED],
         fed_figures=[f"results/dec/{d}/federated/{s}/curves.png" for d, s in DEC_FED],
     output:

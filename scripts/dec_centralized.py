@@ -9,7 +9,7 @@ import torch  # noqa: E402
 from _common import run  # noqa: E402
 
 from fedclust.dec.io import load_dataset  # noqa: E402
-from fedclust.dec.pipeline import run_centralized  # noqa: E402
+from fedclust.dec.pipeline import reference_scores, run_centralized  # noqa: E402
 from fedclust.dec.plots import (  # noqa: E402
     digits_grid,
     generated_samples,
@@ -32,6 +32,8 @@ def main() -> None:
     write_table(out.dec_curves, res.dec_curves, index=False)
     pred, model = res.best["labels"], res.best["model"]
     write_table(out.labels, pd.DataFrame({"cluster": pred, "label": y}, index=obs.index))
+    ref = reference_scores(x, res.best["features"], y, cfg["evaluate"].get("silhouette_max_points"))
+    write_table(out.reference, pd.DataFrame([{"labels": "reference", **ref}]), index=False)
     key = "{} α={:g} {}".format(*res.best["key"])
     save_figure(
         training_curves(res.ae_curves, res.dec_curves, f"{ds}: training curves"), out.curves

@@ -1,4 +1,6 @@
-"""Rule `dec_survival`: KM curves (OS, LFS) per found cluster and per reference group (MDS)."""
+"""Rule `dec_survival`: KM curves per found cluster and per reference group (MDS), clusters
+Hungarian-matched to the groups; patients without a reference category left out of the
+reference test."""
 
 import sys
 from pathlib import Path
@@ -7,7 +9,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))
 from _common import run  # noqa: E402
 
 from fedclust.dec.io import read_obs  # noqa: E402
-from fedclust.dec.plots import km_panels  # noqa: E402
+from fedclust.dec.survival import km_panels  # noqa: E402
 from fedclust.io import read_table, save_figure, write_table  # noqa: E402
 
 
@@ -16,12 +18,14 @@ def main() -> None:
     obs = read_obs(snakemake.input.obs)
     labels.index = labels.index.astype(str)
     obs = obs.loc[labels.index]
+    outcomes = list(snakemake.params.cfg["evaluate"]["survival"])
     fig, km = km_panels(
         obs,
         labels["cluster"].astype(str).to_numpy(),
         obs["label"].astype(str).to_numpy(),
-        list(snakemake.params.cfg["evaluate"]["survival"]),
-        "Kaplan–Meier per DEC cluster (left) and per reference group (right), best centralized run",
+        outcomes,
+        "Kaplan–Meier per DEC cluster (left, Hungarian-matched to the reference groups: "
+        "same colour = matched pair) and per reference group (right), best centralized run",
     )
     save_figure(fig, snakemake.output.figure)
     write_table(snakemake.output.table, km, index=False)

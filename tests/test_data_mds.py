@@ -22,7 +22,9 @@ def test_ipssm_from_mirror(mirror):
     feats, obs, n_nan = load_ipssm(d / "df_clinical.tsv", d / "df_mut.tsv", d / "df_cna.tsv")
     assert feats.shape == (2957, 49) and len(obs) == 2957
     assert set(np.unique(feats.to_numpy())) == {0.0, 1.0} and n_nan.sum() == 0
-    assert list(obs.columns) == ["label", "OS_YEARS", "OS_STATUS", "LFS_YEARS", "LFS_STATUS"]
+    assert list(obs.columns) == ["label", "OS_YEARS", "OS_STATUS", "LFS_YEARS", "LFS_STATUS",
+                                 "AMLt_YEARS", "AMLt_STATUS"]  # fmt: skip
+    assert obs["AMLt_STATUS"].isna().sum() == 324 and set(obs["AMLt_STATUS"].dropna()) == {0, 1}
     counts = obs["label"].value_counts()
     assert counts["Low"] == 889 and counts["unknown"] == 256 and len(counts) == 7
     assert set(obs["OS_STATUS"].dropna()) == {0, 1}

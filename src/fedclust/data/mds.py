@@ -38,6 +38,9 @@ CYTO_MAP: dict[str, list[str]] = {
     "LOCHRY": ["delY"],
 }
 SURVIVAL = ["OS_YEARS", "OS_STATUS", "LFS_YEARS", "LFS_STATUS"]
+#: AML transformation (event 1 = AML; censored at death), kept when the clinical table has it
+#: (seed 000 Fig. 5.11 "evolution to AML"; Fig. 5.13 "dead or AML" is IPSS-M's LFS).
+AML_SURVIVAL = ["AMLt_YEARS", "AMLt_STATUS"]
 NOT_IN_IPSSM = ("PIGA", "FBXW7", "PRPF40B", "CBLB", "idicXq13")  # Table 3.1, absent from IPSS-M
 #: the Table 3.1 genes read from ``df_mut.tsv`` (38): every one is required
 IPSSM_GENES = [
@@ -148,14 +151,15 @@ def load_ipssm(
     _same_ids(clin, clinical_path, mut, mut_path)
     _same_ids(clin, clinical_path, cna, cna_path)
     mut, cna = mut.loc[clin.index], cna.loc[clin.index]
-    check_survival(clin[SURVIVAL], clinical_path)
+    surv = SURVIVAL + [c for c in AML_SURVIVAL if c in clin.columns]
+    check_survival(clin[surv], clinical_path)
     _require(mut, IPSSM_GENES, mut_path)
     raw = ipssm_features(mut, cna, where=cna_path)
     feats, n_nan = impute_binary_frequency(raw, where=f"{mut_path} + {cna_path}")
     feats.index = feats.index.astype(str)
     feats.index.name = "sample_id"
-    obs = clin[SURVIVAL].copy()
-    for col in ("OS_STATUS", "LFS_STATUS"):
+    obs = clin[surv].copy()
+    for col in [c for c in surv if c.endswith("_STATUS")]:
         obs[col] = obs[col].astype("Int64")  # 1 = event, 0 = censored, <NA> = unknown
     obs.insert(0, "label", clin[label].astype("string").fillna("unknown").astype(str))
     obs.index = feats.index

@@ -231,7 +231,8 @@ def simulate_mds(
     censor_years: float = 10.0,
     features: list[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Binary features (0/1/NaN) and obs (label, OS/LFS years and status) of an MDS-like cohort."""
+    """Binary features (0/1/NaN) and obs (label, OS/LFS/AMLt years and status) of an MDS-like
+    cohort."""
     gen = make_rng(seed, "simulate_mds")
     names = list(features or TABLE_3_1)
     d = len(names)
@@ -261,6 +262,9 @@ def simulate_mds(
             "OS_STATUS": (t_death <= censor).astype(int),
             "LFS_YEARS": np.round(lfs_t, 4),
             "LFS_STATUS": (lfs_event_t <= censor).astype(int),
+            # AML transformation, censored at death or end of follow-up
+            "AMLt_YEARS": np.round(lfs_t, 4),
+            "AMLt_STATUS": ((t_aml <= t_death) & (t_aml <= censor)).astype(int),
         },
         index=feats.index,
     )

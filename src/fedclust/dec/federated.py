@@ -41,7 +41,9 @@ from .train import (
 
 NDArrays = list[np.ndarray]
 log = logging.getLogger(__name__)
-CENTROID_METHODS = ("max_min", "random", "random_weighted", "double_kmeans")
+CENTROID_METHODS = (
+    "max_min", "random", "random_weighted", "random_weighted_dup", "double_kmeans"
+)  # fmt: skip
 STRATEGIES = ("fedavg", "fedadam", "fedyogi")
 DECODER_PREFIX = "tsae.dec_bias"
 AE_FIT = fit_protocol("dec_ae_fit")
@@ -134,6 +136,7 @@ class DECClient:
                         config.get("loss", "mse"),
                         shuffle,
                         self.gen,
+                        float(config.get("beta", 0.5)),
                     )
                 )
             else:
@@ -207,7 +210,9 @@ def aggregate_centroids(
 
     max_min: start from one centroid drawn uniformly among all N·k, then repeatedly add the
     candidate farthest (Euclidean) from the chosen set. random: k of the shuffled N·k.
-    random_weighted: k distinct ones drawn with probability ∝ cluster size. double_kmeans:
+    random_weighted: k distinct ones drawn with probability ∝ cluster size.
+    random_weighted_dup: the thesis code's draw: every centroid repeated by its cluster size,
+    shuffled, the first k taken, so one centroid can be drawn twice. double_kmeans:
     k-means of all centroids weighted by their cluster sizes.
     """
     n_all = sum(len(c) for c in centroids)
@@ -233,6 +238,9 @@ def aggregate_centroids(
         if np.count_nonzero(alln) < k:
             raise ConfigError("fewer than k non-empty clusters", where="dec random_weighted")
         out = allc[rng.choice(len(allc), size=k, replace=False, p=alln / alln.sum())]
+    elif method == "random_weighted_dup":  # the thesis code: duplicates possible
+        expanded = np.repeat(np.arange(len(allc)), alln.astype(np.int64))
+        out = allc[expanded[rng.permutation(len(expanded))[:k]]]
     elif method == "double_kmeans":
         seed = int(rng.integers(2**31 - 1))
         km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(allc, sample_weight=alln)

@@ -10,6 +10,9 @@ from fedclust.io import read_table
 
 #: Reference label of samples without one (IPSS-M: no risk category); left out of accuracy/ARI/NMI.
 MISSING_LABEL = "NA"
+#: Every spelling of "no reference category": read_obs' NA and the data stage's ``unknown``
+#: (IPSS-M patients without a risk category, src/fedclust/data/mds.py).
+MISSING_LABELS = (MISSING_LABEL, "unknown")
 
 
 def load_dataset(features: str, obs: str) -> tuple[np.ndarray, pd.DataFrame, list[str]]:

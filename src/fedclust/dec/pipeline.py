@@ -29,10 +29,11 @@ from .federated import (
     run_rounds,
     set_dec_parameters,
 )
-from .io import MISSING_LABEL
+from .io import MISSING_LABELS
 from .model import TSAE, DECModel, encoder_dims, get_parameters, set_parameters
 from .optim import make_optimizer
 from .train import (
+    SCHEDULERS,
     ae_epoch,
     embed,
     kmeans_centroids,
@@ -98,8 +99,25 @@ def make_tsae(cfg: dict, n_features: int) -> TSAE:
 
 
 def reference_mask(y: np.ndarray) -> np.ndarray:
-    """Samples with a reference label (missing ones, "NA", are left out of external scores)."""
-    return np.asarray(y).astype(str) != MISSING_LABEL
+    """Samples with a reference label (missing ones, "NA" or "unknown", are left out of
+    external scores)."""
+    return ~np.isin(np.asarray(y).astype(str), MISSING_LABELS)
+
+
+def reference_scores(
+    x: np.ndarray, z: np.ndarray, y: np.ndarray, sample_size: int | None = None
+) -> dict[str, float]:
+    """Internal scores of the *reference* labels (seed 000 Table 5.1, HDP labels there):
+    silhouette (cosine, data space; Euclidean, feature space ``z`` of the best model) and
+    Calinski–Harabasz raw and ln, on the samples with a reference category."""
+    known = reference_mask(y)
+    n = int(known.sum())
+    out = internal_scores(
+        np.asarray(x)[known], np.asarray(z)[known], np.asarray(y)[known],
+        sample_size if sample_size and sample_size < n else None,
+    )  # fmt: skip
+    return {"n": n, "n_without_reference": int(len(y) - n),
+            "n_groups": int(len(np.unique(np.asarray(y)[known]))), **out}  # fmt: skip
 
 
 def evaluate(
@@ -141,9 +159,36 @@ def train_autoencoder(
     loss: str,
     shuffle: bool = False,
     gen: torch.Generator | None = None,
+    beta: float = 0.5,
+    noise_sigma: float = 0.0,
+    clean_epochs: int = 0,
+    scheduler: str = "none",
+    noise_seed: int = 0,
 ) -> list[float]:
+    """``epochs`` epochs (with truncated Gaussian input noise when ``noise_sigma`` > 0, then
+    ``clean_epochs`` more without it, seed 000 §1.4). ``scheduler`` plateau: the thesis code's
+    ``ReduceLROnPlateau(mode="min", factor=0.5, patience=20)``, stepped once per epoch on the
+    epoch's training loss (the code used a validation loss; Step 1 here has no held-out set)."""
+    if scheduler not in SCHEDULERS:
+        raise ConfigError(
+            f"unknown lr_scheduler {scheduler!r}",
+            where="dec.autoencoder.lr_scheduler",
+            fix=f"one of {SCHEDULERS}",
+        )
     opt = make_optimizer(optimizer, tsae.parameters(), lr)
-    return [ae_epoch(tsae, x, opt, batch_size, loss, shuffle, gen) for _ in range(epochs)]
+    sched = (
+        torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=20)
+        if scheduler == "plateau"
+        else None
+    )
+    noise_gen = shuffle_generator(noise_seed)
+    sigmas = [noise_sigma] * epochs + ([0.0] * clean_epochs if noise_sigma > 0 else [])
+    curve = []
+    for sigma in sigmas:
+        curve.append(ae_epoch(tsae, x, opt, batch_size, loss, shuffle, gen, beta, sigma, noise_gen))
+        if sched is not None:
+            sched.step(curve[-1])
+    return curve
 
 
 def run_centralized(
@@ -171,6 +216,11 @@ def run_centralized(
             cfg["autoencoder"]["loss"],
             shuffle,
             shuffle_generator(derive_seed(seed, "dec", dataset, "shuffle", "tsae", opt_name)),
+            beta=float(cfg["autoencoder"].get("dice_bce_beta", 0.5)),
+            noise_sigma=float(cfg["autoencoder"].get("gaussian_sigma", 0.0)),
+            clean_epochs=int(cfg["autoencoder"].get("clean_epochs", 150)),
+            scheduler=cfg["autoencoder"].get("lr_scheduler", "none"),
+            noise_seed=derive_seed(seed, "dec", dataset, "noise", "tsae", opt_name),
         )
         ae_loss = reconstruction_mse(tsae, xt)
         log.info(
@@ -321,6 +371,7 @@ def run_federated(
             "batch_size": int(dataset_setting(cfg, dataset, "federated.ae_batch_size")),
             "epochs": int(f["local_epochs"]),
             "loss": cfg["autoencoder"]["loss"],
+            "beta": float(cfg["autoencoder"].get("dice_bce_beta", 0.5)),
             "shuffle": shuffle,
         }
         torch.manual_seed(tsae_seed)

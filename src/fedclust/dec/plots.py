@@ -1,5 +1,5 @@
 """Figures of the DEC stage: training curves, t-SNE of the feature space, generated samples
-from decoded centroids, KM panels (seed 000 Figs 5.6, 5.9, 5.11–5.12, 3.2)."""
+from decoded centroids (seed 000 Figs 5.6, 5.9, 3.2); KM panels are in :mod:`.survival`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import torch  # noqa: E402
 from sklearn.manifold import TSNE  # noqa: E402
 
 from fedclust.metrics.assignment import hungarian_mapping  # noqa: E402
-from fedclust.metrics.survival import km_by_group, plot_km, survival_summary  # noqa: E402
 
 from .model import DECModel  # noqa: E402
 
@@ -125,28 +124,6 @@ def mutation_heatmap(samples: np.ndarray, columns: list[str], observed: pd.DataF
     return fig
 
 
-def km_panels(
-    obs: pd.DataFrame, pred: np.ndarray, ref: np.ndarray, outcomes: list[str], title: str
-):  # noqa: ANN201
-    """KM per found cluster (left) and per reference group (right), one row per outcome; also
-    returns the per-group table (n, events, median) and log-rank p."""
-    fig, axes = plt.subplots(len(outcomes), 2, figsize=(10, 3.6 * len(outcomes)), squeeze=False)
-    rows = []
-    for r, out in enumerate(outcomes):
-        t, e = obs[f"{out}_YEARS"].to_numpy(), obs[f"{out}_STATUS"].to_numpy()
-        for c, (name, grp) in enumerate((("DEC clusters", pred), ("reference groups", ref))):
-            where = f"results/data/mds/obs.tsv {out}_YEARS/{out}_STATUS"
-            summary, p = survival_summary(t, e, grp, where)
-            plot_km(axes[r, c], km_by_group(t, e, grp, where), f"{out}: {name}", p)
-            summary.insert(0, "grouping", name)
-            summary.insert(0, "outcome", out)
-            summary["logrank_p"] = p
-            rows.append(summary)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    return fig, pd.concat(rows, ignore_index=True)
-
-
 def cycle_vs_recon(tables: dict[str, pd.DataFrame]):  # noqa: ANN201
     """Cycle accuracy vs reconstruction loss after clustering, one point per grid run
     (layout of seed 000 Fig. 5.14)."""
@@ -163,3 +140,30 @@ def cycle_vs_recon(tables: dict[str, pd.DataFrame]):  # noqa: ANN201
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def split_histograms(splits: dict[str, pd.Series], labels: pd.Series, title: str):  # noqa: ANN201
+    """Samples per center of every split, stacked by reference label (seed 000 Figs 4.1 uniform,
+    4.2 skewed Gaussian; the thesis draws the totals). Returns the figure and the counts table
+    (split, center, n, one column per label)."""
+    fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.2), squeeze=False)
+    rows = []
+    for ax, (name, center) in zip(axes[0], splits.items(), strict=False):
+        lab = labels.loc[center.index].astype(str)
+        tab = pd.crosstab(center.astype(str), lab).sort_index()
+        bottom = np.zeros(len(tab))
+        for j, col in enumerate(tab.columns):
+            ax.bar(range(len(tab)), tab[col], bottom=bottom, color=plt.cm.tab10(j % 10),
+                   label=col)  # fmt: skip
+            bottom += tab[col].to_numpy()
+        ax.set_xticks(range(len(tab)))
+        ax.set_xticklabels(tab.index, rotation=90, fontsize=6)
+        ax.set(xlabel="center", ylabel="# samples", title=name)
+        ax.legend(fontsize=5, ncol=2)
+        out = tab.reset_index(names="center")
+        out.insert(0, "split", name)
+        out.insert(2, "n", tab.sum(axis=1).to_numpy())
+        rows.append(out)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig, pd.concat(rows, ignore_index=True).fillna(0)

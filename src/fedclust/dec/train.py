@@ -15,7 +15,8 @@ from fedclust.errors import ConfigError
 from .model import TSAE, DECModel, soft_assignment, target_distribution
 
 SCALERS = ("none", "standard", "normal-l1", "normal-l2")
-LOSSES = ("mse", "bce")
+LOSSES = ("mse", "bce", "dice_bce")
+SCHEDULERS = ("none", "plateau")
 
 
 def batches(n: int, batch_size: int, shuffle: bool, gen: torch.Generator | None) -> list:
@@ -25,11 +26,38 @@ def batches(n: int, batch_size: int, shuffle: bool, gen: torch.Generator | None)
     return [order[i : i + batch_size] for i in range(0, n, batch_size)]
 
 
-def recon_loss(x_hat: torch.Tensor, x: torch.Tensor, kind: str) -> torch.Tensor:
+def dice_loss(x_hat: torch.Tensor, x: torch.Tensor, smooth: float = 1.0) -> torch.Tensor:
+    """Soft Dice loss 1 − (2|X∩Y| + s)/(|X| + |Y| + s) over the batch (seed 000 eq. 4.2; the
+    thesis code's ``DiceBCELoss`` with smooth s = 1)."""
+    inter = (x_hat * x).sum()
+    return 1 - (2 * inter + smooth) / (x_hat.sum() + x.sum() + smooth)
+
+
+def dice_bce_loss(x_hat: torch.Tensor, x: torch.Tensor, beta: float) -> torch.Tensor:
+    """Eq. 4.1: (1 − β)·MSE + β·F, F = Dice + BCE (eq. 4.2 with the BCE sign corrected, see
+    seed 000 §1.4). The thesis code divides the sum by 2 (the number of losses); this is the
+    printed equation. The output is clamped to [1e-6, 1 − 1e-6] for the Dice and BCE terms."""
+    o = x_hat.clamp(1e-6, 1 - 1e-6)
+    f = dice_loss(o, x) + F.binary_cross_entropy(o, x)
+    return (1 - beta) * F.mse_loss(x_hat, x) + beta * f
+
+
+def gaussian_noise(x: torch.Tensor, sigma: float, gen: torch.Generator | None) -> torch.Tensor:
+    """Additive N(0, σ) noise on every entry, truncated to [0, 1] (seed 000 §1.4; the thesis
+    code's ``TruncatedGaussianNoise`` with rate 1; the text says "centered on 0.5")."""
+    if sigma <= 0:
+        return x
+    noise = torch.randn(x.shape, generator=gen).to(x.device)
+    return (x + sigma * noise).clamp(0.0, 1.0)
+
+
+def recon_loss(x_hat: torch.Tensor, x: torch.Tensor, kind: str, beta: float = 0.5) -> torch.Tensor:
     if kind == "mse":
         return F.mse_loss(x_hat, x)
     if kind == "bce":
         return F.binary_cross_entropy(x_hat.clamp(1e-6, 1 - 1e-6), x)
+    if kind == "dice_bce":
+        return dice_bce_loss(x_hat, x, beta)
     raise ConfigError(
         f"unknown loss {kind!r}", where="dec.autoencoder.loss", fix=f"one of {LOSSES}"
     )
@@ -43,14 +71,20 @@ def ae_epoch(
     loss: str = "mse",
     shuffle: bool = False,
     gen: torch.Generator | None = None,
+    beta: float = 0.5,
+    noise_sigma: float = 0.0,
+    noise_gen: torch.Generator | None = None,
 ) -> float:
-    """One epoch of reconstruction training; returns the sample-weighted mean batch loss."""
+    """One epoch of reconstruction training; returns the sample-weighted mean batch loss.
+
+    ``beta``: weight of eq. 4.1 (loss ``dice_bce``). ``noise_sigma`` > 0: the input (not the
+    target) gets truncated Gaussian noise drawn from ``noise_gen``."""
     model.train()
     total = 0.0
     for idx in batches(len(x), batch_size, shuffle, gen):
         xb = x[idx]
         opt.zero_grad()
-        out = recon_loss(model(xb), xb, loss)
+        out = recon_loss(model(gaussian_noise(xb, noise_sigma, noise_gen)), xb, loss, beta)
         out.backward()
         opt.step()
         total += out.item() * len(idx)

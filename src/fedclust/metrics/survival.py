@@ -59,10 +59,18 @@ def survival_summary(times, events, groups, where: str = "survival") -> tuple[pd
     return pd.DataFrame(rows), p
 
 
-def plot_km(ax, fits: dict[str, KaplanMeierFitter], title: str, p: float) -> None:  # noqa: ANN001
-    """Draw the KM curves (with CIs) of ``fits`` on ``ax``."""
-    for f in fits.values():
-        f.plot_survival_function(ax=ax, ci_show=True)
+def plot_km(
+    ax,  # noqa: ANN001
+    fits: dict[str, KaplanMeierFitter],
+    title: str,
+    p: float,
+    colors: dict | None = None,
+) -> None:
+    """Draw the KM curves (with CIs) of ``fits`` on ``ax`` (in ``fits`` order; ``colors``:
+    optional group → colour, e.g. to give matched groups of two panels the same colour)."""
+    for lab, f in fits.items():
+        kw = {"color": colors[lab]} if colors and lab in colors else {}
+        f.plot_survival_function(ax=ax, ci_show=True, **kw)
     ax.set_title(f"{title}\nlog-rank p = {p:.2g}", fontsize=9)
     ax.set_xlabel("time (years)")
     ax.set_ylabel("survival probability")
