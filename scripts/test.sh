@@ -12,7 +12,8 @@ step "install into $VENV"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -c .ci/constraints.txt -e ".[test,flower]"
-export PATH="$PWD/$VENV/bin:$PATH"
+case "$VENV" in /*) ;; *) VENV="$PWD/$VENV" ;; esac
+export PATH="$VENV/bin:$PATH"
 
 step "ruff"
 ruff check src scripts tests benchmarks
