@@ -90,7 +90,8 @@ def test_item17_sigterm_then_documented_rerun_path(repo, tmp_path):
     proc.send_signal(signal.SIGTERM)
     out = proc.communicate(timeout=120)[0].decode()
     assert proc.returncode != 0, out
-    assert not (tmp_path / target).exists()
+    if (tmp_path / target).exists():  # the job running at SIGTERM may finish: then it is whole
+        assert len(pd.read_csv(tmp_path / target, sep="\t")) == 120
     readme = (repo / "README.md").read_text()
     assert "--rerun-incomplete" in readme and "--unlock" in readme
     _snakemake(repo, tmp_path, target, extra=("--unlock",))
