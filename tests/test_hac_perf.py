@@ -133,3 +133,36 @@ def test_cauchy_sketch_is_float64_and_finite(xc):
     x, c = xc
     ys = project_centers([x[c == k] for k in range(4)], 50, "cauchy", 1, dtype="float32")
     assert all(y.dtype == np.float64 and np.isfinite(y).all() for y in ys)
+
+
+def test_gaussian_blocks_equal_torch_reference_and_follow_jl_scaling():
+    """Same seed → same matrix: each block is ``torch.randn`` of its derived seed (reference
+    implementation); ‖Δy‖²/k is unbiased for ‖Δx‖² with relative variance 2/k (JL)."""
+    import torch
+
+    from fedclust.hac.projection import block_seed
+
+    d, k = BLOCK_ROWS + 300, 64
+    for b, (start, stop, qb) in enumerate(projection_blocks(d, k, "gaussian", seed=5)):
+        g = torch.Generator().manual_seed(block_seed(d, k, "gaussian", 5, b))
+        np.testing.assert_array_equal(qb, torch.randn(stop - start, k, generator=g).numpy())
+        assert qb.dtype == np.float32
+    np.testing.assert_array_equal(
+        projection_matrix(d, k, "gaussian", 5), projection_matrix(d, k, "gaussian", 5)
+    )
+    assert not np.array_equal(
+        projection_matrix(d, k, "gaussian", 5), projection_matrix(d, k, "gaussian", 6)
+    )
+    q = projection_matrix(d, k, "gaussian", 5)
+    assert abs(q.mean()) < 0.01 and abs(q.var() - 1) < 0.01  # N(0, 1) entries
+    g = np.random.default_rng(1)
+    x = g.normal(size=(30, 2000)) * g.uniform(0.5, 2, size=(30, 1))
+    ref = pdist(x) ** 2
+    ratios = np.array(
+        [
+            pdist(project_centers([x], 400, "gaussian", s, "float64")[0]) ** 2 / 400 / ref
+            for s in range(8)
+        ]
+    )
+    assert abs(ratios.mean() - 1) < 0.01  # unbiased (8 × 435 pairs)
+    assert ratios.var() == pytest.approx(2 / 400, rel=0.15)  # χ²_k / k: variance 2/k

@@ -4,14 +4,20 @@ All centers draw the *same* matrix from the shared seed, so ``X^(k) @ Q`` rows a
 across centers. Used by the random-projection HAC variants and by the attacks.
 
 The matrix is public, so it is defined as a *stream of row blocks*: rows
-``[b·BLOCK_ROWS, (b+1)·BLOCK_ROWS)`` of Q come from the generator ``rng(seed, "projection", kind,
-d, k, b)``. A center computes ``X Q = Σ_b X[:, block b] Q_b`` holding one block at a time (memory
-O(BLOCK_ROWS × k), never d × k), and a simulation of many centers draws each block once and
-applies it to every center (:func:`project_centers`); each center still computes exactly its own
-``X_c Q`` (n_c · d · k multiply-adds for a dense Q, n_c · nnz(Q) for a sparse one:
-:func:`center_cost`). Gaussian and sparse entries are float32 draws and the sketch arithmetic
-runs in float32 by default (``dtype``), which changes distances by ~1e-6 relative
-(benchmarks/hac_projection.py); Cauchy sketches (cityblock) are always float64.
+``[b·BLOCK_ROWS, (b+1)·BLOCK_ROWS)`` of Q come from their own generator seeded with
+:func:`block_seed` (``derive_seed(seed, "projection", kind, d, k, b)``): Gaussian blocks are
+``torch.randn`` of a ``torch.Generator`` with that seed, float32 (:func:`torch_normal_block`; ~4×
+faster than numpy's float32 ziggurat on the benchmark machine, which made the normals ~60 % of the
+sketch), Cauchy and sparse blocks numpy ``default_rng`` draws. A center computes
+``X Q = Σ_b X[:, block b] Q_b`` holding one block at a time (memory O(BLOCK_ROWS × k), never
+d × k), and a simulation of many centers draws each block once and applies it to every center
+(:func:`project_centers`); each center still computes exactly its own ``X_c Q`` (n_c · d · k
+multiply-adds for a dense Q, n_c · nnz(Q) for a sparse one: :func:`center_cost`). The sketch
+arithmetic runs in float32 by default (``dtype``), which changes distances by < 1e-6 relative
+against a JL error of ~1.5e-2 at k = 1000 (benchmarks/hac_projection.py); Cauchy sketches
+(cityblock) are always float64. torch's CPU normal fill is vectorised per instruction set, so
+the same seed gives the same matrix on one machine and torch version (tested against
+``torch.randn``), not necessarily bit for bit across CPUs.
 
 Very sparse projections (``kind="sparse"``, Li, Hastie & Church 2006; ℓ2 metrics only): entries
 ``√s·{+1, 0, −1}``, ``s = √d`` by default, so a center touches only ``d k / s`` entries of Q.
@@ -28,7 +34,7 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
-from ..seeds import rng
+from ..seeds import derive_seed, rng
 
 Kind = Literal["gaussian", "cauchy", "sparse", "orthogonal"]
 BLOCK_ROWS = 4096  # rows of Q per generator: part of the definition of the stream
@@ -44,10 +50,25 @@ def sparse_s(d: int, density: float | None = None) -> float:
     return 1.0 / density
 
 
-def _block(g: np.random.Generator, rows: int, k: int, kind: str, s: float):
+def torch_normal_block(block_seed: int, rows: int, k: int, out=None) -> np.ndarray:  # noqa: ANN001
+    """``rows × k`` float32 N(0, 1) draws of ``torch.Generator().manual_seed(block_seed)``.
+
+    Equals ``torch.randn(rows, k, generator=torch.Generator().manual_seed(block_seed))``
+    (tested); ``out`` (a float32 torch tensor with ≥ rows × k elements) is filled in place, so a
+    stream of blocks reuses one buffer. torch's vectorised CPU normal fill is ~4× faster than
+    numpy's float32 ziggurat here (benchmarks/hac_projection.py), which dominated the sketch.
+    """
+    import torch
+
+    g = torch.Generator().manual_seed(int(block_seed))
+    buf = torch.empty(rows * k, dtype=torch.float32) if out is None else out[: rows * k]
+    return buf.normal_(generator=g).view(rows, k).numpy()
+
+
+def _block(g, rows: int, k: int, kind: str, s: float, block_seed: int, out=None):  # noqa: ANN001
     """One row block of Q (float32 draws; Cauchy float64; scipy CSR for very sparse draws)."""
     if kind == "gaussian":
-        return g.standard_normal((rows, k), dtype=np.float32)
+        return torch_normal_block(block_seed, rows, k, out)
     if kind == "cauchy":  # float64: heavy tails, see project_centers
         return g.standard_cauchy((rows, k))
     if kind == "sparse":
@@ -72,12 +93,19 @@ def _check_stream(d: int, k: int, kind: str) -> None:
         raise ValueError(f"unknown projection kind {kind!r}: use gaussian, cauchy or sparse")
 
 
-def _block_b(d: int, k: int, kind: str, seed: int, density: float | None, b: int):
+def block_seed(d: int, k: int, kind: str, seed: int, b: int, density: float | None = None) -> int:
+    """The seed of row block ``b`` of the shared matrix (``fedclust.seeds.derive_seed``)."""
+    extra = () if kind != "sparse" else (sparse_s(d, density),)
+    return derive_seed(seed, "projection", kind, d, k, b, *extra)
+
+
+def _block_b(d: int, k: int, kind: str, seed: int, density: float | None, b: int, out=None):  # noqa: ANN001
     """Row block ``b`` of Q: its own generator, so blocks can be drawn in any order/thread."""
     s = sparse_s(d, density) if kind == "sparse" else 1.0
-    extra = () if kind != "sparse" else (s,)
+    bs = block_seed(d, k, kind, seed, b, density)
     rows = min(d, (b + 1) * BLOCK_ROWS) - b * BLOCK_ROWS
-    return _block(rng(seed, "projection", kind, d, k, b, *extra), rows, k, kind, s)
+    g = None if kind == "gaussian" else np.random.default_rng(bs)
+    return _block(g, rows, k, kind, s, bs, out)
 
 
 def projection_blocks(
@@ -102,7 +130,7 @@ def project_centers(
 
     Equals calling :func:`project` with :func:`projection_matrix` center by center (same Q);
     memory O(threads × BLOCK_ROWS × k) beyond the inputs and outputs. ``threads > 1`` draws
-    and applies blocks in parallel threads (numpy releases the GIL while filling and in BLAS).
+    and applies blocks in parallel threads (torch/numpy release the GIL while filling and in BLAS).
     """
     # Cauchy entries reach ~1e9: float32 sums would cancel catastrophically in y_i − y_j
     dt = np.dtype("float64" if kind == "cauchy" else dtype)
@@ -114,10 +142,16 @@ def project_centers(
 
     def work(first: int) -> list[np.ndarray]:
         ys = [np.zeros((x.shape[0], k), dtype=dt) for x in xs]
+        buf = None
+        if kind == "gaussian":  # one reused block buffer: no page faults per block
+            import torch
+
+            buf = torch.empty(BLOCK_ROWS * k, dtype=torch.float32)
         for b in range(first, n_blocks, threads):
-            qb = _block_b(d, k, kind, seed, density, b).astype(dt, copy=False)
+            qb = _block_b(d, k, kind, seed, density, b, buf)
+            qb = qb if sp.issparse(qb) else qb.astype(dt, copy=False)
             cols = slice(b * BLOCK_ROWS, min(d, (b + 1) * BLOCK_ROWS))
-            for x, y in zip(xs, ys, strict=True):
+            for x, y in zip(xs, ys, strict=True):  # each center's own X_c Q_b
                 xb = np.asarray(x[:, cols], dtype=dt)
                 y += (qb.T @ xb.T).T if sp.issparse(qb) else xb @ qb
         return ys
