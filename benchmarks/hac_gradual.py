@@ -86,10 +86,20 @@ def main() -> None:
     ap.add_argument("--sketch", type=int, default=250)
     ap.add_argument("--no-projection", action="store_true")
     args = ap.parse_args()
+    import os
+
     print(
-        "n\tlinkage\tpooled_s\tgradual_s\tratio_time\tpooled_peak_mb\tgradual_peak_mb\tratio_mem"
-        "\tpooled_extra_mb\tgradual_extra_mb\tproj_s\tccc_grad\tccc_proj"
+        f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, "
+        f"load average {os.getloadavg()[0]:.1f}; genes={args.genes}, n_min = "
+        f"{args.nmin_fraction:g} n; pooled best of 2, gradual one run\n"
     )
+    cols = [
+        "n", "linkage", "pooled s", "gradual s", "time ratio", "pooled peak MB",
+        "gradual peak MB", "memory ratio", "pooled extra MB", "gradual extra MB",
+        "projection s", "CCC gradual", "CCC projection",
+    ]  # fmt: skip
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
     for n in args.sizes:
         for m in args.methods:
             tp, pp, ep, zp = min((run("pooled", n, args, m) for _ in range(2)), key=lambda r: r[0])
@@ -99,11 +109,13 @@ def main() -> None:
             else:
                 tr, _, _, zr = run("projection", n, args, m)
                 cr = ccc(zr, zp)
-            print(
-                f"{n}\t{m}\t{tp:.3f}\t{tg:.3f}\t{tg / tp:.2f}\t{pp:.1f}\t{pg:.1f}\t"
-                f"{pg / pp:.2f}\t{ep:.1f}\t{eg:.1f}\t{tr:.3f}\t{ccc(zg, zp):.3f}\t{cr:.3f}",
-                flush=True,
-            )
+            vals = [
+                n, m, f"{tp:.3f}", f"{tg:.3f}", f"{tg / tp:.2f}", f"{pp:.1f}", f"{pg:.1f}",
+                f"{pg / pp:.2f}", f"{ep:.1f}", f"{eg:.1f}", f"{tr:.3f}", f"{ccc(zg, zp):.3f}",
+                f"{cr:.3f}",
+            ]  # fmt: skip
+            print("| " + " | ".join(map(str, vals)) + " |", flush=True)
+    print(f"\nload average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,17 @@ def check_counts(counts: pd.DataFrame, where: str = "counts") -> pd.DataFrame:
             where=where,
             fix="check the input matrix orientation (rows = samples, columns = genes)",
         )
-    values = counts.to_numpy(dtype=float)
+    values = counts.to_numpy()
+    if values.dtype.kind in "iu":  # integer columns: finite and whole by type (fast path)
+        if values.dtype.kind == "i" and (values < 0).any():
+            raise InputDataError(
+                f"counts hold {int((values < 0).sum())} negative values",
+                where=where,
+                fix="use raw, non-negative integer counts",
+            )
+        _check_some_gene_positive(values, where)
+        return counts.astype(np.int64, copy=False)
+    values = values.astype(float)
     if not np.isfinite(values).all():
         raise InputDataError(
             "counts hold NaN or infinite values", where=where, fix="raw counts have no NaN"
@@ -53,6 +63,11 @@ def check_counts(counts: pd.DataFrame, where: str = "counts") -> pd.DataFrame:
             where=where,
             fix="use raw integer counts (not TPM/FPKM or already normalised data)",
         )
+    _check_some_gene_positive(values, where)
+    return counts.astype(np.int64)
+
+
+def _check_some_gene_positive(values: np.ndarray, where: str) -> None:
     if not (values > 0).all(axis=0).any():
         raise InputDataError(
             "every gene has a zero count in some sample: median-of-ratios size factors are "
@@ -60,7 +75,6 @@ def check_counts(counts: pd.DataFrame, where: str = "counts") -> pd.DataFrame:
             where=where,
             fix="check the input (too few genes or samples?)",
         )
-    return counts.astype(np.int64)
 
 
 def _dds(counts: pd.DataFrame, n_cpus: int = 1):  # noqa: ANN202
