@@ -140,6 +140,7 @@ rule rnaseq_cohort:
     params:
         top_genes=RNASEQ["top_genes"],
         vst_fit_genes=RNASEQ.get("vst_fit_genes"),
+        vst_fit_pool=RNASEQ.get("vst_fit_pool", "mean5"),
         seed=SEED,
     script:
         "../scripts/data_rnaseq.py"

@@ -24,6 +24,7 @@ def main() -> None:
         snakemake.params.top_genes,
         n_cpus=snakemake.threads,
         vst_fit_genes=snakemake.params.vst_fit_genes,
+        vst_fit_pool=snakemake.params.vst_fit_pool,
         seed=derive_seed(snakemake.params.seed, "vst subset", snakemake.wildcards.cohort),
     )
     write_table(out.counts, counts)

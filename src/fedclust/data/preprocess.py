@@ -103,13 +103,24 @@ def size_factor_normalise(counts: pd.DataFrame) -> pd.DataFrame:
 VST_MIN_MEAN = 5.0  # DESeq2 vst(): subset genes are drawn among those with baseMean > 5
 
 
-def _vst_fit_transform(dds, fit_genes: int | None, seed: int) -> np.ndarray:  # noqa: ANN001
-    """VST values of every gene of ``dds``; dispersion trend fitted on ``fit_genes`` genes."""
+VST_FIT_POOLS = ("mean5", "nonzero")
+
+
+def _vst_fit_transform(  # noqa: ANN001
+    dds, fit_genes: int | None, seed: int, fit_pool: str = "mean5"
+) -> np.ndarray:
+    """VST values of every gene of ``dds``; dispersion trend fitted on ``fit_genes`` genes drawn
+    from ``fit_pool``: ``mean5`` (DESeq2 vst(nsub): mean normalised count > 5) or ``nonzero``
+    (every gene with a nonzero count: the genes full pydeseq2 fits its trend on, so the subset
+    trend is an unbiased estimate of pydeseq2's)."""
+    if fit_pool not in VST_FIT_POOLS:
+        raise ValueError(f"vst fit_pool must be one of {VST_FIT_POOLS}, got {fit_pool!r}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dds.fit_size_factors()
         normed = np.asarray(dds.layers["normed_counts"])
-        candidates = np.flatnonzero(normed.mean(axis=0) > VST_MIN_MEAN)
+        means = normed.mean(axis=0)
+        candidates = np.flatnonzero(means > (VST_MIN_MEAN if fit_pool == "mean5" else 0.0))
         if fit_genes is None or len(candidates) <= fit_genes:
             if fit_genes is not None:
                 log.info(
@@ -147,14 +158,16 @@ def _vst_fit_transform(dds, fit_genes: int | None, seed: int) -> np.ndarray:  # 
         return (asinh - np.log(mean_disp) - np.log(4)) / np.log(2)
 
 
-def vst(counts: pd.DataFrame, fit_genes: int | None = None, seed: int = 0) -> pd.DataFrame:
+def vst(
+    counts: pd.DataFrame, fit_genes: int | None = None, seed: int = 0, fit_pool: str = "mean5"
+) -> pd.DataFrame:
     """pydeseq2 variance-stabilising transform (blind to design), samples × genes, log2 scale.
 
     ``fit_genes``: fit the dispersion trend on that many random genes (DESeq2 ``vst(nsub)``,
     seeded by ``seed``); ``None`` = pydeseq2 on all genes.
     """
     dds = _dds(counts)
-    values = _vst_fit_transform(dds, fit_genes, seed)
+    values = _vst_fit_transform(dds, fit_genes, seed, fit_pool)
     return pd.DataFrame(values, index=counts.index, columns=counts.columns)
 
 
@@ -175,6 +188,7 @@ def preprocess_rnaseq(
     n_cpus: int = 1,
     vst_fit_genes: int | None = None,
     seed: int = 0,
+    vst_fit_pool: str = "mean5",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(size-factor normalised, VST) restricted to the top-N genes by VST variance.
 
@@ -182,7 +196,9 @@ def preprocess_rnaseq(
     """
     dds = _dds(counts, n_cpus=n_cpus)
     v = pd.DataFrame(
-        _vst_fit_transform(dds, vst_fit_genes, seed), index=counts.index, columns=counts.columns
+        _vst_fit_transform(dds, vst_fit_genes, seed, vst_fit_pool),
+        index=counts.index,
+        columns=counts.columns,
     )
     s = np.asarray(dds.obs["size_factors"])
     genes = top_variable_genes(v, top_genes)
