@@ -1,6 +1,7 @@
 """Each stage's headline (see :mod:`fedclust.report.headline`), read from the tables the stage's
-report script has just written. One function per stage; a stage script calls it and passes the
-result as ``Section(headline=...)``.
+report script has just written. One function per stage, all with the signature
+``stage(tables, figures)`` (the section's own table and figure entries; tables are found by a
+piece of their path); a stage script passes the result as ``Section(headline=...)``.
 
 The source values are the published numbers of the seed documents (/work/shared/spec/seed_00N.md;
 most already printed beside ours in the stage tables). A value that cannot be read from a table
@@ -50,6 +51,35 @@ def safe_row(quantity: str, source: Any, get: Callable[[], Any], note: str = "",
     return row(quantity, source, ours, note, **kw)
 
 
+def tab(tables: list[dict], key: str) -> str:
+    """The path of the first table entry whose path contains ``key`` (KeyError if none)."""
+    for t in tables:
+        if key in str(t.get("path", "")):
+            return str(t["path"])
+    raise KeyError(f"no table with {key!r} in its path")
+
+
+class Tables:
+    """The section's tables, read on first use (inside :func:`safe_row`, so a missing table or
+    column gives a missing value, not an error)."""
+
+    def __init__(self, tables: list[dict]) -> None:
+        self.tables = tables
+        self._cache: dict[str, pd.DataFrame] = {}
+
+    def __call__(self, key: str) -> pd.DataFrame:
+        if key not in self._cache:
+            self._cache[key] = _read(tab(self.tables, key))
+        return self._cache[key]
+
+
+def opt_tab(tables: list[dict], key: str) -> str | None:
+    try:
+        return tab(tables, key)
+    except KeyError:
+        return None
+
+
 def _first(figures: list[dict], *keys: str) -> str | None:
     for k in keys:
         for f in figures:
@@ -73,29 +103,33 @@ def _fig(figures: list[dict], *keys: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------- data
-def data(summary_path: str, figures: list[dict]) -> dict:
+def data(tables: list[dict], figures: list[dict]) -> dict:
     """Cohort sizes vs the source documents (seed 000: 2043 × 54 EUROMDS, 60 000 MNIST; seed 000
     Fig 4.2 skewed split; seed 001: TCGA biggest center 22–58 %)."""
-    s = _read(summary_path)
+    read = Tables(tables)
 
     def ds(name: str) -> pd.Series:
+        s = read("summary")
         return s[s["dataset"] == name].iloc[0]
 
     def biggest_share() -> float:
+        s = read("summary")
         r = s[s["dataset"].str.startswith("rnaseq/")].iloc[0]
         counts = [int(x.split(":")[1]) for x in str(r["samples_per_center"]).split(",")]
         return 100 * max(counts) / sum(counts)
 
     def skew_max() -> int:
+        s = read("summary")
         r = s[(s["dataset"] == "mds") & (s["split"].astype(str).str.startswith("skewed"))].iloc[0]
         return max(int(x.split(":")[1]) for x in str(r["samples_per_center"]).split(","))
 
     def rnaseq_name() -> str:
+        s = read("summary")
         return str(s[s["dataset"].str.startswith("rnaseq/")].iloc[0]["dataset"])
 
     try:
         rn = rnaseq_name()
-    except (KeyError, IndexError):
+    except (KeyError, IndexError, FileNotFoundError):
         rn = "RNA-seq"
     rows = [
         safe_row("MDS patients", 2043, lambda: int(ds("mds")["rows"]), "EUROMDS (private) vs ours"),
@@ -124,15 +158,13 @@ def data(summary_path: str, figures: list[dict]) -> dict:
 
 
 # ----------------------------------------------------------------------------------------- hac
-def hac(table41: str, nmin10: str, outlier: str, exact: str, figures: list[dict]) -> dict:
+def hac(tables: list[dict], figures: list[dict]) -> dict:
     """Seed 001 §4.2.3 (FMI > 0.95 for gradual sharing up to 10 %, CCC > 0.8 average linkage),
     the exact methods (= pooled), Appendix A."""
-    t41, nm, out, ex = _read(table41), _read(nmin10), _read(outlier), _read(exact)
-
-    def t(method: str, col: str) -> float:
-        return float(t41[t41["method"].str.startswith(method)][col].iloc[0])
+    read = Tables(tables)
 
     def nmin(link: str, col: str) -> float:
+        nm = read("nmin10")
         return float(nm[nm["linkage"] == link][col].mean())
 
     rows = [
@@ -153,21 +185,16 @@ def hac(table41: str, nmin10: str, outlier: str, exact: str, figures: list[dict]
             lambda: nmin("single", "ccc"),
         ),
         safe_row(
-            "random projection FMI (Table 4.1 setting)",
-            "not reported",
-            lambda: t("random projection", "FMI"),
-        ),
-        safe_row(
             "exact methods: largest |federated − pooled| distance",
             0,
-            lambda: float(ex["max_abs_dist_error"].max()),
+            lambda: float(read("exact")["max_abs_dist_error"].max()),
             "genewise (Alg. 3) and orthogonal perturbation (Alg. 2); 0 in exact arithmetic",
             tol=1e-8,
         ),
         safe_row(
             "App. A: mean CCC of shuffled trees with the outlier",
             0.71,
-            lambda: float(out["mean CCC (ours)"].iloc[-1]),
+            lambda: float(read("outlier")["mean CCC (ours)"].iloc[-1]),
         ),
     ]
     return headline(
@@ -182,11 +209,12 @@ def hac(table41: str, nmin10: str, outlier: str, exact: str, figures: list[dict]
 
 
 # ------------------------------------------------------------------------------------- attacks
-def attacks(summary: str, figures: list[dict]) -> dict:
+def attacks(tables: list[dict], figures: list[dict]) -> dict:
     """Seed 001 §4.4: the attack summary table (measured mean ± sd beside the thesis)."""
-    s = _read(summary)
+    read = Tables(tables)
 
     def q(pattern: str) -> float | None:
+        s = read("summary")
         hit = s[s["quantity"].str.contains(pattern, regex=False)]
         return lead(hit["measured (mean ± sd)"].iloc[0])
 
@@ -228,25 +256,20 @@ def attacks(summary: str, figures: list[dict]) -> dict:
 
 
 # ----------------------------------------------------------------------------------------- dec
-def dec(
-    results: dict[str, str],
-    federated: str | None,
-    reference_scores: dict[str, str],
-    figures: list[dict],
-) -> dict:
+def dec(tables: list[dict], figures: list[dict]) -> dict:
     """Seed 000: best Hungarian accuracy MNIST 0.8824, BMNIST 0.8932; EUROMDS best centralized
     accuracy 0.61527 and Silh_data 0.23511, HDP labels 0.1505; best federated 0.60842."""
 
     def best(ds: str, col: str = "accuracy") -> float:
-        return float(_read(results[ds])[col].max())
+        return float(_read(tab(tables, f"dec/{ds}/centralized/results"))[col].max())
 
     def ref(ds: str) -> float:
-        return float(_read(reference_scores[ds])["sil_data"].iloc[0])
+        path = tab(tables, f"dec/{ds}/centralized/reference_scores")
+        return float(_read(path)["sil_data"].iloc[0])
 
     def fed_best() -> float:
-        if federated is None:
-            raise KeyError("no federated runs")
-        return float(_read(federated)["accuracy"].max())
+        fed = _read(tab(tables, "federated_summary"))
+        return float(fed[fed["dataset"] == "mds"]["accuracy"].max())
 
     rows = [
         safe_row(
@@ -277,20 +300,22 @@ def dec(
 
 
 # ------------------------------------------------------------------------------- decentral/heart
-def decentral(
-    centralized: str,
-    tables: dict[str, str],
-    describe: str | None,
-    figures: list[dict],
-) -> dict:
+def decentral(tables: list[dict], figures: list[dict]) -> dict:
     """Seed 004: §3.2 centralized baseline, Tables 3.2 and 4.1–4.3 (last table round, hospitals)."""
-    cen = _read(centralized).set_index("metric")
+    files = {
+        "accuracy": "_table_4_2_accuracy",
+        "auc_keras": "_table_4_3b_auc_keras",
+        "loss_total": "_table_4_1_loss",
+    }
+    split = "hospitals" if opt_tab(tables, "hospitals_table") else ""
+    describe = opt_tab(tables, "table_3_2_describe")
 
     def c(metric: str) -> tuple[Any, Any]:
+        cen = _read(tab(tables, "centralized")).set_index("metric")
         return cen.loc[metric, "thesis"], cen.loc[metric, "ours"]
 
     def last(metric: str, column: str) -> tuple[Any, Any, int]:
-        t = _read(tables[metric]).dropna(subset=[f"{column} thesis"])
+        t = _read(tab(tables, split + files[metric])).dropna(subset=[f"{column} thesis"])
         r = t.iloc[-1]
         return r[f"{column} thesis"], r[column], int(r["round"])
 
@@ -302,7 +327,7 @@ def decentral(
         try:
             src, ours = c(metric)
             rows.append(row(name, src, ours, "seed 004 §3.2"))
-        except KeyError as err:
+        except (KeyError, FileNotFoundError) as err:
             rows.append(row(name, None, None, f"not read: {err}"))
     for metric, name in (
         ("accuracy", "FL test accuracy"),
@@ -311,8 +336,8 @@ def decentral(
     ):
         try:
             src, ours, rnd = last(metric, "FL")
-            rows.append(row(f"{name}, round {rnd}", src, ours, "hospitals split, as_described"))
-        except (KeyError, IndexError) as err:
+            rows.append(row(f"{name}, round {rnd}", src, ours, f"{split or 'first'} split"))
+        except (KeyError, IndexError, FileNotFoundError) as err:
             rows.append(row(name, None, None, f"not read: {err}"))
     if describe:
         rows.append(
@@ -335,9 +360,10 @@ def decentral(
 
 
 # -------------------------------------------------------------------------------------- fedcref
-def fedcref(table1: str | None, table8: str | None, figures: list[dict]) -> dict:
+def fedcref(tables: list[dict], figures: list[dict]) -> dict:
     """Seed 002 Tables 1 (Exp. 1) and 8 (Exp. 4); the paper's columns are in the same tables."""
     rows = []
+    table1, table8 = opt_tab(tables, "table1."), opt_tab(tables, "table8.")
     if table1:
         t1 = _read(table1)
         for col, paper, name in (
@@ -388,23 +414,25 @@ def fedcref(table1: str | None, table8: str | None, figures: list[dict]) -> dict
 
 
 # ------------------------------------------------------------------------------------- survival
-def survival(
-    table81: str, table82: str, table83: str, checks: str | None, figures: list[dict]
-) -> dict:
+def survival(tables: list[dict], figures: list[dict]) -> dict:
     """D6.2 Tables 8.1–8.3 (OS), C-index of each strategy; exact Cox-PH vs lifelines."""
+    table82, table83 = opt_tab(tables, "table_8_2"), opt_tab(tables, "table_8_3")
+    checks = opt_tab(tables, "reference_checks")
     rows = [
         safe_row(
             "centralized C-index",
             0.75,
-            lambda: float(_read(table81)["Concordance (ours)"].iloc[0]),
-            "D6.2 Table 8.1",
+            lambda: float(_read(tab(tables, "table_8_1"))["Concordance (ours)"].iloc[0]),
+            "D6.2 Table 8.1 (SD 0.02)",
+            tol=0.02,
         )
     ]
 
-    def cell(path: str, strategy: str, prefix: str) -> tuple[Any, Any]:
+    def cell(path: str, strategy: str, prefix: str) -> tuple[Any, Any, float | None]:
         t = _read(path)
         r = t[t.iloc[:, 0] == strategy].iloc[0]
-        return r[f"{prefix}: Concordance (D6.2)"], r[f"{prefix}: Concordance (ours)"]
+        sd = lead(r.get(f"{prefix}: SD (D6.2)"))
+        return r[f"{prefix}: Concordance (D6.2)"], r[f"{prefix}: Concordance (ours)"], sd
 
     for path, prefix, label in (
         (table82, "Balanced sizes", "IID balanced"),
@@ -414,9 +442,10 @@ def survival(
         for strategy in ("Isolated nodes (Lower bound)", "Weights Averaging"):
             name = f"{label}: {strategy.split(' (')[0]}"
             try:
-                src, ours = cell(path, strategy, prefix)
-                rows.append(row(name, src, ours))
-            except (KeyError, IndexError, FileNotFoundError) as err:
+                src, ours, sd = cell(path, strategy, prefix)
+                note = f"match = within D6.2's SD {sd:g}" if sd else ""
+                rows.append(row(name, src, ours, note, tol=max(sd, 0.005) if sd else None))
+            except (KeyError, IndexError, FileNotFoundError, ValueError) as err:
                 rows.append(row(name, None, None, f"not read: {err}"))
     if checks:
         rows.append(
@@ -440,11 +469,17 @@ def survival(
 
 
 # ----------------------------------------------------------------------------------------- admm
-def admm(summary: str, figures: list[dict]) -> dict:
+def admm(tables: list[dict], figures: list[dict]) -> dict:
     """Seed 003 ch. 3 prints no numbers: the source value is the library reference f*."""
-    s = _read(summary)
+    try:
+        s = _read(tab(tables, "summary"))
+        dist = s[s["mode"] == "distributed"]
+    except (KeyError, FileNotFoundError) as err:
+        dist, why = pd.DataFrame(), f"not read: {err}"
+    else:
+        why = "no distributed run"
     rows = []
-    for _, r in s[s["mode"] == "distributed"].iterrows():
+    for _, r in dist.iterrows():
         rows.append(
             row(
                 f"{r['task']}: objective after {int(r['iterations'])} iterations "
@@ -457,7 +492,7 @@ def admm(summary: str, figures: list[dict]) -> dict:
             )
         )
     if not rows:
-        rows.append(row("distributed ADMM objective", None, None, "no distributed run"))
+        rows.append(row("distributed ADMM objective", None, None, why))
     return headline(
         rows,
         "Why: D6.2 reports no ADMM numbers, so the source value is the library optimum "
@@ -468,9 +503,14 @@ def admm(summary: str, figures: list[dict]) -> dict:
 
 
 # ----------------------------------------------------------------------------------------- perf
-def perf(table: str, figure: str | None = None) -> dict:
+def perf(tables: list[dict], figures: list[dict] | None = None) -> dict:
     """Issue 15 / seed 001 Table 4.1: the thesis gives complexity classes, no times."""
-    t = _read(table)
+    try:
+        t = _read(tables[0]["path"])
+    except (IndexError, KeyError, FileNotFoundError) as err:
+        t, why = pd.DataFrame(), f"not read: {err}"
+    else:
+        why = "no method timed"
     expect = {
         "gradual": "O(n²(d+n)), O(n) rounds",
         "simultaneous": "as pooled, 1 round",
@@ -489,11 +529,20 @@ def perf(table: str, figure: str | None = None) -> dict:
                 f"{r['objects']}, {r['floats_per_center_max']:.0f} floats from the largest center",
             )
         )
+    if not rows:
+        rows.append(row("time / pooled scipy", None, None, why))
     return headline(
         rows,
         "Why: the thesis reports complexity classes but no run times; measured here, gradual "
         "sharing pays for its O(n) rounds (ratios from one run on a shared machine).",
-        figure=figure,
-        figure_caption="Time of each federated method relative to pooled scipy (this run).",
+        **(
+            _fig(figures, "")
+            if figures
+            else {
+                "figure": None,
+                "figure_caption": "Time of each federated method relative to "
+                "pooled scipy (this run; drawn from the rows above).",
+            }
+        ),
         source_label="thesis (seed 001 Table 4.1)",
     )

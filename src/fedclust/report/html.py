@@ -133,7 +133,7 @@ def _summary(caption: str, n_rows: int | None) -> str:
 CSS = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 h1{border-bottom:2px solid #345}h2{margin-top:2.5em;border-bottom:1px solid #ccc}
-figure{margin:1.5em 0}figure img{max-width:100%}figcaption{font-size:.9em;color:#444}
+figure{margin:1.5em 0}figure img{max-width:100%;max-height:900px}figcaption{font-size:.9em;color:#444}
 .tbl{border-collapse:collapse;font-size:.85em}
 .tbl td,.tbl th{padding:2px 8px;border-bottom:1px solid #ddd}
 .note{font-size:.85em;color:#666}.repro{font-weight:600;color:#345}nav li{margin:.2em 0}
@@ -187,9 +187,11 @@ def _render_section(s: Section) -> str:
     for t, c in zip(s.tables, tab_caps, strict=True):
         path = Path(t["path"])
         df = _read_any(path)
+        first, *more = sentences(c) or [""]
+        rest = c if len(first) > 160 else " ".join(more)
         parts.append(
             f"<details class=tbl-block><summary>{_summary(c, len(df))}</summary>"
-            f"<p class=note>{html.escape(c)}</p>"
+            + (f"<p class=note>{html.escape(rest)}</p>" if rest else "")
             + _table(path, int(t.get("max_rows", 60)), df)
             + "</details>"
         )
