@@ -133,7 +133,8 @@ def _summary(caption: str, n_rows: int | None) -> str:
 CSS = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 h1{border-bottom:2px solid #345}h2{margin-top:2.5em;border-bottom:1px solid #ccc}
-figure{margin:1.5em 0}figure img{max-width:100%;max-height:900px}figcaption{font-size:.9em;color:#444}
+figure{margin:1.5em 0}figure img{max-width:100%;max-height:900px}
+figcaption{font-size:.9em;color:#444}
 .tbl{border-collapse:collapse;font-size:.85em}
 .tbl td,.tbl th{padding:2px 8px;border-bottom:1px solid #ddd}
 .note{font-size:.85em;color:#666}.repro{font-weight:600;color:#345}nav li{margin:.2em 0}
