@@ -428,7 +428,9 @@ def survival(tables: list[dict], figures: list[dict]) -> dict:
         )
     ]
 
-    def cell(path: str, strategy: str, prefix: str) -> tuple[Any, Any, float | None]:
+    def cell(path: str | None, strategy: str, prefix: str) -> tuple[Any, Any, float | None]:
+        if path is None:
+            raise KeyError("table not in this section")
         t = _read(path)
         r = t[t.iloc[:, 0] == strategy].iloc[0]
         sd = lead(r.get(f"{prefix}: SD (D6.2)"))
