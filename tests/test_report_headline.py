@@ -56,6 +56,7 @@ def test_missing_values_are_shown_as_missing_not_zero():
     assert shown[1]["ours"] == MISSING_OURS and "no value of ours" in shown[1]["difference"]
     assert shown[2]["source"] == "O(n²(d+n))" and shown[2]["difference"].startswith("—")
     assert shown[3]["difference"] == "−0.132"
+    assert table_rows(headline([row("n", 60000, 1797)]))[0]["difference"] == "−58203"
     assert [r["verdict"] for r in shown] == ["not compared"] * 3 + ["differs"]
     assert rows[1]["ours"] is None  # NaN stored as JSON null, not NaN
 

@@ -213,7 +213,11 @@ def difference_text(source: Any, ours: Any, digits: int = 3) -> str:
     if d.value is None:
         return f"— ({d.reason})"
     v = 0.0 if d.value == 0 else d.value
-    text = "0" if v == 0 else f"{v:+.{digits}g}".replace("-", "−")
+    if float(v).is_integer() and abs(v) < 1e7:
+        text = f"{int(v):+d}" if v else "0"
+    else:
+        text = f"{v:+.{digits}g}"
+    text = text.replace("-", "−")
     return f"{text} ({d.status} {source})" if d.status else text
 
 
