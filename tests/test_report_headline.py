@@ -83,6 +83,8 @@ def test_shared_captions_said_once():
     assert shared == [long]
     assert out[:2] == ["Table 4.1: loss.", "Table 4.2: accuracy."]
     assert out[2] == "Thesis beside."  # short repeated sentences stay where they are
+    same = "Federated Kaplan–Meier of the marrow-blast groups over the training centres."
+    assert shared_captions([same, same])[1] == []  # a caption's first sentence stays in it
 
 
 def _fig(path):

@@ -109,7 +109,8 @@ def sentences(text: str) -> list[str]:
 
 
 def shared_captions(captions: list[str]) -> tuple[list[str], list[str]]:
-    """Sentences of ≥ SHARED_MIN_CHARS that occur in two or more captions: said once.
+    """Sentences of ≥ SHARED_MIN_CHARS that occur in two or more captions (and open none):
+    said once.
 
     Returns (the captions without them, the shared sentences in first-seen order)."""
     split = [sentences(c) for c in captions]
@@ -117,7 +118,10 @@ def shared_captions(captions: list[str]) -> tuple[list[str], list[str]]:
     for parts in split:
         for t in dict.fromkeys(parts):
             count[t] = count.get(t, 0) + 1
-    shared = [t for t, n in count.items() if n >= 2 and len(t) >= SHARED_MIN_CHARS]
+    firsts = {parts[0] for parts in split if parts}  # a caption keeps its own first sentence
+    shared = [
+        t for t, n in count.items() if n >= 2 and len(t) >= SHARED_MIN_CHARS and t not in firsts
+    ]
     out = [" ".join(t for t in parts if t not in shared) for parts in split]
     return out, shared
 
