@@ -148,7 +148,7 @@ figcaption{font-size:.9em;color:#444}
 .hltbl tr.miss td{background:#fff1e6}.hltbl tr.match td{background:#eef8ee}
 .hltbl tr.missing td{color:#888;font-style:italic}
 .verdict{font-weight:500;margin:.6em 0 0}
-details{margin:.5em 0;border-left:3px solid #ddd;padding-left:.6em}
+details{margin:.5em 0;border-left:3px solid #ddd;padding-left:.6em;overflow-x:auto}
 summary{cursor:pointer;font-weight:500}.shared{background:#fafafa;padding:.4em .8em}
 .nohl{color:#a33}
 """
