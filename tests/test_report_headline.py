@@ -1,5 +1,6 @@
 """Section headlines (fedclust.report.headline / headlines) and the report layout, plain Python."""
 
+import json
 import math
 
 import numpy as np
@@ -12,6 +13,7 @@ from fedclust.report.headline import (
     MISSING_OURS,
     MISSING_SOURCE,
     difference,
+    ref,
     table_rows,
     verdict,
 )
@@ -184,3 +186,22 @@ def test_stage_headline_reads_its_tables_and_survives_missing_ones(tmp_path):
     assert rows["IID balanced: Isolated nodes"]["tol"] == 0.06
     assert rows["non-IID times: Weights Averaging"]["ours"] is None  # table 8.3 not written
     assert math.isclose(rows["centralized C-index"]["ours"], 0.7499)
+
+
+def test_referenced_values_are_read_at_render_time_and_stay_out_of_the_json(tmp_path):
+    bench = tmp_path / "hac.tsv"
+    pd.DataFrame({"method": ["gradual", "genewise"], "ratio": [2.15, 1.1]}).to_csv(
+        bench, sep="\t", index=False
+    )
+    h = headline(
+        [
+            row("gradual time / pooled", 2, ref(bench, "ratio", {"method": "gradual"})),
+            row("absent", 1, ref(bench, "ratio", {"method": "perturbation"})),
+        ],
+        "Why: timings.",
+    )
+    assert "2.15" not in json.dumps(h)
+    shown = table_rows(h)
+    assert shown[0]["ours"] == "2.15" and shown[0]["difference"] == "+0.15"
+    assert shown[1]["ours"] == MISSING_OURS
+    assert H.perf([{"path": str(bench)}])["rows"][0]["ours"]["column"] == "ratio"

@@ -174,6 +174,47 @@ def sentence_for(rows: list[dict[str, Any]], why: str) -> str:
     return f"{text}. {why}".strip() if why else f"{text}."
 
 
+def ref(table: str, column: str, where: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A value read from ``table`` when the report is rendered (first row matching ``where``).
+
+    For numbers that must not enter the section JSON, e.g. timings, which live under
+    results/benchmarks/ so that result files stay byte-identical between runs."""
+    return {"table": str(table), "column": column, "where": dict(where or {})}
+
+
+def _is_ref(v: Any) -> bool:
+    return isinstance(v, dict) and "table" in v and "column" in v
+
+
+def _lookup(r: dict[str, Any]) -> Any:
+    import pandas as pd
+
+    path = str(r["table"])
+    try:
+        df = pd.read_csv(path, sep="\t" if ".tsv" in path else ",")
+        for col, val in r["where"].items():
+            df = df[df[col].astype(str) == str(val)]
+        return df[r["column"]].iloc[0]
+    except (OSError, KeyError, IndexError, ValueError):
+        return None
+
+
+def resolve(h: dict[str, Any]) -> dict[str, Any]:
+    """The headline with every :func:`ref` value read from its table; the sentence recomputed
+    when a value was a reference."""
+    rows, changed = [], False
+    for r in h.get("rows", []):
+        r = dict(r)
+        for key in ("source", "ours"):
+            if _is_ref(r.get(key)):
+                r[key], changed = row("", _lookup(r[key]), None)["source"], True
+        rows.append(r)
+    out = {**h, "rows": rows}
+    if changed and h.get("why") is not None:
+        out["sentence"] = sentence_for(rows, h["why"])
+    return out
+
+
 def headline(
     rows: list[dict[str, Any]],
     why: str = "",
@@ -189,6 +230,7 @@ def headline(
     return {
         "rows": rows,
         "sentence": sentence_for(rows, why) if sentence is None else sentence,
+        "why": why if sentence is None else None,
         "figure": None if figure is None else str(figure),
         "figure_caption": figure_caption,
         "source_label": source_label,
@@ -224,7 +266,7 @@ def difference_text(source: Any, ours: Any, digits: int = 3) -> str:
 def table_rows(h: dict[str, Any]) -> list[dict[str, str]]:
     """The rows as the report shows them (strings): quantity, source, ours, difference, note."""
     out = []
-    for r in h.get("rows", []):
+    for r in resolve(h).get("rows", []):
         digits = int(r.get("digits", 3))
         src, ours = r.get("source"), r.get("ours")
         out.append(
@@ -264,7 +306,7 @@ def render_headline(h: dict[str, Any], img_html: str | None) -> str:
     if img_html:
         cap = html.escape(h.get("figure_caption") or "")
         fig = f"<figure class=hlfig>{img_html}<figcaption>{cap}</figcaption></figure>"
-    sentence = html.escape(h.get("sentence") or "")
+    sentence = html.escape(resolve(h).get("sentence") or "")
     return (
         f"<div class=headline>{fig}"
         f"<table class='tbl hltbl'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"

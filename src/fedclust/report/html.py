@@ -57,9 +57,9 @@ def _chart(h: dict[str, Any]) -> str | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .headline import as_number
+    from .headline import as_number, resolve
 
-    rows = [r for r in h.get("rows", []) if as_number(r.get("ours")) is not None]
+    rows = [r for r in resolve(h).get("rows", []) if as_number(r.get("ours")) is not None]
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1))
