@@ -143,7 +143,7 @@ figcaption{font-size:.9em;color:#444}
 .tbl td,.tbl th{padding:2px 8px;border-bottom:1px solid #ddd}
 .note{font-size:.85em;color:#666}.repro{font-weight:600;color:#345}nav li{margin:.2em 0}
 .headline{background:#f5f8fb;border:1px solid #c9d6e3;border-radius:6px;padding:.8em 1em}
-.hlfig{margin:0 0 .8em}.hlfig img{max-height:420px}
+.hlfig{margin:0 0 .8em}.hlfig img{max-height:560px}
 .hltbl{font-size:.9em;margin:.4em 0}.hltbl th{text-align:left;background:#e6edf4}
 .hltbl tr.miss td{background:#fff1e6}.hltbl tr.match td{background:#eef8ee}
 .hltbl tr.missing td{color:#888;font-style:italic}
