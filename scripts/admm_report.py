@@ -9,7 +9,7 @@ from _common import run  # noqa: E402
 
 from fedclust.convex import report as R  # noqa: E402
 from fedclust.io import read_json, save_figure, write_table  # noqa: E402
-from fedclust.report import Section, write_section  # noqa: E402
+from fedclust.report import Section, headlines, write_section  # noqa: E402
 
 
 def main() -> None:
@@ -114,6 +114,7 @@ def main() -> None:
             text=text,
             figures=figures,
             tables=tables,
+            headline=headlines.admm(tables, figures),
         ),
     )
 

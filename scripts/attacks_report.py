@@ -10,7 +10,7 @@ from _common import run  # noqa: E402
 from fedclust.attacks import figures  # noqa: E402
 from fedclust.attacks.summary import summary_table  # noqa: E402
 from fedclust.io import save_figure, write_table  # noqa: E402
-from fedclust.report import Section, write_section  # noqa: E402
+from fedclust.report import Section, headlines, write_section  # noqa: E402
 
 
 def _read(path: str) -> pd.DataFrame:
@@ -124,6 +124,7 @@ def main() -> None:
             {"path": out.known_io_ranking, "caption": "Known I/O: mean ε_x per cohort"},
         ],
     )
+    section.headline = headlines.attacks(section.tables, section.figures)
     write_section(out.section, section)
 
 

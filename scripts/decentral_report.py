@@ -9,7 +9,7 @@ from _common import run  # noqa: E402
 
 from fedclust.decentral import published, tables  # noqa: E402
 from fedclust.io import read_json, save_figure, write_table  # noqa: E402
-from fedclust.report import Section, write_section  # noqa: E402
+from fedclust.report import Section, headlines, write_section  # noqa: E402
 
 NAMES = {
     "table_4_1_loss": ("loss_total", "Table 4.1: average test loss incl. the L1/L2 penalty"),
@@ -93,8 +93,8 @@ def main() -> None:
         for metric, cap in NAMES.values():
             path = next(outs)
             write_table(path, tables.early_table(summ, split, metric, n_rounds, approaches, modes))
-            cap = (f"{split}: {cap}, rounds 1-{n_rounds}, n_train-weighted over clients; "
-                   f"'thesis' = published value. Reproduces seed 004 {cap.split(':')[0]}. "
+            cap = (f"{split}: {cap} (seed 004). Per-round tables: rounds 1-{n_rounds}, averages "
+                   "n_train-weighted over clients; 'thesis' = the published value. "
                    + size_note)  # fmt: skip
             sec_tables.append({"path": path, "caption": cap})
         path = next(outs)
@@ -244,7 +244,8 @@ def main() -> None:
     write_section(
         snakemake.output.section,
         Section(id="decentral", title="Distributed learning on the heart hospitals (seed 004)",
-                order=50, text=text, figures=sec_figs, tables=sec_tables),
+                order=50, text=text, figures=sec_figs, tables=sec_tables,
+                headline=headlines.decentral(sec_tables, sec_figs)),
     )  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from fedclust.io import (  # noqa: E402
     write_result_and_benchmark,
     write_table,
 )
-from fedclust.report import Section, write_section  # noqa: E402
+from fedclust.report import Section, headlines, write_section  # noqa: E402
 
 
 def _cat(paths) -> pd.DataFrame:
@@ -318,6 +318,7 @@ def main() -> None:
             text=text,
             figures=figures,
             tables=tables,
+            headline=headlines.hac(tables, figures),
         ),
     )
 

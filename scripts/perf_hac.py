@@ -9,7 +9,7 @@ from _common import run  # noqa: E402
 
 from fedclust.io import write_json, write_table  # noqa: E402
 from fedclust.perf import hac_benchmark, machine  # noqa: E402
-from fedclust.report import Section, write_section  # noqa: E402
+from fedclust.report import Section, headlines, write_section  # noqa: E402
 
 
 def main() -> None:
@@ -58,6 +58,7 @@ def main() -> None:
             order=90,
             text=text,
             tables=[{"path": out.table, "caption": "Time ratio to pooled and floats per center"}],
+            headline=headlines.perf([{"path": out.table}]),
         ),
     )
 

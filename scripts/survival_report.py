@@ -9,7 +9,7 @@ import pandas as pd  # noqa: E402
 from _common import run  # noqa: E402
 
 from fedclust.io import read_json, save_figure, write_table  # noqa: E402
-from fedclust.report import Section, write_section  # noqa: E402
+from fedclust.report import Section, headlines, write_section  # noqa: E402
 from fedclust.survival import tables  # noqa: E402
 from fedclust.survival.figures import km_risk_groups  # noqa: E402
 from fedclust.survival.workflow import CENTRALIZED_SCENARIO  # noqa: E402
@@ -192,6 +192,7 @@ def main() -> None:
             text=text,
             figures=sec_figs,
             tables=sec_tables,
+            headline=headlines.survival(sec_tables, sec_figs),
         ),
     )
 

@@ -39,6 +39,10 @@ if [ -z "${FEDCLUST_SKIP_E2E:-}" ]; then
   snakemake --cores 2 --directory "$work" -s "$PWD/Snakefile" --configfile "$PWD/config/config.yaml" -q
   echo "default workflow: $(( $(date +%s) - start )) s; report: $work/results/report/index.html"
   test -s "$work/results/report/index.html"
+  if python -c "from fedclust.report.browser import find_browser as f; raise SystemExit(f() is None)"; then
+    step "the report in headless Chromium (every section rendered, every image loaded)"
+    python -m fedclust.report.browser "$work/results/report/index.html"
+  fi
   step "snakemake --report of that run"
   snakemake -q --directory "$work" -s "$PWD/Snakefile" --configfile "$PWD/config/config.yaml" \
     --report "$work/report.html"

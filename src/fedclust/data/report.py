@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..io import read_table, write_table
-from ..report import Section, write_section
+from ..report import Section, headlines, write_section
 from .summary import summary_row
 
 
@@ -51,6 +51,7 @@ def build_data_report(
                     "max_rows": 200,
                 }
             ],
+            headline=headlines.data([{"path": str(Path(summary_path))}], figures),
         ),
     )
     return summary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fedclust.io import save_figure, write_table
-from fedclust.report import Section, write_section
+from fedclust.report import Section, headlines, write_section
 
 THESIS_NOTE = (
     "Thesis reference (seed 000 §8): best Hungarian accuracy 0.8824 (MNIST, α=9, normal-l1, Yogi) "
@@ -263,5 +263,6 @@ def build_section(
             text=text,
             figures=figures,
             tables=tables,
+            headline=headlines.dec(tables, figures),
         ),
     )

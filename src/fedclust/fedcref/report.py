@@ -10,7 +10,7 @@ import pandas as pd
 from scipy import stats
 
 from fedclust.io import read_json, save_figure, write_table
-from fedclust.report import Section, write_section
+from fedclust.report import Section, headlines, write_section
 
 from . import paper
 
@@ -345,5 +345,6 @@ def build_section(
             text=text,
             figures=fig_entries,
             tables=tab_entries,
+            headline=headlines.fedcref(tab_entries, fig_entries),
         ),
     )

@@ -1,9 +1,11 @@
 """Report sections and the static HTML report.
 
-Each workflow stage writes one *section* file (JSON) naming its figures and tables with captions;
-the report rule turns all sections into one self-contained ``index.html``.
+Each workflow stage writes one *section* file (JSON) naming its figures and tables with captions
+and a headline (``headline.headline``: one figure, a "source | ours | difference" table, one
+sentence); the report rule turns all sections into one self-contained ``index.html``.
 """
 
+from .headline import headline, row
 from .html import Section, build_report, write_section
 
-__all__ = ["Section", "build_report", "write_section"]
+__all__ = ["Section", "build_report", "headline", "row", "write_section"]

@@ -1,0 +1,314 @@
+"""Section headlines: one figure, a short "source value | ours | difference" table, one sentence.
+
+Every stage's report script fills ``Section.headline`` with :func:`headline` (rows made by
+:func:`row`); the report renders it at the top of the section (:func:`render_headline`).
+
+A source value is a number, or a string the thesis printed: a bound (``"> 0.95"``, ``"≤ 0.1"``),
+an approximate value (``"≈ 0.5"``), a range (``"0.3–0.6"``), ``"0.75 ± 0.02"``, or anything else
+(``"O(n)"``, ``"not reported"``: no difference). The difference is always ``ours − source`` (for a
+bound or range: to the nearest admissible value, 0 inside); missing values are shown as such,
+never as 0.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+MISSING_SOURCE = "not reported"
+MISSING_OURS = "not in this run"
+
+_NUM = r"[-+−]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_BOUND = re.compile(rf"^\s*(>=|<=|>|<|≥|≤|≈|~)\s*({_NUM})\s*(%?)\s*$")
+_RANGE = re.compile(rf"^\s*({_NUM})\s*(?:–|-|—|to)\s*({_NUM})\s*(%?)\s*$")
+_PM = re.compile(rf"^\s*({_NUM})\s*(?:±|\+/-)\s*({_NUM})\s*$")
+_PLAIN = re.compile(rf"^\s*({_NUM})\s*(%?)\s*$")
+
+
+def _num(text: str) -> float:
+    return float(text.replace("−", "-"))
+
+
+def _is_missing(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, float) and math.isnan(v):
+        return True
+    return isinstance(v, str) and not v.strip()
+
+
+def as_number(v: Any) -> float | None:
+    """A plain number (int/float/numpy scalar or a numeric string), else None."""
+    if _is_missing(v) or isinstance(v, bool):
+        return None
+    if isinstance(v, str):
+        m = _PLAIN.match(v)
+        return _num(m.group(1)) if m else None
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) else x
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``value`` = ours − source (None when either is missing or the source is not numeric);
+    ``status`` = "", "meets", "misses", "inside", "below", "above" for bounds and ranges."""
+
+    value: float | None
+    status: str = ""
+    reason: str = ""
+
+
+def difference(source: Any, ours: Any) -> Difference:
+    """ours − source; for a bound or range the signed distance to it (0 when satisfied)."""
+    if _is_missing(source):
+        return Difference(None, reason="no source value")
+    o = as_number(ours)
+    if o is None:
+        return Difference(None, reason="no value of ours" if _is_missing(ours) else "not a number")
+    s = as_number(source)
+    if s is not None:
+        return Difference(o - s)
+    if not isinstance(source, str):
+        return Difference(None, reason="source not a number")
+    if m := _BOUND.match(source):
+        op, x = m.group(1), _num(m.group(2))
+        if op in ("≈", "~"):
+            return Difference(o - x)
+        if op in (">", ">=", "≥"):
+            ok = o > x if op == ">" else o >= x
+        else:
+            ok = o < x if op == "<" else o <= x
+        return Difference(0.0 if ok else o - x, "meets" if ok else "misses")
+    if m := _RANGE.match(source):
+        lo, hi = sorted((_num(m.group(1)), _num(m.group(2))))
+        if o < lo:
+            return Difference(o - lo, "below")
+        if o > hi:
+            return Difference(o - hi, "above")
+        return Difference(0.0, "inside")
+    if m := _PM.match(source):
+        return Difference(o - _num(m.group(1)))
+    return Difference(None, reason="source not a number")
+
+
+def row(
+    quantity: str,
+    source: Any,
+    ours: Any,
+    note: str = "",
+    digits: int = 3,
+    tol: float | None = None,
+) -> dict[str, Any]:
+    """One headline row; numbers become plain floats (JSON), NaN/None stay missing (None).
+
+    ``tol``: |difference| up to which ours counts as matching (default: 5 % of |source|, or
+    1e-9 when the source is 0); bounds and ranges match when met."""
+
+    def clean(v: Any) -> Any:
+        if _is_missing(v):
+            return None
+        if isinstance(v, str | bool):
+            return v
+        x = as_number(v)
+        return v if x is None else (int(x) if isinstance(v, int) else x)
+
+    return {
+        "quantity": quantity,
+        "source": clean(source),
+        "ours": clean(ours),
+        "note": note,
+        "digits": int(digits),
+        "tol": None if tol is None else float(tol),
+    }
+
+
+def verdict(r: dict[str, Any]) -> str:
+    """'match', 'differs' or 'not compared' (a value missing or the source not a number)."""
+    d = difference(r.get("source"), r.get("ours"))
+    if d.value is None:
+        return "not compared"
+    if d.status:
+        return "match" if d.status in ("meets", "inside") else "differs"
+    tol = r.get("tol")
+    if tol is None:
+        src = as_number(r.get("source"))
+        if src is None:  # "≈ x" or "x ± s"
+            m = _BOUND.match(str(r.get("source"))) or _PM.match(str(r.get("source")))
+            src = _num(m.group(2) if m and m.re is _BOUND else m.group(1)) if m else 0.0
+        tol = 0.05 * abs(src) if src else 1e-9
+    return "match" if abs(d.value) <= tol else "differs"
+
+
+def sentence_for(rows: list[dict[str, Any]], why: str) -> str:
+    """ "Matches the source: a, b; differs: c — why." from the rows' verdicts."""
+    groups: dict[str, list[str]] = {"match": [], "differs": [], "not compared": []}
+    for r in rows:
+        groups[verdict(r)].append(str(r["quantity"]))
+
+    def names(key: str) -> str:
+        return f" ({'; '.join(groups[key])})" if len(groups[key]) <= 4 else ""
+
+    parts = []
+    n = len(rows)
+    if groups["match"]:
+        k = len(groups["match"])
+        parts.append(
+            f"all {n} rows match the source"
+            if k == n
+            else f"{k} of {n} rows match the source{names('match')}"
+        )
+    if groups["differs"]:
+        k = len(groups["differs"])
+        lead = "" if groups["match"] else f" of {n} rows"
+        parts.append(f"{k}{lead} differ{' from the source' if lead else ''}{names('differs')}")
+    if groups["not compared"]:
+        parts.append(f"{len(groups['not compared'])} not compared (no number on one side)")
+    text = ", ".join(parts) or "no rows"
+    text = text[0].upper() + text[1:]
+    return f"{text}. {why}".strip() if why else f"{text}."
+
+
+def ref(table: str, column: str, where: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A value read from ``table`` when the report is rendered (first row matching ``where``).
+
+    For numbers that must not enter the section JSON, e.g. timings, which live under
+    results/benchmarks/ so that result files stay byte-identical between runs."""
+    return {"table": str(table), "column": column, "where": dict(where or {})}
+
+
+def _is_ref(v: Any) -> bool:
+    return isinstance(v, dict) and "table" in v and "column" in v
+
+
+def _lookup(r: dict[str, Any]) -> Any:
+    import pandas as pd
+
+    path = str(r["table"])
+    try:
+        df = pd.read_csv(path, sep="\t" if ".tsv" in path else ",")
+        for col, val in r["where"].items():
+            df = df[df[col].astype(str) == str(val)]
+        return df[r["column"]].iloc[0]
+    except (OSError, KeyError, IndexError, ValueError):
+        return None
+
+
+def resolve(h: dict[str, Any]) -> dict[str, Any]:
+    """The headline with every :func:`ref` value read from its table; the sentence recomputed
+    when a value was a reference."""
+    rows, changed = [], False
+    for r in h.get("rows", []):
+        r = dict(r)
+        for key in ("source", "ours"):
+            if _is_ref(r.get(key)):
+                r[key], changed = row("", _lookup(r[key]), None)["source"], True
+        rows.append(r)
+    out = {**h, "rows": rows}
+    if changed and h.get("why") is not None:
+        out["sentence"] = sentence_for(rows, h["why"])
+    return out
+
+
+def headline(
+    rows: list[dict[str, Any]],
+    why: str = "",
+    figure: str | None = None,
+    figure_caption: str = "",
+    source_label: str = "source",
+    sentence: str | None = None,
+) -> dict[str, Any]:
+    """The ``headline`` entry of a section: rows (:func:`row`), one sentence on what matches,
+    what does not (from the rows' verdicts, :func:`sentence_for`) and ``why``, and one figure
+    (a path; usually one of the section's figures; None: the report draws the rows)."""
+    rows = list(rows)
+    return {
+        "rows": rows,
+        "sentence": sentence_for(rows, why) if sentence is None else sentence,
+        "why": why if sentence is None else None,
+        "figure": None if figure is None else str(figure),
+        "figure_caption": figure_caption,
+        "source_label": source_label,
+    }
+
+
+def fmt(v: Any, digits: int = 3) -> str:
+    """Format a value: numbers with ``digits`` significant digits, strings as given."""
+    if isinstance(v, bool):
+        return str(v)
+    x = as_number(v) if not isinstance(v, str) else None
+    if x is None:
+        return str(v)
+    if float(x).is_integer() and abs(x) < 1e6:
+        return str(int(x))
+    return f"{x:.{digits}g}"
+
+
+def difference_text(source: Any, ours: Any, digits: int = 3) -> str:
+    """The difference cell: '+0.012', '0 (meets > 0.95)', '−0.4 (misses ≥ 0.9)', '— (reason)'."""
+    d = difference(source, ours)
+    if d.value is None:
+        return f"— ({d.reason})"
+    v = 0.0 if d.value == 0 else d.value
+    if float(v).is_integer() and abs(v) < 1e7:
+        text = f"{int(v):+d}" if v else "0"
+    else:
+        text = f"{v:+.{digits}g}"
+    text = text.replace("-", "−")
+    return f"{text} ({d.status} {source})" if d.status else text
+
+
+def table_rows(h: dict[str, Any]) -> list[dict[str, str]]:
+    """The rows as the report shows them (strings): quantity, source, ours, difference, note."""
+    out = []
+    for r in resolve(h).get("rows", []):
+        digits = int(r.get("digits", 3))
+        src, ours = r.get("source"), r.get("ours")
+        out.append(
+            {
+                "quantity": str(r["quantity"]),
+                "source": MISSING_SOURCE if _is_missing(src) else fmt(src, digits),
+                "ours": MISSING_OURS if _is_missing(ours) else fmt(ours, digits),
+                "difference": difference_text(src, ours, min(digits, 3)),
+                "verdict": verdict(r),
+                "note": str(r.get("note", "")),
+            }
+        )
+    return out
+
+
+def render_headline(h: dict[str, Any], img_html: str | None) -> str:
+    """HTML of a headline: the figure (already rendered ``<img>``), the table, the sentence."""
+    label = html.escape(str(h.get("source_label") or "source"))
+    head = (
+        f"<tr><th>quantity</th><th>{label}</th><th>ours</th><th>difference</th><th>note</th></tr>"
+    )
+    body = []
+    for r in table_rows(h):
+        cls = ""
+        if r["source"] == MISSING_SOURCE or r["ours"] == MISSING_OURS:
+            cls = " class=missing"
+        elif r["verdict"] == "differs":
+            cls = " class=miss"
+        elif r["verdict"] == "match":
+            cls = " class=match"
+        cells = "".join(
+            f"<td>{html.escape(r[k])}</td>"
+            for k in ("quantity", "source", "ours", "difference", "note")
+        )
+        body.append(f"<tr{cls}>{cells}</tr>")
+    fig = ""
+    if img_html:
+        cap = html.escape(h.get("figure_caption") or "")
+        fig = f"<figure class=hlfig>{img_html}<figcaption>{cap}</figcaption></figure>"
+    sentence = html.escape(resolve(h).get("sentence") or "")
+    return (
+        f"<div class=headline>{fig}"
+        f"<table class='tbl hltbl'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+        f"<p class=verdict>{sentence}</p></div>"
+    )
