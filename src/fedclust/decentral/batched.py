@@ -24,7 +24,6 @@ from fedclust.seeds import derive_seed
 from .model import HIDDEN, dropout_noise
 from .training import OPTIMIZER_STATES, EvalResult, client_generator
 
-
 #: the flat Adam buffer's length is a multiple of this (floats): no scalar tail in its kernels
 PAD = 64
 
