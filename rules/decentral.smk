@@ -81,10 +81,49 @@ rule decentral_eda:
         "../scripts/decentral_eda.py"
 
 
+DECENTRAL_CENTRAL = DECENTRAL.get("centralized", {})
+# grid search on: one job per (batch size, epochs) cell, batch sizes outer (the table's order)
+DECENTRAL_CELLS = (
+    [
+        f"results/decentral/centralized/grid/b{b}_e{e}.tsv"
+        for b in DECENTRAL_CENTRAL.get("batch_sizes", [])
+        for e in DECENTRAL_CENTRAL.get("epochs", [])
+    ]
+    if DECENTRAL_CENTRAL.get("grid_search")
+    else []
+)
+
+
+rule decentral_centralized_cell:
+    input:
+        features="results/data/heart/features.parquet",
+        obs="results/data/heart/obs.tsv",
+    output:
+        cell="results/decentral/centralized/grid/b{batch}_e{epochs}.tsv",
+    log:
+        "results/logs/decentral/decentral_centralized_cell_b{batch}_e{epochs}.log",
+    benchmark:
+        "results/benchmarks/decentral_centralized_cell/b{batch}_e{epochs}.tsv"
+    wildcard_constraints:
+        batch=r"\d+",
+        epochs=r"\d+",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: DECENTRAL.get("threads", 1)
+    resources:
+        **job_resources("decentral_centralized_cell"),
+    params:
+        cfg=DECENTRAL,
+        seed=SEED,
+    script:
+        "../scripts/decentral_centralized_cell.py"
+
+
 rule decentral_centralized:
     input:
         features="results/data/heart/features.parquet",
         obs="results/data/heart/obs.tsv",
+        cells=DECENTRAL_CELLS,
     output:
         grid="results/decentral/centralized/grid.tsv",
         result="results/decentral/centralized/result.json",

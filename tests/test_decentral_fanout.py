@@ -142,3 +142,18 @@ def test_merge_units_rejects_units_of_different_runs():
         merge_units([a[0], b[0]], [a[1], b[1]], [a[2], b[2]], [a[3], b[3]])
     with pytest.raises(InputDataError, match="two units"):
         merge_units([a[0], a[0]], [a[1], a[1]], [a[2], a[2]], [a[3], a[3]])
+
+
+def test_centralized_grid_cells_alone_equal_the_grid_in_one_job():
+    from fedclust.decentral.centralized import centralized_baseline, grid_cell
+
+    r = np.random.default_rng(4)
+    X = pd.DataFrame(r.random((64, 20)))
+    y = (X[0] + 0.3 * r.standard_normal(64) > 0.5).astype(int).to_numpy()
+    kw = dict(folds=2, lr=1e-3, seed=5, random_state=0)
+    grid = dict(batch_sizes=[8, 16], epochs=[1, 2], grid=True)
+    table, res = centralized_baseline(X, y, **grid, **kw)
+    rows = [grid_cell(X, y, b, e, **kw) for b in (8, 16) for e in (1, 2)]
+    table2, res2 = centralized_baseline(X, y, **grid, **kw, grid_rows=rows)
+    pd.testing.assert_frame_equal(table, table2, check_exact=True)
+    assert res == res2 and len(table) == 4
