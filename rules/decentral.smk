@@ -23,13 +23,14 @@ DECENTRAL_APPROACHES = {
 DECENTRAL_FANOUT = DECENTRAL.get("fanout", "mode")
 
 
-def decentral_units(mode):
-    if DECENTRAL_FANOUT == "approach":
-        return DECENTRAL_APPROACHES[mode]
-    return ["all"]
-
-
-DECENTRAL_UNITS = {run: decentral_units(run.split("/")[1]) for run in DECENTRAL_RUNS}
+DECENTRAL_UNITS = {
+    run: (
+        DECENTRAL_APPROACHES[run.split("/")[1]]
+        if DECENTRAL_FANOUT == "approach"
+        else ["all"]
+    )
+    for run in DECENTRAL_RUNS
+}
 DECENTRAL_UNIT_RUNS = [
     f"{r}/units/{u}" for r, us in DECENTRAL_UNITS.items() for u in us
 ]
