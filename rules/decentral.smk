@@ -16,6 +16,25 @@ DECENTRAL_APPROACHES = {
     for m in DECENTRAL.get("modes", [])
 }
 
+# Fan-out (issue 14): one decentral_train job per unit. fanout "mode": one unit "all" per
+# split x mode (its approaches trained in lockstep groups when vectorise is on); "approach": one
+# unit per approach. Every copy has its own random streams (decentral.simulate.copy_seed), so a
+# unit's numbers do not depend on the grouping; decentral_merge concatenates the units.
+DECENTRAL_FANOUT = DECENTRAL.get("fanout", "mode")
+
+
+DECENTRAL_UNITS = {
+    run: (
+        DECENTRAL_APPROACHES[run.split("/")[1]]
+        if DECENTRAL_FANOUT == "approach"
+        else ["all"]
+    )
+    for run in DECENTRAL_RUNS
+}
+DECENTRAL_UNIT_RUNS = [
+    f"{r}/units/{u}" for r, us in DECENTRAL_UNITS.items() for u in us
+]
+
 DECENTRAL_TABLES = ["table_4_1_loss", "table_4_1b_loss_bce", "table_4_2_accuracy"]
 DECENTRAL_TABLES += ["table_4_3_auc", "table_4_3b_auc_keras", "table_4_4_divergence"]
 DECENTRAL_FIGS = ["fig4_1", "fig4_2", "fig4_3"]
@@ -24,6 +43,7 @@ DECENTRAL_REPORT = {"caption": "../report/decentral.rst", "category": "Decentral
 DECENTRAL_WILDCARDS = {
     "split": "hospitals|sources",
     "mode": "as_published|as_described",
+    "unit": "all|FL|FL_SMA|RAR|GL_conditional|GL_random|customized",
 }
 
 
@@ -62,10 +82,49 @@ rule decentral_eda:
         "../scripts/decentral_eda.py"
 
 
+DECENTRAL_CENTRAL = DECENTRAL.get("centralized", {})
+# grid search on: one job per (batch size, epochs) cell, batch sizes outer (the table's order)
+DECENTRAL_CELLS = (
+    [
+        f"results/decentral/centralized/grid/b{b}_e{e}.tsv"
+        for b in DECENTRAL_CENTRAL.get("batch_sizes", [])
+        for e in DECENTRAL_CENTRAL.get("epochs", [])
+    ]
+    if DECENTRAL_CENTRAL.get("grid_search")
+    else []
+)
+
+
+rule decentral_centralized_cell:
+    input:
+        features="results/data/heart/features.parquet",
+        obs="results/data/heart/obs.tsv",
+    output:
+        cell="results/decentral/centralized/grid/b{batch}_e{epochs}.tsv",
+    log:
+        "results/logs/decentral/decentral_centralized_cell_b{batch}_e{epochs}.log",
+    benchmark:
+        "results/benchmarks/decentral_centralized_cell/b{batch}_e{epochs}.tsv"
+    wildcard_constraints:
+        batch=r"\d+",
+        epochs=r"\d+",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: DECENTRAL.get("threads", 1)
+    resources:
+        **job_resources("decentral_centralized_cell"),
+    params:
+        cfg=DECENTRAL,
+        seed=SEED,
+    script:
+        "../scripts/decentral_centralized_cell.py"
+
+
 rule decentral_centralized:
     input:
         features="results/data/heart/features.parquet",
         obs="results/data/heart/obs.tsv",
+        cells=DECENTRAL_CELLS,
     output:
         grid="results/decentral/centralized/grid.tsv",
         result="results/decentral/centralized/result.json",
@@ -90,14 +149,14 @@ rule decentral_train:
         features="results/data/heart/features.parquet",
         obs="results/data/heart/obs.tsv",
     output:
-        metrics="results/decentral/runs/{split}/{mode}/metrics.tsv",
-        divergence="results/decentral/runs/{split}/{mode}/divergence.tsv",
-        ledger="results/decentral/runs/{split}/{mode}/ledger.tsv",
-        run="results/benchmarks/decentral/runs/{split}/{mode}/run.json",  # wall_s
+        metrics="results/decentral/runs/{split}/{mode}/units/{unit}/metrics.tsv",
+        divergence="results/decentral/runs/{split}/{mode}/units/{unit}/divergence.tsv",
+        ledger="results/decentral/runs/{split}/{mode}/units/{unit}/ledger.tsv",
+        run="results/benchmarks/decentral/runs/{split}/{mode}/units/{unit}/run.json",  # wall_s
     log:
-        "results/logs/decentral/decentral_train_{split}_{mode}.log",
+        "results/logs/decentral/decentral_train_{split}_{mode}_{unit}.log",
     benchmark:
-        "results/benchmarks/decentral_train/{split}_{mode}.tsv"
+        "results/benchmarks/decentral_train/{split}_{mode}_{unit}.tsv"
     wildcard_constraints:
         **DECENTRAL_WILDCARDS,
     conda:
@@ -108,14 +167,30 @@ rule decentral_train:
     params:
         cfg=DECENTRAL,
         seed=SEED,
-        approaches=lambda wc: DECENTRAL_APPROACHES[wc.mode],
+        approaches=lambda wc: (
+            DECENTRAL_APPROACHES[wc.mode] if wc.unit == "all" else [wc.unit]
+        ),
         heart=config.get("data", {}).get("heart", {}),
     script:
         "../scripts/decentral_train.py"
 
 
-rule decentral_report:
+rule decentral_merge:
     input:
+        metrics=expand(
+            "results/decentral/runs/{unit}/metrics.tsv", unit=DECENTRAL_UNIT_RUNS
+        ),
+        divergence=expand(
+            "results/decentral/runs/{unit}/divergence.tsv", unit=DECENTRAL_UNIT_RUNS
+        ),
+        ledger=expand(
+            "results/decentral/runs/{unit}/ledger.tsv", unit=DECENTRAL_UNIT_RUNS
+        ),
+        run=expand(
+            "results/benchmarks/decentral/runs/{unit}/run.json",
+            unit=DECENTRAL_UNIT_RUNS,
+        ),
+    output:
         metrics=expand("results/decentral/runs/{run}/metrics.tsv", run=DECENTRAL_RUNS),
         divergence=expand(
             "results/decentral/runs/{run}/divergence.tsv", run=DECENTRAL_RUNS
@@ -124,6 +199,26 @@ rule decentral_report:
         run=expand(
             "results/benchmarks/decentral/runs/{run}/run.json", run=DECENTRAL_RUNS
         ),
+    log:
+        "results/logs/decentral/decentral_merge.log",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("decentral_merge")
+    resources:
+        **job_resources("decentral_merge"),
+    params:
+        runs=DECENTRAL_RUNS,
+        units=[len(DECENTRAL_UNITS[r]) for r in DECENTRAL_RUNS],
+    script:
+        "../scripts/decentral_merge.py"
+
+
+rule decentral_report:
+    input:
+        metrics=rules.decentral_merge.output.metrics,
+        divergence=rules.decentral_merge.output.divergence,
+        ledger=rules.decentral_merge.output.ledger,
+        run=rules.decentral_merge.output.run,
         centralized="results/decentral/centralized/result.json",
         imputation="results/data/heart/imputation.json",
         eda=rules.decentral_eda.output,

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from _common import run  # noqa: E402
 
@@ -17,6 +18,8 @@ def main() -> None:
     torch.set_num_threads(snakemake.threads)
     feats = read_table(snakemake.input.features)
     obs = read_table(snakemake.input.obs)
+    cells = snakemake.input.get("cells", [])  # the grid cells' jobs (decentral_centralized_cell)
+    rows = [r for f in cells for r in pd.read_csv(f, sep="\t").to_dict("records")] or None
     table, res = centralized_baseline(
         feats,
         obs.loc[feats.index, "HeartDisease"].to_numpy(),
@@ -28,6 +31,7 @@ def main() -> None:
         lr=cfg["learning_rate"],
         seed=snakemake.params.seed,
         random_state=cfg["split_random_state"],
+        grid_rows=rows,
     )
     write_table(snakemake.output.grid, table, index=False)
     write_json(snakemake.output.result, res)

@@ -1,4 +1,5 @@
-"""Rule `decentral_train`: every approach of one mode × client split, all rounds."""
+"""Rule `decentral_train`: the approaches of one unit (all of a mode × client split, or one
+approach: ``decentral.fanout``), all rounds."""
 
 import sys
 from pathlib import Path
@@ -68,9 +69,9 @@ def main() -> None:
     rest = [a for a in approaches if a not in on_flower]
     results = {}
     if cfg["vectorise"]:
-        # the whole group as configured (its dropout draws depend on who shares the group), so
-        # the engine switch leaves the peers' numbers unchanged; FL is then replaced by Flower's
-        group = run_group(data, [(a, w.mode) for a in approaches], **kw)
+        # lockstep groups; every copy has its own random streams (simulate.copy_seed), so its
+        # numbers do not depend on which approaches share this job
+        group = run_group(data, [(a, w.mode) for a in rest], **kw)
         results.update({a: group[(a, w.mode)] for a in rest})
     else:
         results.update({a: run_approach(data, a, w.mode, **kw) for a in rest})

@@ -4,7 +4,10 @@ Approaches that train the same client with the same batch schedule (same rows, s
 seed, same number of steps) can share every batch: their parameters are stacked along a leading
 axis and one batched matmul replaces M small ones. Each copy keeps its own weights, BN statistics
 and Adam state; the maths of every copy is that of :class:`~.model.HeartNet` + :class:`KerasAdam`
-(tested against them). Only the dropout masks come from a different random stream.
+(tested against them). Each copy draws its dropout masks from its own generator per client
+(:func:`~.training.client_generator` of the copy's ``dropout_seed``), exactly as the single-model
+:class:`~.training.Trainer` with the same ``dropout_seed``: a copy's numbers do not depend on which
+other copies share its group.
 """
 
 from __future__ import annotations
@@ -16,8 +19,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .model import HIDDEN
-from .training import OPTIMIZER_STATES, EvalResult
+from fedclust.seeds import derive_seed
+
+from .model import HIDDEN, dropout_noise
+from .training import OPTIMIZER_STATES, EvalResult, client_generator
+
+#: the flat Adam buffer's length is a multiple of this (floats): no scalar tail in its kernels
+PAD = 64
 
 
 class BatchedHeartNet(nn.Module):
@@ -37,14 +45,17 @@ class BatchedHeartNet(nn.Module):
         for j, h in enumerate(hidden):
             self.register_buffer(f"rm{j}", torch.zeros(m, h))
             self.register_buffer(f"rv{j}", torch.ones(m, h))
-        self.n_hidden = len(hidden)
+        self.n_hidden, self.width = len(hidden), int(sum(hidden))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` (B, F) shared by all copies, or (M, B, F); returns logits (M, B)."""
-        h = torch.matmul(x, self.W[0].transpose(1, 2)) + self.b[0].unsqueeze(1)
+    def forward(self, x: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` (B, F) shared by all copies, or (M, B, F); returns logits (M, B). In training,
+        ``noise`` (M, B, sum(hidden)) holds each copy's dropout masks (:func:`dropout_noise`);
+        without it the masks come from torch's global generator."""
+        off = 0
+        h = self._dense(0, x)
         for j in range(self.n_hidden):
             if j > 0:
-                h = torch.baddbmm(self.b[j].unsqueeze(1), h, self.W[j].transpose(1, 2))
+                h = self._dense(j, h)
             h = torch.relu(h)
             rm, rv = getattr(self, f"rm{j}"), getattr(self, f"rv{j}")
             if self.training:
@@ -55,9 +66,23 @@ class BatchedHeartNet(nn.Module):
             else:
                 mean, var = rm, rv
             h = (h - mean.unsqueeze(1)) * (torch.rsqrt(var + self.eps) * self.g[j]).unsqueeze(1)
-            h = F.dropout(h + self.be[j].unsqueeze(1), self.p, self.training)
-        out = torch.baddbmm(self.b[-1].unsqueeze(1), h, self.W[-1].transpose(1, 2))
-        return out.squeeze(-1)
+            h = h + self.be[j].unsqueeze(1)
+            if noise is not None and self.training:
+                w = h.shape[-1]
+                h = h * noise[:, :, off : off + w]
+                off += w
+            else:
+                h = F.dropout(h, self.p, self.training)
+        return self._dense(self.n_hidden, h).squeeze(-1)
+
+    def _dense(self, j: int, h: torch.Tensor) -> torch.Tensor:
+        """Dense layer ``j`` of every copy, one 2-D ``addmm`` per copy: a batched matmul
+        (``bmm``/``baddbmm``) picks its BLAS kernel by the number of copies, so a copy's
+        rounding would depend on how many copies share the group."""
+        W, b = self.W[j], self.b[j]
+        return torch.stack([
+            torch.addmm(b[k], h if h.dim() == 2 else h[k], W[k].t()) for k in range(self.m)
+        ])  # fmt: skip
 
     def penalty(self) -> torch.Tensor:
         """Per copy: L1 + L2 on the first kernel, shape (M,)."""
@@ -86,13 +111,27 @@ class BatchedHeartNet(nn.Module):
 class BatchedTrainer:
     """Lockstep fit / evaluate of M copies; Adam (Keras form) on one flat buffer of all copies."""
 
-    def __init__(self, m: int, n_features: int, lr: float, optimizer_state: str, seed: int):
+    def __init__(self, m: int, n_features: int, lr: float, optimizer_state: str, seed: int,
+                 dropout_seeds: list[int] | None = None):  # fmt: skip
+        """``seed``: the shared shuffling; ``dropout_seeds``: one identity seed per copy (default:
+        derived from ``seed`` and the copy's index)."""
+        if dropout_seeds is None:
+            dropout_seeds = [derive_seed(seed, "dropout", k) for k in range(m)]
+        if len(dropout_seeds) != m:
+            raise ValueError(f"{len(dropout_seeds)} dropout seeds for {m} copies")
+        self.dropout_seeds = [int(s) for s in dropout_seeds]
+        self._drop_gens: dict[str, list[torch.Generator]] = {}
         if optimizer_state not in OPTIMIZER_STATES:
             raise ValueError(f"optimizer_state must be one of {OPTIMIZER_STATES}")
         self.model = BatchedHeartNet(m, n_features)
         self.params = list(self.model.parameters())
         with torch.no_grad():
-            self.flat = torch.cat([p.detach().reshape(-1) for p in self.params])
+            # padded to a multiple of 64 floats: every element takes the vectorised path of the
+            # Adam kernels (their scalar tail rounds differently, e.g. lerp without FMA), so a
+            # copy's update does not depend on the number of copies
+            total = sum(p.numel() for p in self.params)
+            self._pad = torch.zeros(-total % PAD)
+            self.flat = torch.cat([p.detach().reshape(-1) for p in self.params] + [self._pad])
             off = 0
             for p in self.params:
                 p.data = self.flat[off : off + p.numel()].view_as(p)
@@ -109,7 +148,7 @@ class BatchedTrainer:
 
     @torch.no_grad()
     def _adam(self) -> None:
-        grad = torch.cat([p.grad.reshape(-1) for p in self.params])
+        grad = torch.cat([p.grad.reshape(-1) for p in self.params] + [self._pad])
         self.t += 1
         alpha = self.lr * math.sqrt(1.0 - 0.999**self.t) / (1.0 - 0.9**self.t)
         self.mom.lerp_(grad, 0.1)
@@ -133,13 +172,20 @@ class BatchedTrainer:
                 self._reset()
         m.train()
         n = X.shape[0]
+        gens = self._drop_gens.get(owner)
+        if gens is None:
+            gens = self._drop_gens[owner] = [client_generator(s, owner)
+                                             for s in self.dropout_seeds]  # fmt: skip
         for _ in range(epochs):
             perm = torch.randperm(n, generator=self.gen)
             for start in range(0, n, batch_size):
                 idx = perm[start : start + batch_size]
-                logits = m(X[idx])
-                yb = y[idx].expand_as(logits)
-                bce = F.binary_cross_entropy_with_logits(logits, yb, reduction="none").mean(1)
+                noise = torch.stack([dropout_noise(g, len(idx), m.width, m.p) for g in gens])
+                logits = m(X[idx], noise)
+                yb = y[idx]
+                # one loss call per copy (the sigmoid's vectorised and scalar paths round
+                # differently, so a stacked call would depend on the number of copies)
+                bce = torch.stack([F.binary_cross_entropy_with_logits(z, yb) for z in logits])
                 loss = (bce + m.penalty()).sum()  # copies are independent: sum = per-copy grads
                 for p in self.params:
                     p.grad = None

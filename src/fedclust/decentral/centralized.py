@@ -28,6 +28,43 @@ def _fit_eval(Xtr, ytr, Xte, yte, batch, epochs, lr, seed, label):  # noqa: ANN0
     return tr.evaluate(w, torch.from_numpy(Xte), torch.from_numpy(yte))
 
 
+def _train_test(features: pd.DataFrame, y: np.ndarray, random_state: int):  # noqa: ANN202
+    """Global 75/25 split and a MinMaxScaler fitted on the training rows (spec §2.7)."""
+    X = features.to_numpy(np.float64)
+    Xtr, Xte, ytr, yte = train_test_split(X, np.asarray(y), test_size=0.25,
+                                          random_state=random_state)  # fmt: skip
+    sc = MinMaxScaler().fit(Xtr)
+    Xtr, Xte = sc.transform(Xtr).astype(np.float32), sc.transform(Xte).astype(np.float32)
+    return Xtr, Xte, ytr.astype(np.float32), yte.astype(np.float32)
+
+
+def _cell(Xtr, ytr, b: int, e: int, folds: int, lr: float, seed: int) -> dict:  # noqa: ANN001
+    accs = []
+    for f, (a, v) in enumerate(KFold(folds).split(Xtr)):
+        r = _fit_eval(Xtr[a], ytr[a], Xtr[v], ytr[v], b, e, lr, seed, ("cv", b, e, f))
+        accs.append(r.accuracy)
+    row = {"batch_size": b, "epochs": e, "cv_accuracy": float(np.mean(accs))}
+    log.info("grid batch %d epochs %d: cv accuracy %.4f", b, e, row["cv_accuracy"])
+    return row
+
+
+def grid_cell(
+    features: pd.DataFrame,
+    y: np.ndarray,
+    batch_size: int,
+    epochs: int,
+    folds: int = 3,
+    lr: float = 1e-3,
+    seed: int = 0,
+    random_state: int = 0,
+) -> dict:
+    """One cell of the grid search (its own job in the thesis DAG): the mean CV accuracy of
+    ``folds``-fold unshuffled KFold on the training rows, seeded by the cell's identity, so a
+    cell computed alone equals the same cell inside :func:`centralized_baseline`."""
+    Xtr, _, ytr, _ = _train_test(features, y, random_state)
+    return _cell(Xtr, ytr, int(batch_size), int(epochs), folds, lr, seed)
+
+
 def centralized_baseline(
     features: pd.DataFrame,
     y: np.ndarray,
@@ -39,29 +76,21 @@ def centralized_baseline(
     lr: float = 1e-3,
     seed: int = 0,
     random_state: int = 0,
+    grid_rows: Sequence[dict] | None = None,
 ) -> tuple[pd.DataFrame, dict]:
     """Returns (grid table: batch_size, epochs, cv_accuracy per fold mean; result dict).
 
     CV: unshuffled ``KFold(folds)`` (what sklearn uses for the thesis' Keras wrapper, spec §3.2).
     With ``grid=False`` the published best (batch 14, 38 epochs) is refit directly.
+    ``grid_rows``: the cells already computed by :func:`grid_cell` (batch sizes outer, epochs
+    inner, as here), e.g. by one job each; else they are computed here.
     """
-    X = features.to_numpy(np.float64)
-    Xtr, Xte, ytr, yte = train_test_split(X, np.asarray(y), test_size=0.25,
-                                          random_state=random_state)  # fmt: skip
-    sc = MinMaxScaler().fit(Xtr)
-    Xtr, Xte = sc.transform(Xtr).astype(np.float32), sc.transform(Xte).astype(np.float32)
-    ytr, yte = ytr.astype(np.float32), yte.astype(np.float32)
-    rows = []
+    Xtr, Xte, ytr, yte = _train_test(features, y, random_state)
     if grid:
-        for b in batch_sizes:
-            for e in epochs:
-                accs = []
-                for f, (a, v) in enumerate(KFold(folds).split(Xtr)):
-                    r = _fit_eval(Xtr[a], ytr[a], Xtr[v], ytr[v], b, e, lr, seed, ("cv", b, e, f))
-                    accs.append(r.accuracy)
-                rows.append({"batch_size": b, "epochs": e, "cv_accuracy": float(np.mean(accs))})
-                log.info("grid batch %d epochs %d: cv accuracy %.4f", b, e, rows[-1]["cv_accuracy"])
-        table = pd.DataFrame(rows)
+        if grid_rows is None:
+            grid_rows = [_cell(Xtr, ytr, b, e, folds, lr, seed)
+                         for b in batch_sizes for e in epochs]  # fmt: skip
+        table = pd.DataFrame(list(grid_rows), columns=["batch_size", "epochs", "cv_accuracy"])
         top = table.loc[table["cv_accuracy"].idxmax()]
         best = (int(top["batch_size"]), int(top["epochs"]))
         best_cv = float(top["cv_accuracy"])

@@ -44,6 +44,19 @@ class KerasBatchNorm(nn.Module):
         return (x - mean) * (torch.rsqrt(var + self.eps) * self.weight) + self.bias
 
 
+def dropout_noise(gen: torch.Generator, batch: int, width: int, p: float) -> torch.Tensor:
+    """One training step's dropout masks of one model copy, drawn from that copy's own
+    generator: a (batch, width) keep-mask scaled by ``1/(1-p)`` (inverted dropout, as Keras and
+    ``F.dropout``); columns are the hidden layers side by side (``sum(HIDDEN)``). Drawn the same
+    way by :class:`HeartNet` and the lockstep :class:`~.batched.BatchedHeartNet`, so a copy's
+    masks do not depend on which other copies train beside it."""
+    if p <= 0.0:
+        return torch.ones(batch, width)
+    if p >= 1.0:
+        return torch.zeros(batch, width)
+    return torch.empty(batch, width).bernoulli_(1.0 - p, generator=gen).div_(1.0 - p)
+
+
 class HeartNet(nn.Module):
     """The thesis' MLP; ``forward`` returns logits (the sigmoid is applied in the loss)."""
 
@@ -56,7 +69,8 @@ class HeartNet(nn.Module):
         l2: float = 0.01,
     ):
         super().__init__()
-        self.l1, self.l2 = l1, l2
+        self.l1, self.l2, self.p = l1, l2, dropout
+        self.width = int(sum(hidden))
         self.dense = nn.ModuleList()
         self.bn = nn.ModuleList()
         d = n_features
@@ -79,9 +93,18 @@ class HeartNet(nn.Module):
             bn.running_mean.zero_()
             bn.running_var.fill_(1.0)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits. In training, ``noise`` (:func:`dropout_noise`, shape (batch, sum(hidden)))
+        gives the dropout masks; without it dropout draws from torch's global generator."""
+        off = 0
         for lin, bn in zip(self.dense, self.bn, strict=True):
-            x = self.drop(bn(torch.relu(lin(x))))
+            x = bn(torch.relu(lin(x)))
+            if noise is not None and self.training:
+                h = x.shape[-1]
+                x = x * noise[:, off : off + h]
+                off += h
+            else:
+                x = self.drop(x)
         return self.out(x).squeeze(-1)
 
     def penalty(self) -> torch.Tensor:

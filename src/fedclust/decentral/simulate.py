@@ -77,6 +77,13 @@ class RunResult:
     wall_s: float = 0.0
 
 
+def copy_seed(seed: int, approach: str, mode: str) -> int:
+    """The identity seed of one model copy (approach × mode): its dropout streams, one per client
+    (:func:`~.training.client_generator`; the split is in the client names). The same in a lockstep
+    group, alone, or on Flower, so a copy's numbers do not depend on who trains beside it."""
+    return derive_seed(seed, "decentral", "dropout", approach, mode)
+
+
 def initial_weights(n_features: int, seed: int) -> Weights:
     """The common start of every approach (thesis: all clients start from the same model)."""
     from .model import HeartNet
@@ -205,7 +212,8 @@ def run_approach(
     n_feat = data[0].X_train.shape[1]
     w0 = initial_weights(n_feat, seed)
     policy = optimizer_state_for(mode, optimizer_state)
-    trainer = Trainer(n_feat, lr, policy, derive_seed(seed, "decentral", "shuffle"))
+    trainer = Trainer(n_feat, lr, policy, derive_seed(seed, "decentral", "shuffle"),
+                      dropout_seed=copy_seed(seed, approach, mode))  # fmt: skip
     clients = [HeartClient(d, trainer) for d in data]
     split = validation_split(approach, mode, published_validation_split)
     run = ApproachRun(approach, mode, [c.name for c in clients], [c.n_train for c in clients],
@@ -236,7 +244,8 @@ def run_group(
 ) -> dict[tuple[str, str], RunResult]:
     """Several (approach, mode) runs at once: runs with the same local batch schedule (same
     validation split) are trained in lockstep as one stacked model. Same protocol, same data,
-    same shuffling as :func:`run_approach`; each run keeps its own weights and Adam state.
+    same shuffling and dropout streams as :func:`run_approach` (:func:`copy_seed`); each run keeps
+    its own weights and Adam state, so a run's numbers do not depend on its group.
     Runs are grouped by validation split and optimizer state policy."""
     from .batched import BatchedTrainer
 
@@ -251,7 +260,8 @@ def run_group(
     for (split, policy), members in groups.items():
         t0 = time.perf_counter()
         trainer = BatchedTrainer(len(members), n_feat, lr, policy,
-                                 derive_seed(seed, "decentral", "shuffle"))  # fmt: skip
+                                 derive_seed(seed, "decentral", "shuffle"),
+                                 [copy_seed(seed, a, m) for a, m in members])  # fmt: skip
         clock = RoundLog(f"group {members} (optimizer state {policy})", rounds)
         clients = [HeartClient(d, trainer) for d in data]
         names, n = [c.name for c in clients], [c.n_train for c in clients]
@@ -297,5 +307,5 @@ def weighted_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-__all__ = ["PEER_TO_PEER", "ApproachRun", "RunResult", "run_approach", "run_group",
+__all__ = ["PEER_TO_PEER", "ApproachRun", "RunResult", "copy_seed", "run_approach", "run_group",
            "weighted_summary"]  # fmt: skip

@@ -15,8 +15,10 @@ import torch
 import torch.nn.functional as F
 from sklearn.metrics import roc_auc_score
 
+from fedclust.seeds import derive_seed
+
 from .metrics import keras_auc
-from .model import HeartNet, KerasAdam
+from .model import HeartNet, KerasAdam, dropout_noise
 
 OPTIMIZER_STATES = ("shared", "per_client", "fresh_each_fit")
 
@@ -30,10 +32,23 @@ class EvalResult:
     auc_keras: float = float("nan")  # Keras' 200-threshold AUC (what the thesis printed)
 
 
-class Trainer:
-    """The one model + optimizer shared by all simulated clients."""
+def client_generator(dropout_seed: int, owner: str) -> torch.Generator:
+    """The dropout generator of one model copy at one client: ``dropout_seed`` names the copy
+    (derived from the config seed with the copy's identity, e.g. approach and mode), ``owner``
+    the client (:func:`fedclust.seeds.derive_seed`)."""
+    return torch.Generator().manual_seed(derive_seed(int(dropout_seed), "client", owner))
 
-    def __init__(self, n_features: int, lr: float, optimizer_state: str, seed: int):
+
+class Trainer:
+    """The one model + optimizer shared by all simulated clients.
+
+    ``seed`` seeds the minibatch shuffling. ``dropout_seed`` (the copy's identity seed) gives each
+    client its own dropout generator (:func:`client_generator`), the same stream the lockstep
+    :class:`~.batched.BatchedTrainer` draws for this copy; ``None`` keeps torch's global
+    generator (the centralized baseline)."""
+
+    def __init__(self, n_features: int, lr: float, optimizer_state: str, seed: int,
+                 dropout_seed: int | None = None):  # fmt: skip
         if optimizer_state not in OPTIMIZER_STATES:
             raise ValueError(f"optimizer_state must be one of {OPTIMIZER_STATES}")
         self.model = HeartNet(n_features)
@@ -41,6 +56,8 @@ class Trainer:
         self.policy = optimizer_state
         self._states: dict[str, tuple] = {}
         self.gen = torch.Generator().manual_seed(int(seed))
+        self.dropout_seed = dropout_seed
+        self._drop_gens: dict[str, torch.Generator] = {}
         self.steps = 0
 
     def fit(
@@ -66,11 +83,17 @@ class Trainer:
         n = X.shape[0]
         params = list(m.parameters())
         loss = torch.zeros(())
+        gen = None
+        if self.dropout_seed is not None:
+            gen = self._drop_gens.get(owner)
+            if gen is None:
+                gen = self._drop_gens[owner] = client_generator(self.dropout_seed, owner)
         for _ in range(epochs):
             perm = torch.randperm(n, generator=self.gen)
             for start in range(0, n, batch_size):
                 idx = perm[start : start + batch_size]
-                logits = m(X[idx])
+                noise = None if gen is None else dropout_noise(gen, len(idx), m.width, m.drop.p)
+                logits = m(X[idx], noise)
                 loss = F.binary_cross_entropy_with_logits(logits, y[idx]) + m.penalty()
                 for p in params:
                     p.grad = None

@@ -18,6 +18,7 @@ from fedclust.decentral.simulate import (
     SERVER,
     ApproachRun,
     RunResult,
+    copy_seed,
     initial_weights,
     optimizer_state_for,
     validation_split,
@@ -55,7 +56,10 @@ def run_approach(
     n_feat = data[0].X_train.shape[1]
     w0 = initial_weights(n_feat, seed)
     policy = optimizer_state_for(mode, optimizer_state)
-    trainer = Trainer(n_feat, lr, policy, derive_seed(seed, "decentral", "shuffle"))
+    trainer = Trainer(
+        n_feat, lr, policy, derive_seed(seed, "decentral", "shuffle"),
+        dropout_seed=copy_seed(seed, approach, mode),
+    )  # fmt: skip
     clients = [HeartClient(d, trainer) for d in data]
     split = validation_split(approach, mode, published_validation_split)
     run = ApproachRun(
