@@ -13,7 +13,6 @@ DEC_REPORT = {"caption": "../report/dec.rst", "category": "DEC"}
 DEC_RUN = {**DEC_REPORT, "subcategory": "{dataset}"}
 
 
-DEC_SETTINGS = []  # the tuning's selected-settings file (issue 16), when tuning is on
 DEC_UNIT_WILDCARDS = {**DEC_WILDCARDS, "unit": "[A-Za-z0-9_.-]+", "optimizer": "[a-z]+"}
 
 
@@ -21,7 +20,7 @@ rule dec_tsae:
     input:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
-        settings=DEC_SETTINGS,
+        settings=lambda w: DEC_DAG.step1_settings(DEC, w),
     output:
         tsae="results/dec/{dataset}/centralized/tsae/{optimizer}.pt",
     log:
@@ -47,7 +46,7 @@ rule dec_train_unit:
     input:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
-        settings=DEC_SETTINGS,
+        settings=lambda w: DEC_DAG.final_settings(DEC, w),
         tsae=lambda w: DEC_DAG.unit_tsae(DEC, w),
     output:
         table="results/dec/{dataset}/centralized/units/{unit}/results.parquet",
@@ -77,7 +76,7 @@ rule dec_train:
     input:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
-        settings=DEC_SETTINGS,
+        settings=lambda w: DEC_DAG.final_settings(DEC, w),
         tsae=lambda w: DEC_DAG.merge_tsae(DEC, w),
         unit_tables=lambda w: DEC_DAG.central_unit_files(DEC, w, "results.parquet"),
         unit_ae=lambda w: DEC_DAG.central_unit_files(DEC, w, "ae_curves.parquet"),
@@ -163,7 +162,7 @@ rule dec_fed_tsae:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
         split="results/data/{dataset}/splits/{split}.tsv",
-        settings=DEC_SETTINGS,
+        settings=lambda w: DEC_DAG.final_settings(DEC, w),
     output:
         state="results/dec/{dataset}/federated/{split}/tsae/{strategy}.pt",
     log:
@@ -190,7 +189,7 @@ rule dec_train_federated_unit:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
         split="results/data/{dataset}/splits/{split}.tsv",
-        settings=DEC_SETTINGS,
+        settings=lambda w: DEC_DAG.final_settings(DEC, w),
         tsae=lambda w: DEC_DAG.fed_unit_tsae(DEC, w),
     output:
         table="results/dec/{dataset}/federated/{split}/units/{unit}/results.parquet",
@@ -239,6 +238,58 @@ rule dec_train_federated:
         "../scripts/dec_federated.py"
 
 
+rule dec_tune_point:
+    input:
+        features="results/data/{dataset}/features.parquet",
+        obs="results/data/{dataset}/obs.tsv",
+        settings=lambda w: DEC_DAG.tune_previous(DEC, w),
+        tsae=lambda w: DEC_DAG.tune_tsae(DEC, w, SEED),
+    output:
+        table="results/dec/{dataset}/tuning/{grid}/{unit}.parquet",
+    log:
+        "results/logs/dec/dec_tune_point_{dataset}_{grid}_{unit}.log",
+    benchmark:
+        "results/benchmarks/dec_tune_point/{dataset}_{grid}_{unit}.tsv"
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
+        grid="lr|batch|regularizers|cluster",
+        unit=DEC_UNIT_WILDCARDS["unit"],
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_tune_point")
+    resources:
+        **job_resources("dec_tune_point"),
+    params:
+        cfg=DEC,
+        seed=SEED,
+    script:
+        "../scripts/dec_tune_point.py"
+
+
+rule dec_tune_select:
+    input:
+        points=lambda w: DEC_DAG.tune_points(DEC, w, SEED),
+        settings=lambda w: DEC_DAG.tune_previous(DEC, w),
+    output:
+        table=report("results/dec/{dataset}/tuning/{grid}.tsv", **DEC_RUN),
+        best=report("results/dec/{dataset}/tuning/{grid}_best.tsv", **DEC_RUN),
+        settings="results/dec/{dataset}/tuning/{grid}_selected.json",
+    log:
+        "results/logs/dec/dec_tune_select_{dataset}_{grid}.log",
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
+        grid="lr|batch|regularizers|cluster",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_tune_select")
+    resources:
+        **job_resources("dec_tune_select"),
+    params:
+        cfg=DEC,
+    script:
+        "../scripts/dec_tune_select.py"
+
+
 rule dec_report:
     input:
         central=expand(
@@ -269,6 +320,7 @@ rule dec_report:
         ),
         ledgers=[f"results/dec/{d}/federated/{s}/ledger.tsv" for d, s in DEC_FED],
         fed_figures=[f"results/dec/{d}/federated/{s}/curves.png" for d, s in DEC_FED],
+        tuning=DEC_DAG.tuning_targets(DEC),
     output:
         section="results/report/sections/dec.json",
         cycle=report("results/dec/cycle_vs_recon.png", **DEC_REPORT),

@@ -58,3 +58,62 @@ def central_unit_files(cfg: dict, w: Any, name: str) -> list[str]:
 def federated_unit_files(cfg: dict, w: Any, name: str) -> list[str]:
     base = FEDERATED.format(dataset=w.dataset, split=w.split)
     return [f"{base}/units/{u}/{name}" for u in federated_unit_ids(cfg)]
+
+
+# ------------------------------------------------------------------ tuning (issue 16)
+TUNING = "results/dec/{dataset}/tuning"
+
+
+def tuned_datasets(cfg: dict) -> list[str]:
+    t = (cfg or {}).get("tuning") or {}
+    return list(t.get("datasets", [])) if t.get("enabled") else []
+
+
+def final_settings(cfg: dict, w: Any) -> list[str]:
+    """The settings file the training rules read: the last tuning selection, when the dataset
+    is tuned and ``dec.tuning.apply`` is on (the default config runs the grids but keeps its
+    settings, so its tables stay those of the all-in-one run)."""
+    if w.dataset in tuned_datasets(cfg) and cfg["tuning"].get("apply", True):
+        return [f"{TUNING.format(dataset=w.dataset)}/cluster_selected.json"]
+    return []
+
+
+def step1_settings(cfg: dict, w: Any) -> list[str]:
+    """dec_tsae reads only the Step-1 selection (its TSAE then serves the Step-2 grid too)."""
+    if w.dataset in tuned_datasets(cfg) and cfg["tuning"].get("apply", True):
+        return [f"{TUNING.format(dataset=w.dataset)}/batch_selected.json"]
+    return []
+
+
+def tune_previous(cfg: dict, w: Any) -> list[str]:
+    from .tuning import PREVIOUS
+
+    prev = PREVIOUS[w.grid]
+    return [f"{TUNING.format(dataset=w.dataset)}/{prev}_selected.json"] if prev else []
+
+
+def tune_tsae(cfg: dict, w: Any, seed: int) -> list[str]:
+    """The Step-2 grid's points run on the TSAE of their optimizer (rule dec_tsae, which reads
+    the Step-1 selection)."""
+    from .tuning import grid_points, point_ids
+
+    if w.grid != "cluster":
+        return []
+    pts = grid_points(cfg, w.dataset, w.grid, seed)
+    opts = dict.fromkeys(
+        pts[i]["optimizer"] for i in point_ids(cfg, w.dataset, w.grid, seed)[w.unit]
+    )
+    return [f"{CENTRAL.format(dataset=w.dataset)}/tsae/{o}.pt" for o in opts]
+
+
+def tune_points(cfg: dict, w: Any, seed: int) -> list[str]:
+    from .tuning import point_ids
+
+    base = TUNING.format(dataset=w.dataset)
+    return [f"{base}/{w.grid}/{u}.parquet" for u in point_ids(cfg, w.dataset, w.grid, seed)]
+
+
+def tuning_targets(cfg: dict) -> list[str]:
+    from .tuning import GRIDS
+
+    return [f"{TUNING.format(dataset=d)}/{g}_best.tsv" for d in tuned_datasets(cfg) for g in GRIDS]

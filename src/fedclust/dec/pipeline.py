@@ -205,7 +205,7 @@ def train_central_tsae(
         opt_name,
         dataset_setting(cfg, dataset, "autoencoder.lr", opt_name),
         int(dataset_setting(cfg, dataset, "autoencoder.epochs")),
-        int(dataset_setting(cfg, dataset, "autoencoder.batch_size")),
+        int(dataset_setting(cfg, dataset, "autoencoder.batch_size", opt_name)),
         cfg["autoencoder"]["loss"],
         bool(cfg.get("shuffle_batches", True)),
         shuffle_generator(derive_seed(seed, "dec", dataset, "shuffle", "tsae", opt_name)),
