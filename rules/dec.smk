@@ -162,7 +162,7 @@ rule dec_fed_tsae:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
         split="results/data/{dataset}/splits/{split}.tsv",
-        settings=lambda w: DEC_DAG.final_settings(DEC, w),
+        settings=lambda w: DEC_DAG.step1_settings(DEC, w),
     output:
         state="results/dec/{dataset}/federated/{split}/tsae/{strategy}.pt",
     log:
