@@ -18,14 +18,14 @@ from fedclust.dec.plots import (  # noqa: E402
     training_curves,
     tsne_panels,
 )
-from fedclust.dec.units import apply_settings, load_pt, merge_central  # noqa: E402
-from fedclust.io import read_json, read_table, save_figure, write_table  # noqa: E402
+from fedclust.dec.units import apply_settings, load_pt, merge_central, read_settings  # noqa: E402
+from fedclust.io import read_table, save_figure, write_table  # noqa: E402
 
 
 def main() -> None:
     torch.set_num_threads(max(1, int(snakemake.threads)))
     seed, ds = int(snakemake.params.seed), snakemake.wildcards.dataset
-    settings = read_json(snakemake.input.settings) if snakemake.input.get("settings") else None
+    settings = read_settings(snakemake.input)
     cfg = apply_settings(snakemake.params.cfg, ds, settings)
     out, inp = snakemake.output, snakemake.input
     x, obs, columns = load_dataset(inp.features, inp.obs)

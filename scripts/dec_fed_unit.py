@@ -10,15 +10,15 @@ from _common import run  # noqa: E402
 
 from fedclust.dec.io import load_centers, load_dataset  # noqa: E402
 from fedclust.dec.pipeline import FedTSAEState, run_federated_unit  # noqa: E402
-from fedclust.dec.units import apply_settings, federated_units, load_pt  # noqa: E402
+from fedclust.dec.units import apply_settings, federated_units, load_pt, read_settings  # noqa: E402
 from fedclust.flower.engine import use_engine  # noqa: E402
-from fedclust.io import read_json, write_table  # noqa: E402
+from fedclust.io import write_table  # noqa: E402
 
 
 def main() -> None:
     torch.set_num_threads(max(1, int(snakemake.threads)))
     w = snakemake.wildcards
-    settings = read_json(snakemake.input.settings) if snakemake.input.get("settings") else None
+    settings = read_settings(snakemake.input)
     cfg = apply_settings(snakemake.params.cfg, w.dataset, settings)
     x, obs, _ = load_dataset(snakemake.input.features, snakemake.input.obs)
     centers = load_centers(snakemake.input.split, obs.index)

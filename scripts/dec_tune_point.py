@@ -11,14 +11,14 @@ from _common import run  # noqa: E402
 
 from fedclust.dec.io import load_dataset  # noqa: E402
 from fedclust.dec.tuning import grid_points, point_ids, run_cluster_point, run_tsae_point  # noqa: E402
-from fedclust.dec.units import apply_settings, load_pt, load_tsae  # noqa: E402
-from fedclust.io import read_json, write_table  # noqa: E402
+from fedclust.dec.units import apply_settings, load_pt, load_tsae, read_settings  # noqa: E402
+from fedclust.io import write_table  # noqa: E402
 
 
 def main() -> None:
     torch.set_num_threads(max(1, int(snakemake.threads)))
     w, seed = snakemake.wildcards, int(snakemake.params.seed)
-    settings = read_json(snakemake.input.settings) if snakemake.input.get("settings") else None
+    settings = read_settings(snakemake.input)
     cfg = apply_settings(snakemake.params.cfg, w.dataset, settings)
     x, obs, _ = load_dataset(snakemake.input.features, snakemake.input.obs)
     y = obs["label"].astype(str).to_numpy()

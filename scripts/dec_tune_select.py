@@ -8,13 +8,13 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))
 from _common import run  # noqa: E402
 
 from fedclust.dec.tuning import select, with_thesis  # noqa: E402
-from fedclust.dec.units import concat  # noqa: E402
-from fedclust.io import read_json, read_table, write_json, write_table  # noqa: E402
+from fedclust.dec.units import concat, read_settings  # noqa: E402
+from fedclust.io import read_table, write_json, write_table  # noqa: E402
 
 
 def main() -> None:
     w = snakemake.wildcards
-    previous = read_json(snakemake.input.settings) if snakemake.input.get("settings") else None
+    previous = read_settings(snakemake.input)
     table = concat([read_table(p) for p in snakemake.input.points])
     table = table.sort_values("point", kind="mergesort").reset_index(drop=True)
     settings, best = select(w.grid, table, snakemake.params.cfg, w.dataset, previous)

@@ -16,15 +16,16 @@ from fedclust.dec.units import (  # noqa: E402
     central_units,
     load_pt,
     load_tsae,
+    read_settings,
     save_pt,
 )
-from fedclust.io import read_json, write_table  # noqa: E402
+from fedclust.io import write_table  # noqa: E402
 
 
 def main() -> None:
     torch.set_num_threads(max(1, int(snakemake.threads)))
     ds, unit = snakemake.wildcards.dataset, snakemake.wildcards.unit
-    settings = read_json(snakemake.input.settings) if snakemake.input.get("settings") else None
+    settings = read_settings(snakemake.input)
     cfg = apply_settings(snakemake.params.cfg, ds, settings)
     x, obs, _ = load_dataset(snakemake.input.features, snakemake.input.obs)
     y = obs["label"].astype(str).to_numpy()

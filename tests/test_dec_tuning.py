@@ -140,3 +140,19 @@ def test_points_run_and_their_settings_reach_the_run(cfg):
     out = run_cluster_point(x, y.astype(str), tsae, cfg, "toy", q, 3)
     assert out["lr"] == q["lr"] and out["alpha"] == 1.0 and out["scaler"] == "none"
     assert 0 <= out["accuracy"] <= 1
+
+
+def test_new_dec_keys_are_described_in_the_schema(repo):
+    import yaml
+
+    dec = yaml.safe_load((repo / "config" / "schema.yaml").read_text())["properties"]["dec"]
+
+    def walk(node, path):
+        assert node.get("description"), path
+        for k, v in (node.get("properties") or {}).items():
+            walk(v, f"{path}.{k}")
+
+    for key in ("tuning", "fanout"):
+        walk(dec["properties"][key], f"dec.{key}")
+    ds = dec["properties"]["datasets"]["additionalProperties"]["properties"]
+    assert "one per optimizer" in ds["autoencoder_batch_size"]["description"]

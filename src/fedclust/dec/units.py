@@ -188,3 +188,12 @@ def merge_central(
             "features": embed(model.tsae, xt)}  # fmt: skip
     return CentralizedResult(table, ae.reset_index(drop=True),
                              concat([u["dec_curves"] for u in units]), best)  # fmt: skip
+
+
+def read_settings(inp: Any) -> dict | None:
+    """The selected-settings file among a rule's inputs (``settings``: none or one file)."""
+    from fedclust.io import read_json
+
+    files = inp.get("settings", []) if hasattr(inp, "get") else []
+    files = [files] if isinstance(files, str) else list(files or [])
+    return read_json(files[0]) if files else None
