@@ -1,4 +1,7 @@
 # Stage: dec — federated deep embedded clustering (seed 000). See docs/ARCHITECTURE.md.
+# Fan-out (issue 14): dec.fanout picks one job per dataset/optimizer/configuration (centralized)
+# and per split/strategy/aggregation (federated); merges write the tables the report reads.
+from fedclust.dec import dag as DEC_DAG
 
 DEC = config.get("dec", {})
 DEC_DATASETS = list(DEC.get("datasets", {}))
@@ -10,10 +13,75 @@ DEC_REPORT = {"caption": "../report/dec.rst", "category": "DEC"}
 DEC_RUN = {**DEC_REPORT, "subcategory": "{dataset}"}
 
 
+DEC_UNIT_WILDCARDS = {**DEC_WILDCARDS, "unit": "[A-Za-z0-9_.-]+", "optimizer": "[a-z]+"}
+
+
+rule dec_tsae:
+    input:
+        features="results/data/{dataset}/features.parquet",
+        obs="results/data/{dataset}/obs.tsv",
+        settings=lambda w: DEC_DAG.step1_settings(DEC, w),
+    output:
+        tsae="results/dec/{dataset}/centralized/tsae/{optimizer}.pt",
+    log:
+        "results/logs/dec/dec_tsae_{dataset}_{optimizer}.log",
+    benchmark:
+        "results/benchmarks/dec_tsae/{dataset}_{optimizer}.tsv"
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
+        optimizer=DEC_UNIT_WILDCARDS["optimizer"],
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_tsae")
+    resources:
+        **job_resources("dec_tsae"),
+    params:
+        cfg=DEC,
+        seed=SEED,
+    script:
+        "../scripts/dec_tsae.py"
+
+
+rule dec_train_unit:
+    input:
+        features="results/data/{dataset}/features.parquet",
+        obs="results/data/{dataset}/obs.tsv",
+        settings=lambda w: DEC_DAG.final_settings(DEC, w),
+        tsae=lambda w: DEC_DAG.unit_tsae(DEC, w),
+    output:
+        table="results/dec/{dataset}/centralized/units/{unit}/results.parquet",
+        ae_curves="results/dec/{dataset}/centralized/units/{unit}/ae_curves.parquet",
+        dec_curves="results/dec/{dataset}/centralized/units/{unit}/dec_curves.parquet",
+        best="results/dec/{dataset}/centralized/units/{unit}/best.pt",
+    log:
+        "results/logs/dec/dec_train_unit_{dataset}_{unit}.log",
+    benchmark:
+        "results/benchmarks/dec_train_unit/{dataset}_{unit}.tsv"
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
+        unit=DEC_UNIT_WILDCARDS["unit"],
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_train_unit")
+    resources:
+        **job_resources("dec_train_unit"),
+    params:
+        cfg=DEC,
+        seed=SEED,
+    script:
+        "../scripts/dec_unit.py"
+
+
 rule dec_train:
     input:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
+        settings=lambda w: DEC_DAG.final_settings(DEC, w),
+        tsae=lambda w: DEC_DAG.merge_tsae(DEC, w),
+        unit_tables=lambda w: DEC_DAG.central_unit_files(DEC, w, "results.parquet"),
+        unit_ae=lambda w: DEC_DAG.central_unit_files(DEC, w, "ae_curves.parquet"),
+        unit_dec=lambda w: DEC_DAG.central_unit_files(DEC, w, "dec_curves.parquet"),
+        unit_best=lambda w: DEC_DAG.central_unit_files(DEC, w, "best.pt"),
     output:
         table=report("results/dec/{dataset}/centralized/results.tsv", **DEC_RUN),
         ae_curves="results/dec/{dataset}/centralized/ae_curves.tsv",
@@ -89,11 +157,67 @@ rule dec_splits:
         "../scripts/dec_splits.py"
 
 
-rule dec_train_federated:
+rule dec_fed_tsae:
     input:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
         split="results/data/{dataset}/splits/{split}.tsv",
+        settings=lambda w: DEC_DAG.step1_settings(DEC, w),
+    output:
+        state="results/dec/{dataset}/federated/{split}/tsae/{strategy}.pt",
+    log:
+        "results/logs/dec/dec_fed_tsae_{dataset}_{split}_{strategy}.log",
+    benchmark:
+        "results/benchmarks/dec_fed_tsae/{dataset}_{split}_{strategy}.tsv"
+    wildcard_constraints:
+        **DEC_WILDCARDS,
+        strategy=DEC_UNIT_WILDCARDS["optimizer"],
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_fed_tsae")
+    resources:
+        **job_resources("dec_fed_tsae"),
+    params:
+        cfg=DEC,
+        seed=SEED,
+    script:
+        "../scripts/dec_fed_tsae.py"
+
+
+rule dec_train_federated_unit:
+    input:
+        features="results/data/{dataset}/features.parquet",
+        obs="results/data/{dataset}/obs.tsv",
+        split="results/data/{dataset}/splits/{split}.tsv",
+        settings=lambda w: DEC_DAG.final_settings(DEC, w),
+        tsae=lambda w: DEC_DAG.fed_unit_tsae(DEC, w),
+    output:
+        table="results/dec/{dataset}/federated/{split}/units/{unit}/results.parquet",
+        curves="results/dec/{dataset}/federated/{split}/units/{unit}/curves.parquet",
+        ledger="results/dec/{dataset}/federated/{split}/units/{unit}/ledger.parquet",
+    log:
+        "results/logs/dec/dec_train_federated_unit_{dataset}_{split}_{unit}.log",
+    benchmark:
+        "results/benchmarks/dec_train_federated_unit/{dataset}_{split}_{unit}.tsv"
+    wildcard_constraints:
+        **DEC_UNIT_WILDCARDS,
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_train_federated_unit")
+    resources:
+        **job_resources("dec_train_federated_unit"),
+    params:
+        cfg=DEC,
+        seed=SEED,
+    script:
+        "../scripts/dec_fed_unit.py"
+
+
+rule dec_train_federated:
+    input:
+        unit_tables=lambda w: DEC_DAG.federated_unit_files(DEC, w, "results.parquet"),
+        unit_curves=lambda w: DEC_DAG.federated_unit_files(DEC, w, "curves.parquet"),
+        unit_ledgers=lambda w: DEC_DAG.federated_unit_files(DEC, w, "ledger.parquet"),
     output:
         table=report("results/dec/{dataset}/federated/{split}/results.tsv", **DEC_RUN),
         curves="results/dec/{dataset}/federated/{split}/curves.tsv",
@@ -101,8 +225,6 @@ rule dec_train_federated:
         figure=report("results/dec/{dataset}/federated/{split}/curves.png", **DEC_RUN),
     log:
         "results/logs/dec/dec_train_federated_{dataset}_{split}.log",
-    benchmark:
-        "results/benchmarks/dec_train_federated/{dataset}_{split}.tsv"
     wildcard_constraints:
         **DEC_WILDCARDS,
     conda:
@@ -112,9 +234,60 @@ rule dec_train_federated:
         **job_resources("dec_train_federated"),
     params:
         cfg=DEC,
-        seed=SEED,
     script:
         "../scripts/dec_federated.py"
+
+
+rule dec_tune_point:
+    input:
+        features="results/data/{dataset}/features.parquet",
+        obs="results/data/{dataset}/obs.tsv",
+        settings=lambda w: DEC_DAG.tune_previous(DEC, w),
+        tsae=lambda w: DEC_DAG.tune_tsae(DEC, w, SEED),
+    output:
+        table="results/dec/{dataset}/tuning/{grid}/{unit}.parquet",
+    log:
+        "results/logs/dec/dec_tune_point_{dataset}_{grid}_{unit}.log",
+    benchmark:
+        "results/benchmarks/dec_tune_point/{dataset}_{grid}_{unit}.tsv"
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
+        grid="lr|batch|regularizers|cluster",
+        unit=DEC_UNIT_WILDCARDS["unit"],
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_tune_point")
+    resources:
+        **job_resources("dec_tune_point"),
+    params:
+        cfg=DEC,
+        seed=SEED,
+    script:
+        "../scripts/dec_tune_point.py"
+
+
+rule dec_tune_select:
+    input:
+        points=lambda w: DEC_DAG.tune_points(DEC, w, SEED),
+        settings=lambda w: DEC_DAG.tune_previous(DEC, w),
+    output:
+        table=report("results/dec/{dataset}/tuning/{grid}.tsv", **DEC_RUN),
+        best=report("results/dec/{dataset}/tuning/{grid}_best.tsv", **DEC_RUN),
+        settings="results/dec/{dataset}/tuning/{grid}_selected.json",
+    log:
+        "results/logs/dec/dec_tune_select_{dataset}_{grid}.log",
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
+        grid="lr|batch|regularizers|cluster",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_tune_select")
+    resources:
+        **job_resources("dec_tune_select"),
+    params:
+        cfg=DEC,
+    script:
+        "../scripts/dec_tune_select.py"
 
 
 rule dec_report:
@@ -147,6 +320,7 @@ rule dec_report:
         ),
         ledgers=[f"results/dec/{d}/federated/{s}/ledger.tsv" for d, s in DEC_FED],
         fed_figures=[f"results/dec/{d}/federated/{s}/curves.png" for d, s in DEC_FED],
+        tuning=DEC_DAG.tuning_targets(DEC),
     output:
         section="results/report/sections/dec.json",
         cycle=report("results/dec/cycle_vs_recon.png", **DEC_REPORT),

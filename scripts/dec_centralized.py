@@ -1,4 +1,5 @@
-"""Rule `dec_train`: centralized TSAE + DEC grid on one dataset, with its figures."""
+"""Rule `dec_train`: merge of the centralized grid units of one dataset (the tables of the
+all-in-one run, row for row), the best run's labels and its figures."""
 
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ import torch  # noqa: E402
 from _common import run  # noqa: E402
 
 from fedclust.dec.io import load_dataset  # noqa: E402
-from fedclust.dec.pipeline import reference_scores, run_centralized  # noqa: E402
+from fedclust.dec.pipeline import reference_scores  # noqa: E402
 from fedclust.dec.plots import (  # noqa: E402
     digits_grid,
     generated_samples,
@@ -17,16 +18,24 @@ from fedclust.dec.plots import (  # noqa: E402
     training_curves,
     tsne_panels,
 )
-from fedclust.io import save_figure, write_table  # noqa: E402
+from fedclust.dec.units import apply_settings, load_pt, merge_central, read_settings  # noqa: E402
+from fedclust.io import read_table, save_figure, write_table  # noqa: E402
 
 
 def main() -> None:
     torch.set_num_threads(max(1, int(snakemake.threads)))
-    cfg, seed, ds = snakemake.params.cfg, int(snakemake.params.seed), snakemake.wildcards.dataset
-    out = snakemake.output
-    x, obs, columns = load_dataset(snakemake.input.features, snakemake.input.obs)
+    seed, ds = int(snakemake.params.seed), snakemake.wildcards.dataset
+    settings = read_settings(snakemake.input)
+    cfg = apply_settings(snakemake.params.cfg, ds, settings)
+    out, inp = snakemake.output, snakemake.input
+    x, obs, columns = load_dataset(inp.features, inp.obs)
     y = obs["label"].astype(str).to_numpy()
-    res = run_centralized(x, y, cfg, ds, seed)
+    units = [
+        {k: read_table(p) for k, p in zip(("table", "ae_curves", "dec_curves"), t, strict=True)}
+        for t in zip(inp.unit_tables, inp.unit_ae, inp.unit_dec, strict=True)
+    ]
+    tsaes = {Path(p).stem: load_pt(p) for p in inp.get("tsae", [])}
+    res = merge_central(units, tsaes, [load_pt(p) for p in inp.unit_best], x, cfg, ds)
     write_table(out.table, res.table, index=False)
     write_table(out.ae_curves, res.ae_curves, index=False)
     write_table(out.dec_curves, res.dec_curves, index=False)

@@ -19,6 +19,7 @@ def main() -> None:
         [tuple(x) for x in snakemake.params.federated],
         bool(snakemake.input.survival),
         bool(snakemake.params.cfg["reduced"]),
+        list(snakemake.input.tuning),
     )
 
 

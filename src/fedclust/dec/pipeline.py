@@ -191,114 +191,146 @@ def train_autoencoder(
     return curve
 
 
+def train_central_tsae(
+    xt: torch.Tensor, cfg: dict, dataset: str, opt_name: str, seed: int
+) -> tuple[TSAE, list[float]]:
+    """Step 1 of one centralized configuration family: the TSAE of one optimizer (its seed
+    and shuffling derive from (dataset, optimizer) only)."""
+    seed_torch(seed, "dec", dataset, "tsae", opt_name)
+    tsae = make_tsae(cfg, xt.shape[1]).to(xt.device)
+    t0 = time.perf_counter()
+    curve = train_autoencoder(
+        tsae,
+        xt,
+        opt_name,
+        dataset_setting(cfg, dataset, "autoencoder.lr", opt_name),
+        int(dataset_setting(cfg, dataset, "autoencoder.epochs")),
+        int(dataset_setting(cfg, dataset, "autoencoder.batch_size", opt_name)),
+        cfg["autoencoder"]["loss"],
+        bool(cfg.get("shuffle_batches", True)),
+        shuffle_generator(derive_seed(seed, "dec", dataset, "shuffle", "tsae", opt_name)),
+        beta=float(cfg["autoencoder"].get("dice_bce_beta", 0.5)),
+        noise_sigma=float(cfg["autoencoder"].get("gaussian_sigma", 0.0)),
+        clean_epochs=int(cfg["autoencoder"].get("clean_epochs", 150)),
+        scheduler=cfg["autoencoder"].get("lr_scheduler", "none"),
+        noise_seed=derive_seed(seed, "dec", dataset, "noise", "tsae", opt_name),
+    )
+    log.info("%s TSAE %s: %d epochs in %.1fs, MSE %.4g", dataset, opt_name, len(curve),
+             time.perf_counter() - t0, reconstruction_mse(tsae, xt))  # fmt: skip
+    return tsae, curve
+
+
+def central_dec_run(
+    x: np.ndarray,
+    xt: torch.Tensor,
+    y: np.ndarray | None,
+    tsae: TSAE,
+    z: np.ndarray,
+    cfg: dict,
+    dataset: str,
+    config: tuple[str, float, str],
+    seed: int,
+) -> tuple[dict, list[dict], DECModel, np.ndarray]:
+    """Step 2 of one centralized configuration (optimizer, α, scaler) on a trained TSAE with
+    embedding ``z``: k-means init, DEC, pooled evaluation. Seeds derive from the configuration."""
+    opt_name, alpha, scaler = config
+    k = int(cfg["datasets"][dataset]["k"])
+    dev = xt.device
+    shuffle = bool(cfg.get("shuffle_batches", True))
+    s = derive_seed(seed, "dec", dataset, "kmeans", opt_name, alpha, scaler)
+    mu, init_labels = kmeans_centroids(z, k, scaler, cfg["clustering"]["n_init"], s)
+    model = DECModel(copy.deepcopy(tsae), k, float(alpha)).to(dev)
+    with torch.no_grad():
+        model.centroids.copy_(torch.as_tensor(mu))
+    seed_torch(seed, "dec", dataset, "dec", opt_name, alpha, scaler)
+    params = [p for n, p in model.named_parameters() if "dec_bias" not in n]
+    opt = make_optimizer(opt_name, params, dataset_setting(cfg, dataset, "clustering.lr", opt_name))
+    hist = train_dec(
+        model,
+        xt,
+        opt,
+        int(dataset_setting(cfg, dataset, "clustering.batch_size", opt_name)),
+        int(cfg["clustering"]["max_epochs"]),
+        float(cfg["clustering"]["tol"]),
+        cfg["clustering"]["target_update"],
+        init_labels,
+        shuffle,
+        shuffle_generator(
+            derive_seed(seed, "dec", dataset, "shuffle", "dec", opt_name, alpha, scaler)
+        ),
+    )
+    metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
+    row = {
+        "optimizer": opt_name,
+        "alpha": float(alpha),
+        "scaler": scaler,
+        **metrics,
+        "ae_loss": reconstruction_mse(tsae, xt),
+        "kmeans_accuracy": external_scores(init_labels[reference_mask(y)], y[reference_mask(y)])[
+            "accuracy"
+        ]
+        if y is not None
+        else float("nan"),
+        "delta_label": hist.delta_label[-1] if hist.delta_label else 0.0,
+        "epochs": len(hist.loss),
+    }
+    curve = [
+        {"optimizer": opt_name, "alpha": float(alpha), "scaler": scaler, "epoch": i + 1,
+         "kl": lo, "delta_label": d}
+        for i, (lo, d) in enumerate(zip(hist.loss, hist.delta_label, strict=False))
+    ]  # fmt: skip
+    return row, curve, model, pred
+
+
+def run_central_unit(
+    x: np.ndarray,
+    y: np.ndarray | None,
+    cfg: dict,
+    dataset: str,
+    seed: int,
+    configs: list[tuple[str, float, str]],
+    tsaes: dict[str, tuple[TSAE, list[float]]] | None = None,
+) -> CentralizedResult:
+    """The configurations ``configs`` (a contiguous block of the grid's loop order). A TSAE
+    not given in ``tsaes`` (optimizer → (TSAE, curve)) is trained here and its curve reported;
+    ``best`` is the unit's best run by the dataset's selection order (unsorted ``table``)."""
+    x = check_features(x, f"results/data/{dataset}/features.parquet")
+    dev = device()
+    xt = torch.as_tensor(x, device=dev)
+    rows, ae_curves, dec_curves, models = [], [], [], {}
+    tsaes = dict(tsaes or {})
+    for opt_name in dict.fromkeys(c[0] for c in configs):
+        if opt_name not in tsaes:
+            tsae, curve = train_central_tsae(xt, cfg, dataset, opt_name, seed)
+            tsaes[opt_name] = (tsae, curve)
+            ae_curves += [
+                {"optimizer": opt_name, "epoch": i + 1, "loss": v} for i, v in enumerate(curve)
+            ]
+        tsae = tsaes[opt_name][0].to(dev)
+        z = embed(tsae, xt)
+        for config in (c for c in configs if c[0] == opt_name):
+            row, curve, model, pred = central_dec_run(x, xt, y, tsae, z, cfg, dataset, config, seed)
+            rows.append(row)
+            dec_curves += curve
+            models[config] = (model, pred)
+    table = pd.DataFrame(rows)
+    ranked = sort_results(table, cfg["datasets"][dataset]["selection"])
+    best_key = tuple(ranked.iloc[0][["optimizer", "alpha", "scaler"]])
+    model, pred = models[best_key]
+    best = {"key": best_key, "model": model.cpu(), "labels": pred,
+            "features": embed(model.tsae, torch.as_tensor(x))}  # fmt: skip
+    return CentralizedResult(table, pd.DataFrame(ae_curves), pd.DataFrame(dec_curves), best)
+
+
 def run_centralized(
     x: np.ndarray, y: np.ndarray | None, cfg: dict, dataset: str, seed: int
 ) -> CentralizedResult:
     """TSAE once per optimizer, then DEC for every α × scaler (Tables B.4/B.5 layout)."""
-    x = check_features(x, f"results/data/{dataset}/features.parquet")
-    k = int(cfg["datasets"][dataset]["k"])
-    dev = device()
-    xt = torch.as_tensor(x, device=dev)
-    rows, ae_curves, dec_curves, models = [], [], [], {}
-    g = cfg["grid"]
-    shuffle = bool(cfg.get("shuffle_batches", True))
-    for opt_name in g["optimizers"]:
-        seed_torch(seed, "dec", dataset, "tsae", opt_name)
-        tsae = make_tsae(cfg, x.shape[1]).to(dev)
-        t0 = time.perf_counter()
-        curve = train_autoencoder(
-            tsae,
-            xt,
-            opt_name,
-            dataset_setting(cfg, dataset, "autoencoder.lr", opt_name),
-            int(dataset_setting(cfg, dataset, "autoencoder.epochs")),
-            int(dataset_setting(cfg, dataset, "autoencoder.batch_size")),
-            cfg["autoencoder"]["loss"],
-            shuffle,
-            shuffle_generator(derive_seed(seed, "dec", dataset, "shuffle", "tsae", opt_name)),
-            beta=float(cfg["autoencoder"].get("dice_bce_beta", 0.5)),
-            noise_sigma=float(cfg["autoencoder"].get("gaussian_sigma", 0.0)),
-            clean_epochs=int(cfg["autoencoder"].get("clean_epochs", 150)),
-            scheduler=cfg["autoencoder"].get("lr_scheduler", "none"),
-            noise_seed=derive_seed(seed, "dec", dataset, "noise", "tsae", opt_name),
-        )
-        ae_loss = reconstruction_mse(tsae, xt)
-        log.info(
-            "%s TSAE %s: %d epochs in %.1fs, MSE %.4g",
-            dataset,
-            opt_name,
-            len(curve),
-            time.perf_counter() - t0,
-            ae_loss,
-        )
-        ae_curves += [
-            {"optimizer": opt_name, "epoch": i + 1, "loss": v} for i, v in enumerate(curve)
-        ]
-        z = embed(tsae, xt)
-        for alpha in g["alphas"]:
-            for scaler in g["scalers"]:
-                s = derive_seed(seed, "dec", dataset, "kmeans", opt_name, alpha, scaler)
-                mu, init_labels = kmeans_centroids(z, k, scaler, cfg["clustering"]["n_init"], s)
-                model = DECModel(copy.deepcopy(tsae), k, float(alpha)).to(dev)
-                with torch.no_grad():
-                    model.centroids.copy_(torch.as_tensor(mu))
-                seed_torch(seed, "dec", dataset, "dec", opt_name, alpha, scaler)
-                params = [p for n, p in model.named_parameters() if "dec_bias" not in n]
-                opt = make_optimizer(
-                    opt_name, params, dataset_setting(cfg, dataset, "clustering.lr", opt_name)
-                )
-                hist = train_dec(
-                    model,
-                    xt,
-                    opt,
-                    int(dataset_setting(cfg, dataset, "clustering.batch_size", opt_name)),
-                    int(cfg["clustering"]["max_epochs"]),
-                    float(cfg["clustering"]["tol"]),
-                    cfg["clustering"]["target_update"],
-                    init_labels,
-                    shuffle,
-                    shuffle_generator(
-                        derive_seed(seed, "dec", dataset, "shuffle", "dec", opt_name, alpha, scaler)
-                    ),
-                )
-                metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
-                row = {
-                    "optimizer": opt_name,
-                    "alpha": float(alpha),
-                    "scaler": scaler,
-                    **metrics,
-                    "ae_loss": ae_loss,
-                    "kmeans_accuracy": external_scores(
-                        init_labels[reference_mask(y)], y[reference_mask(y)]
-                    )["accuracy"]
-                    if y is not None
-                    else float("nan"),
-                    "delta_label": hist.delta_label[-1] if hist.delta_label else 0.0,
-                    "epochs": len(hist.loss),
-                }
-                rows.append(row)
-                dec_curves += [
-                    {
-                        "optimizer": opt_name,
-                        "alpha": float(alpha),
-                        "scaler": scaler,
-                        "epoch": i + 1,
-                        "kl": lo,
-                        "delta_label": d,
-                    }
-                    for i, (lo, d) in enumerate(zip(hist.loss, hist.delta_label, strict=False))
-                ]
-                models[(opt_name, float(alpha), scaler)] = (model, pred)
-    table = sort_results(pd.DataFrame(rows), cfg["datasets"][dataset]["selection"])
-    best_key = tuple(table.iloc[0][["optimizer", "alpha", "scaler"]])
-    model, pred = models[best_key]
-    best = {
-        "key": best_key,
-        "model": model.cpu(),
-        "labels": pred,
-        "features": embed(model.tsae, torch.as_tensor(x)),
-    }
-    return CentralizedResult(table, pd.DataFrame(ae_curves), pd.DataFrame(dec_curves), best)
+    from .units import central_configs
+
+    res = run_central_unit(x, y, cfg, dataset, seed, central_configs(cfg))
+    res.table = sort_results(res.table, cfg["datasets"][dataset]["selection"])
+    return res
 
 
 def sort_results(table: pd.DataFrame, selection: str) -> pd.DataFrame:
@@ -323,6 +355,222 @@ class FederatedResult:
     ledger: pd.DataFrame
 
 
+@dataclass
+class FedTSAEState:
+    """What a federated TSAE job hands to its aggregation units: the global TSAE, each client's
+    minibatch generator state after stage A, the local k-means messages (stage B), the shared
+    ledger table, the TSAE round curve and the pooled reconstruction MSE (evaluation)."""
+
+    strategy: str
+    ae_params: list[np.ndarray]
+    gen_states: list[torch.Tensor]
+    local: list[dict[str, Any]]
+    ledger: pd.DataFrame
+    ae_curve: list[float]
+    ae_loss: float
+
+
+def _fed_clients(x, centers, cfg, dataset, split, strategy, seed):  # noqa: ANN001, ANN202
+    k = int(cfg["datasets"][dataset]["k"])
+    f = cfg["federated"]
+    names = sorted(np.unique(centers).tolist(), key=str)
+    parts = {str(c): x[centers == c] for c in names}
+
+    def make_model(alpha: float = float(f["alpha"])) -> DECModel:
+        return DECModel(make_tsae(cfg, x.shape[1]), k, alpha)
+
+    clients = [
+        DECClient(f"center_{c}", parts[c], make_model, device(),
+                  derive_seed(seed, "dec", dataset, split, strategy, "shuffle", c))
+        for c in parts
+    ]  # fmt: skip
+    return clients, make_model
+
+
+def fed_tsae_stage(
+    x: np.ndarray, centers: np.ndarray, cfg: dict, dataset: str, split: str, strategy: str,
+    seed: int,
+) -> tuple[list[DECClient], FedTSAEState]:  # fmt: skip
+    """Stages A (federated TSAE rounds) and B (local k-means messages) of one strategy."""
+    x = check_features(x, f"results/data/{dataset}/features.parquet")
+    f = cfg["federated"]
+    k = int(cfg["datasets"][dataset]["k"])
+    clients, make_model = _fed_clients(x, centers, cfg, dataset, split, strategy, seed)
+    ledger = Ledger()  # TSAE rounds and local k-means: shared by the aggregations
+    opt_name = PAIRING[strategy]
+    tsae_seed = derive_seed(seed, "dec", dataset, "fed", split, strategy)
+    torch.manual_seed(tsae_seed)
+    init = make_model()
+    hist = FederatedHistory()
+    t0 = time.perf_counter()
+    ae_cfg = {
+        "stage": "ae",
+        "optimizer": opt_name,
+        "lr": dataset_setting(cfg, dataset, "autoencoder.lr", opt_name),
+        "batch_size": int(dataset_setting(cfg, dataset, "federated.ae_batch_size")),
+        "epochs": int(f["local_epochs"]),
+        "loss": cfg["autoencoder"]["loss"],
+        "beta": float(cfg["autoencoder"].get("dice_bce_beta", 0.5)),
+        "shuffle": bool(cfg.get("shuffle_batches", True)),
+    }
+    torch.manual_seed(tsae_seed)
+    ae_params = run_rounds(
+        clients,
+        make_strategy(strategy, f["server"]),
+        get_parameters(init.tsae),
+        int(dataset_setting(cfg, dataset, "federated.ae_rounds")),
+        ae_cfg,
+        ledger,
+        hist.ae_loss,
+    )
+    set_parameters(init.tsae, ae_params)
+    ae_loss = reconstruction_mse(init.tsae, torch.as_tensor(x))  # pooled evaluation only
+    log.info("%s/%s %s: %d TSAE rounds in %.1fs, pooled MSE %.4g", dataset, split, strategy,
+             len(hist.ae_loss), time.perf_counter() - t0, ae_loss)  # fmt: skip
+    # Stage B: the centers' local k-means messages depend only on the TSAE, so they are
+    # computed (and counted in the ledger) once per strategy and aggregated every way.
+    local = local_centroid_messages(
+        clients,
+        ae_params,
+        k,
+        ledger,
+        int(cfg["clustering"]["n_init"]),
+        derive_seed(seed, "dec", dataset, split, strategy, "kmeans"),
+        min_cluster_size=int(f.get("min_cluster_size", MIN_CLUSTER_SIZE)),
+    )
+    state = FedTSAEState(strategy, ae_params, [c.gen.get_state() for c in clients], local,
+                         ledger.table(), list(hist.ae_loss), ae_loss)  # fmt: skip
+    return clients, state
+
+
+def restore_clients(
+    x: np.ndarray, centers: np.ndarray, cfg: dict, dataset: str, split: str, state: FedTSAEState,
+    seed: int, skip_runs: int = 0,
+) -> list[DECClient]:  # fmt: skip
+    """The clients as they stand after :func:`fed_tsae_stage` (generator state, received TSAE)
+    and after ``skip_runs`` DEC runs of earlier aggregations (their minibatch draws replayed)."""
+    from .units import skip_dec_draws
+
+    x = check_features(x, f"results/data/{dataset}/features.parquet")
+    f = cfg["federated"]
+    clients, _ = _fed_clients(x, centers, cfg, dataset, split, state.strategy, seed)
+    draws = (
+        skip_runs
+        * int(dataset_setting(cfg, dataset, "federated.dec_rounds"))
+        * int(f["local_epochs"])
+    )
+    for c, g in zip(clients, state.gen_states, strict=True):
+        c.gen.set_state(g)
+        c.tsae = [np.array(p, copy=True) for p in state.ae_params]
+        skip_dec_draws(c.gen, len(c.x), draws, bool(cfg.get("shuffle_batches", True)))
+    return clients
+
+
+def fed_dec_run(
+    x: np.ndarray, y: np.ndarray | None, clients: list[DECClient], state: FedTSAEState,
+    cfg: dict, dataset: str, split: str, method: str, seed: int,
+) -> tuple[dict, list[dict], pd.DataFrame]:  # fmt: skip
+    """Stage B aggregation + stage C (federated DEC rounds) of one (strategy, aggregation);
+    evaluation on the pooled data. Returns the result row, its curve rows and its ledger."""
+    f = cfg["federated"]
+    k = int(cfg["datasets"][dataset]["k"])
+    strategy = state.strategy
+    opt_name = PAIRING[strategy]
+    tsae_seed = derive_seed(seed, "dec", dataset, "fed", split, strategy)
+    mu = aggregate_centroids(
+        method,
+        [m["centroids"] for m in state.local],
+        [m["counts"] for m in state.local],
+        k,
+        rng(seed, "dec", dataset, split, strategy, method),
+        int(cfg["clustering"]["n_init"]),
+    )
+    dec_ledger = Ledger()
+    broadcast_centroids(clients, mu, dec_ledger)
+    # the server's model: the federated TSAE's encoder + the global centroids
+    model = clients[0].make_model()
+    set_parameters(model.tsae, state.ae_params)
+    with torch.no_grad():
+        model.centroids.copy_(torch.as_tensor(mu))
+    pre = predict(model, torch.as_tensor(x))
+    dec_cfg = {
+        "stage": "dec",
+        "optimizer": opt_name,
+        "lr": dataset_setting(cfg, dataset, "clustering.lr", opt_name),
+        "batch_size": int(dataset_setting(cfg, dataset, "federated.dec_batch_size")),
+        "epochs": int(f["local_epochs"]),
+        "target_update": cfg["clustering"]["target_update"],
+        "shuffle": bool(cfg.get("shuffle_batches", True)),
+    }
+    dec_losses: list[float] = []
+    torch.manual_seed(derive_seed(tsae_seed, method))
+    params = run_rounds(
+        clients,
+        make_strategy(strategy, f["server"]),
+        dec_parameters(model),
+        int(dataset_setting(cfg, dataset, "federated.dec_rounds")),
+        dec_cfg,
+        dec_ledger,
+        dec_losses,
+    )
+    set_dec_parameters(model, params)
+    # Evaluation on the pooled data, not part of the protocol: it uses the decoder of
+    # the federated TSAE stage (cycle accuracy, reconstruction) and every sample.
+    metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
+    row = {
+        "split": split,
+        "strategy": strategy,
+        "centroids": method,
+        **metrics,
+        "ae_loss": state.ae_loss,
+        "changed_vs_init": float(np.mean(pred != pre)),
+        "init_accuracy": external_scores(pre[reference_mask(y)], y[reference_mask(y)])["accuracy"]
+        if y is not None
+        else float("nan"),
+    }
+    curves = [{"strategy": strategy, "centroids": method, "stage": "dec", "round": i + 1,
+               "loss": v} for i, v in enumerate(dec_losses)]  # fmt: skip
+    return row, curves, dec_ledger.table().assign(strategy=strategy, centroids=method)
+
+
+def ae_curve_rows(state: FedTSAEState) -> list[dict]:
+    return [{"strategy": state.strategy, "centroids": "", "stage": "ae", "round": i + 1,
+             "loss": v} for i, v in enumerate(state.ae_curve)]  # fmt: skip
+
+
+def run_federated_unit(
+    x: np.ndarray, y: np.ndarray | None, centers: np.ndarray, cfg: dict, dataset: str,
+    split: str, seed: int, runs: list[tuple[str, str]],
+    states: dict[str, FedTSAEState] | None = None,
+) -> FederatedResult:  # fmt: skip
+    """The (strategy, aggregation) runs ``runs`` (a contiguous block of the loop order) on one
+    split. A strategy whose TSAE state is not in ``states`` trains it here; the unit that does
+    (or that holds its first aggregation) carries its TSAE curve and shared ledger."""
+    x = check_features(x, f"results/data/{dataset}/features.parquet")
+    methods = list(cfg["federated"]["centroid_aggregation"])
+    states = dict(states or {})
+    rows, curves, ledgers = [], [], []
+    for strategy in dict.fromkeys(r[0] for r in runs):
+        mine = [m for s, m in runs if s == strategy]
+        if strategy in states:
+            state = states[strategy]
+            clients = restore_clients(x, centers, cfg, dataset, split, state, seed,
+                                      methods.index(mine[0]))  # fmt: skip
+        else:
+            clients, state = fed_tsae_stage(x, centers, cfg, dataset, split, strategy, seed)
+        if mine[0] == methods[0]:
+            curves += ae_curve_rows(state)
+            ledgers.append(state.ledger.assign(strategy=strategy, centroids="shared"))
+        for method in mine:
+            row, curve, ledger = fed_dec_run(x, y, clients, state, cfg, dataset, split, method,
+                                             seed)  # fmt: skip
+            rows.append(row)
+            curves += curve
+            ledgers.append(ledger)
+    return FederatedResult(pd.DataFrame(rows), pd.DataFrame(curves),
+                           pd.concat(ledgers, ignore_index=True))  # fmt: skip
+
+
 def run_federated(
     x: np.ndarray,
     y: np.ndarray | None,
@@ -333,152 +581,8 @@ def run_federated(
     seed: int,
 ) -> FederatedResult:
     """Every strategy × centroid aggregation on one split; evaluation on the pooled data."""
-    x = check_features(x, f"results/data/{dataset}/features.parquet")
-    k = int(cfg["datasets"][dataset]["k"])
     f = cfg["federated"]
-    names = sorted(np.unique(centers).tolist(), key=str)
-    parts = {str(c): x[centers == c] for c in names}
-    ledgers: list[tuple[str, str, Ledger]] = []  # (strategy, centroid method, ledger)
-    rows, curves = [], []
-    shuffle = bool(cfg.get("shuffle_batches", True))
-    for strategy in f["strategies"]:
-        ledger = Ledger()  # TSAE rounds and local k-means: shared by the four aggregations
-        ledgers.append((strategy, "shared", ledger))
-        opt_name = PAIRING[strategy]
-        tsae_seed = derive_seed(seed, "dec", dataset, "fed", split, strategy)
-
-        def make_model(alpha: float = float(f["alpha"])) -> DECModel:
-            return DECModel(make_tsae(cfg, x.shape[1]), k, alpha)
-
-        clients = [
-            DECClient(
-                f"center_{c}",
-                parts[c],
-                make_model,
-                device(),
-                derive_seed(seed, "dec", dataset, split, strategy, "shuffle", c),
-            )
-            for c in parts
-        ]
-        torch.manual_seed(tsae_seed)
-        init = make_model()
-        hist = FederatedHistory()
-        t0 = time.perf_counter()
-        ae_cfg = {
-            "stage": "ae",
-            "optimizer": opt_name,
-            "lr": dataset_setting(cfg, dataset, "autoencoder.lr", opt_name),
-            "batch_size": int(dataset_setting(cfg, dataset, "federated.ae_batch_size")),
-            "epochs": int(f["local_epochs"]),
-            "loss": cfg["autoencoder"]["loss"],
-            "beta": float(cfg["autoencoder"].get("dice_bce_beta", 0.5)),
-            "shuffle": shuffle,
-        }
-        torch.manual_seed(tsae_seed)
-        ae_params = run_rounds(
-            clients,
-            make_strategy(strategy, f["server"]),
-            get_parameters(init.tsae),
-            int(dataset_setting(cfg, dataset, "federated.ae_rounds")),
-            ae_cfg,
-            ledger,
-            hist.ae_loss,
-        )
-        set_parameters(init.tsae, ae_params)
-        ae_loss = reconstruction_mse(init.tsae, torch.as_tensor(x))  # pooled evaluation only
-        log.info(
-            "%s/%s %s: %d TSAE rounds in %.1fs, pooled MSE %.4g",
-            dataset,
-            split,
-            strategy,
-            len(hist.ae_loss),
-            time.perf_counter() - t0,
-            ae_loss,
-        )
-        curves += [
-            {"strategy": strategy, "centroids": "", "stage": "ae", "round": i + 1, "loss": v}
-            for i, v in enumerate(hist.ae_loss)
-        ]
-        # Stage B: the centers' local k-means messages depend only on the TSAE, so they are
-        # computed (and counted in the ledger) once per strategy and aggregated four ways.
-        local = local_centroid_messages(
-            clients,
-            ae_params,
-            k,
-            ledger,
-            int(cfg["clustering"]["n_init"]),
-            derive_seed(seed, "dec", dataset, split, strategy, "kmeans"),
-            min_cluster_size=int(f.get("min_cluster_size", MIN_CLUSTER_SIZE)),
-        )
-        for method in f["centroid_aggregation"]:
-            mu = aggregate_centroids(
-                method,
-                [m["centroids"] for m in local],
-                [m["counts"] for m in local],
-                k,
-                rng(seed, "dec", dataset, split, strategy, method),
-                int(cfg["clustering"]["n_init"]),
-            )
-            dec_ledger = Ledger()
-            ledgers.append((strategy, method, dec_ledger))
-            broadcast_centroids(clients, mu, dec_ledger)
-            # the server's model: the federated TSAE's encoder + the global centroids
-            model = make_model()
-            set_parameters(model.tsae, ae_params)
-            with torch.no_grad():
-                model.centroids.copy_(torch.as_tensor(mu))
-            pre = predict(model, torch.as_tensor(x))
-            dec_cfg = {
-                "stage": "dec",
-                "optimizer": opt_name,
-                "lr": dataset_setting(cfg, dataset, "clustering.lr", opt_name),
-                "batch_size": int(dataset_setting(cfg, dataset, "federated.dec_batch_size")),
-                "epochs": int(f["local_epochs"]),
-                "target_update": cfg["clustering"]["target_update"],
-                "shuffle": shuffle,
-            }
-            dec_losses: list[float] = []
-            torch.manual_seed(derive_seed(tsae_seed, method))
-            params = run_rounds(
-                clients,
-                make_strategy(strategy, f["server"]),
-                dec_parameters(model),
-                int(dataset_setting(cfg, dataset, "federated.dec_rounds")),
-                dec_cfg,
-                dec_ledger,
-                dec_losses,
-            )
-            set_dec_parameters(model, params)
-            # Evaluation on the pooled data, not part of the protocol: it uses the decoder of
-            # the federated TSAE stage (cycle accuracy, reconstruction) and every sample.
-            metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
-            rows.append(
-                {
-                    "split": split,
-                    "strategy": strategy,
-                    "centroids": method,
-                    **metrics,
-                    "ae_loss": ae_loss,
-                    "changed_vs_init": float(np.mean(pred != pre)),
-                    "init_accuracy": external_scores(pre[reference_mask(y)], y[reference_mask(y)])[
-                        "accuracy"
-                    ]
-                    if y is not None
-                    else float("nan"),
-                }
-            )
-            curves += [
-                {
-                    "strategy": strategy,
-                    "centroids": method,
-                    "stage": "dec",
-                    "round": i + 1,
-                    "loss": v,
-                }
-                for i, v in enumerate(dec_losses)
-            ]
-    table = sort_results(pd.DataFrame(rows), cfg["datasets"][dataset]["selection"])
-    ledger_table = pd.concat(
-        [led.table().assign(strategy=st, centroids=m) for st, m, led in ledgers], ignore_index=True
-    )
-    return FederatedResult(table, pd.DataFrame(curves), ledger_table)
+    runs = [(s, m) for s in f["strategies"] for m in f["centroid_aggregation"]]
+    res = run_federated_unit(x, y, centers, cfg, dataset, split, seed, runs)
+    res.table = sort_results(res.table, cfg["datasets"][dataset]["selection"])
+    return res

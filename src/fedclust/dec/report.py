@@ -54,6 +54,7 @@ def build_section(
     federated: list[tuple[str, str]],
     survival: bool,
     default_config: bool,
+    tuning: list[str] | None = None,
 ) -> None:
     fed = [
         pd.read_csv(f"results/dec/{d}/federated/{s}/results.tsv", sep="\t").assign(dataset=d)
@@ -254,6 +255,25 @@ def build_section(
                     "reproduces": "seed 000 §4.2 federated training",
                 }
             )
+    for path in tuning or []:  # issue 16: the tuning grids' selections, thesis values beside
+        name = path.rsplit("/", 1)[-1].removesuffix("_best.tsv")
+        tables.append(
+            {
+                "path": path,
+                "caption": f"Tuning grid '{name}' ({path.split('/')[2]}): the selected row per "
+                "optimizer (Step 1: lowest MSE on held-out rows; Step 2: the data set's §3.8 "
+                "order) and, as thesis_<column>, the thesis' value where it prints one "
+                "(source column). lr: TSAE LR × scheduler, the no-scheduler LR is kept; "
+                "batch: batch × activations; regularizers: reported only; cluster: Step-2 "
+                "batch × LR at α = 1, no scaler (seed 000 Tables A.1–A.8, B.1–B.3, B.6). The full "
+                "grid is results/dec/<dataset>/tuning/<grid>.tsv."
+                + (
+                    " Default config: two points per grid, tiny epochs, selection not applied."
+                    if default_config
+                    else " The selected settings feed the training rules."
+                ),
+            }
+        )
     write_section(
         section_path,
         Section(

@@ -1,0 +1,26 @@
+"""Rule `dec_tsae`: the centralized TSAE of one (dataset, optimizer), handed to its DEC units."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import torch  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.dec.io import load_dataset  # noqa: E402
+from fedclust.dec.pipeline import check_features, device, train_central_tsae  # noqa: E402
+from fedclust.dec.units import apply_settings, read_settings, save_pt, tsae_record  # noqa: E402
+
+
+def main() -> None:
+    torch.set_num_threads(max(1, int(snakemake.threads)))
+    ds, opt = snakemake.wildcards.dataset, snakemake.wildcards.optimizer
+    settings = read_settings(snakemake.input)
+    cfg = apply_settings(snakemake.params.cfg, ds, settings)
+    x, _, _ = load_dataset(snakemake.input.features, snakemake.input.obs)
+    xt = torch.as_tensor(check_features(x, snakemake.input.features), device=device())
+    tsae, curve = train_central_tsae(xt, cfg, ds, opt, int(snakemake.params.seed))
+    save_pt(snakemake.output.tsae, tsae_record(tsae, curve))
+
+
+run(main, snakemake)

@@ -1,0 +1,26 @@
+"""Rule `dec_tune_select`: one tuning grid's table, its selection (seed 000 §4.1 / §3.8 order)
+with the thesis' values beside ours, and the settings file the next rules read."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+from _common import run  # noqa: E402
+
+from fedclust.dec.tuning import select, with_thesis  # noqa: E402
+from fedclust.dec.units import concat, read_settings  # noqa: E402
+from fedclust.io import read_table, write_json, write_table  # noqa: E402
+
+
+def main() -> None:
+    w = snakemake.wildcards
+    previous = read_settings(snakemake.input)
+    table = concat([read_table(p) for p in snakemake.input.points])
+    table = table.sort_values("point", kind="mergesort").reset_index(drop=True)
+    settings, best = select(w.grid, table, snakemake.params.cfg, w.dataset, previous)
+    write_table(snakemake.output.table, table, index=False)
+    write_table(snakemake.output.best, with_thesis(best, w.dataset, w.grid), index=False)
+    write_json(snakemake.output.settings, settings)
+
+
+run(main, snakemake)

@@ -1,0 +1,43 @@
+"""Rule `dec_train_unit`: one block of the centralized grid (one configuration in the thesis
+config, a whole dataset in the default config), its tables and its best model."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import torch  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.dec.io import load_dataset  # noqa: E402
+from fedclust.dec.pipeline import run_central_unit  # noqa: E402
+from fedclust.dec.units import (  # noqa: E402
+    apply_settings,
+    best_record,
+    central_units,
+    load_pt,
+    load_tsae,
+    read_settings,
+    save_pt,
+)
+from fedclust.io import write_table  # noqa: E402
+
+
+def main() -> None:
+    torch.set_num_threads(max(1, int(snakemake.threads)))
+    ds, unit = snakemake.wildcards.dataset, snakemake.wildcards.unit
+    settings = read_settings(snakemake.input)
+    cfg = apply_settings(snakemake.params.cfg, ds, settings)
+    x, obs, _ = load_dataset(snakemake.input.features, snakemake.input.obs)
+    y = obs["label"].astype(str).to_numpy()
+    configs = central_units(cfg)[unit]
+    files = snakemake.input.get("tsae", [])
+    tsaes = {Path(p).stem: load_tsae(load_pt(p), cfg, x.shape[1]) for p in files}
+    res = run_central_unit(x, y, cfg, ds, int(snakemake.params.seed), configs, tsaes)
+    out = snakemake.output
+    write_table(out.table, res.table, index=False)
+    write_table(out.ae_curves, res.ae_curves, index=False)
+    write_table(out.dec_curves, res.dec_curves, index=False)
+    save_pt(out.best, best_record(res))
+
+
+run(main, snakemake)

@@ -1,0 +1,119 @@
+"""Input functions of rules/dec.smk (file lists from the config and a job's wildcards), kept in
+the library so the rule file holds only rules (snakemake --lint) and tests can call them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .units import (
+    central_level,
+    central_units,
+    federated_level,
+    federated_units,
+    unit_needs_tsae,
+)
+
+CENTRAL = "results/dec/{dataset}/centralized"
+FEDERATED = "results/dec/{dataset}/federated/{split}"
+
+
+def central_unit_ids(cfg: dict) -> list[str]:
+    return list(central_units(cfg)) if cfg else []
+
+
+def federated_unit_ids(cfg: dict) -> list[str]:
+    return list(federated_units(cfg)) if cfg else []
+
+
+def unit_tsae(cfg: dict, w: Any) -> list[str]:
+    """Per-configuration units read their optimizer's TSAE (rule dec_tsae); coarser units
+    train it themselves."""
+    if not unit_needs_tsae(central_level(cfg)):
+        return []
+    opts = dict.fromkeys(c[0] for c in central_units(cfg)[w.unit])
+    return [f"{CENTRAL.format(dataset=w.dataset)}/tsae/{o}.pt" for o in opts]
+
+
+def merge_tsae(cfg: dict, w: Any) -> list[str]:
+    """The TSAE files whose curves the merge reports (per-configuration level only)."""
+    if not unit_needs_tsae(central_level(cfg)):
+        return []
+    return [f"{CENTRAL.format(dataset=w.dataset)}/tsae/{o}.pt" for o in cfg["grid"]["optimizers"]]
+
+
+def fed_unit_tsae(cfg: dict, w: Any) -> list[str]:
+    """Per-aggregation units read their strategy's TSAE state (rule dec_fed_tsae)."""
+    if not unit_needs_tsae(federated_level(cfg)):
+        return []
+    strategies = dict.fromkeys(r[0] for r in federated_units(cfg)[w.unit])
+    base = FEDERATED.format(dataset=w.dataset, split=w.split)
+    return [f"{base}/tsae/{s}.pt" for s in strategies]
+
+
+def central_unit_files(cfg: dict, w: Any, name: str) -> list[str]:
+    base = CENTRAL.format(dataset=w.dataset)
+    return [f"{base}/units/{u}/{name}" for u in central_unit_ids(cfg)]
+
+
+def federated_unit_files(cfg: dict, w: Any, name: str) -> list[str]:
+    base = FEDERATED.format(dataset=w.dataset, split=w.split)
+    return [f"{base}/units/{u}/{name}" for u in federated_unit_ids(cfg)]
+
+
+# ------------------------------------------------------------------ tuning (issue 16)
+TUNING = "results/dec/{dataset}/tuning"
+
+
+def tuned_datasets(cfg: dict) -> list[str]:
+    t = (cfg or {}).get("tuning") or {}
+    return list(t.get("datasets", [])) if t.get("enabled") else []
+
+
+def final_settings(cfg: dict, w: Any) -> list[str]:
+    """The settings file the training rules read: the last tuning selection, when the dataset
+    is tuned and ``dec.tuning.apply`` is on (the default config runs the grids but keeps its
+    settings, so its tables stay those of the all-in-one run)."""
+    if w.dataset in tuned_datasets(cfg) and cfg["tuning"].get("apply", True):
+        return [f"{TUNING.format(dataset=w.dataset)}/cluster_selected.json"]
+    return []
+
+
+def step1_settings(cfg: dict, w: Any) -> list[str]:
+    """dec_tsae reads only the Step-1 selection (its TSAE then serves the Step-2 grid too)."""
+    if w.dataset in tuned_datasets(cfg) and cfg["tuning"].get("apply", True):
+        return [f"{TUNING.format(dataset=w.dataset)}/batch_selected.json"]
+    return []
+
+
+def tune_previous(cfg: dict, w: Any) -> list[str]:
+    from .tuning import PREVIOUS
+
+    prev = PREVIOUS[w.grid]
+    return [f"{TUNING.format(dataset=w.dataset)}/{prev}_selected.json"] if prev else []
+
+
+def tune_tsae(cfg: dict, w: Any, seed: int) -> list[str]:
+    """The Step-2 grid's points run on the TSAE of their optimizer (rule dec_tsae, which reads
+    the Step-1 selection)."""
+    from .tuning import grid_points, point_ids
+
+    if w.grid != "cluster":
+        return []
+    pts = grid_points(cfg, w.dataset, w.grid, seed)
+    opts = dict.fromkeys(
+        pts[i]["optimizer"] for i in point_ids(cfg, w.dataset, w.grid, seed)[w.unit]
+    )
+    return [f"{CENTRAL.format(dataset=w.dataset)}/tsae/{o}.pt" for o in opts]
+
+
+def tune_points(cfg: dict, w: Any, seed: int) -> list[str]:
+    from .tuning import point_ids
+
+    base = TUNING.format(dataset=w.dataset)
+    return [f"{base}/{w.grid}/{u}.parquet" for u in point_ids(cfg, w.dataset, w.grid, seed)]
+
+
+def tuning_targets(cfg: dict) -> list[str]:
+    from .tuning import GRIDS
+
+    return [f"{TUNING.format(dataset=d)}/{g}_best.tsv" for d in tuned_datasets(cfg) for g in GRIDS]
