@@ -179,9 +179,10 @@ def run_weights_averaging(
     hp: HyperParams,
     mc: ModelConfig,
     ledger: Ledger,
+    engine: str = "inprocess",
 ) -> Model:  # noqa: ANN001
     """FedAvg with ``ie`` local epochs for ``fe`` rounds, weights n_k / N (D6.2 Fig. 8.5), on
-    the federation core's round loop."""
+    the federation core's round loop (``engine``: ``inprocess`` or ``flower``)."""
     strategy = LrRuleFedAvg(rule=LrRule(hp.lr, mc.lr_floor))
     params = run_rounds(
         _proxies(clients, ledger),
@@ -192,6 +193,7 @@ def run_weights_averaging(
         FIT,
         kind="fit",
         label=f"survival weights_averaging {hp.label()} ({len(clients)} centres)",
+        engine=engine,
     )
     return [(params, 1.0)]
 
