@@ -38,6 +38,7 @@ from fedclust.federation import (
 from .cohort import check_survival
 from .cox import c_index
 from .model import get_parameters, set_parameters
+from .names import STRATEGIES
 from .train import (
     HyperParams,
     LrRule,
@@ -49,8 +50,6 @@ from .train import (
     train_centralized,
 )
 
-STRATEGIES = ("sequential", "weights_averaging", "ensemble", "isolated", "centralized")
-FEDERATED = ("sequential", "weights_averaging", "ensemble")
 Model = list[tuple[list[np.ndarray], float]]
 
 # What a centre may disclose (fedclust.federation.Protocol). A Cox risk set needs two patients
