@@ -204,8 +204,13 @@ def test_messages_through_ledger_and_nothing_row_level(regression):
     per_round = t[t["round"] > 0].groupby("kind").size().to_dict()
     assert per_round == {"local_update": 40, "consensus": 40, "objective": 40}
     upd = t[t["kind"] == "local_update"]
-    assert set(upd["fields"]) == {"w,x"} and (upd["floats"] == 2 * d).all()
-    assert (t[t["kind"] == "objective"]["floats"] == 1).all()
+    # x_i, w_i and the center's sample count n_i (the core's count rule)
+    assert set(upd["fields"]) == {"n,w,x"} and (upd["floats"] == 2 * d + 1).all()
+    assert (t[t["kind"] == "objective"]["floats"] == 2).all()
+    assert set(t["protocol"]) == {
+        "admm_standardize", "admm_standardize_global", "admm_local_update", "admm_consensus",
+        "admm_objective",
+    }  # fmt: skip
     assert t["floats"].max() < 110  # no message carries a center's rows (≥ 110 samples each)
     assert res.ledger is led
 
@@ -333,9 +338,9 @@ def test_report_tables_and_figure(regression):
                            ("r", "centralized"): cen.ledger.table()})  # fmt: skip
     got = {(r.kind, r.direction): (r.messages, r.floats) for r in t.itertuples()}
     d = A.shape[1]
-    assert got == {("local_update", "center->server"): (10, 10 * 2 * d),
+    assert got == {("local_update", "center->server"): (10, 10 * (2 * d + 1)),
                    ("consensus", "server->center"): (10, 10 * d),
-                   ("objective", "center->server"): (10, 10)}  # fmt: skip
+                   ("objective", "center->server"): (10, 20)}  # fmt: skip
     fig = REP.convergence_figure("r", {"centralized": cen.history, "distributed": dis.history},
                                  cen.objective)  # fmt: skip
     assert len(fig.axes) == 3 and len(fig.axes[0].lines) == 2

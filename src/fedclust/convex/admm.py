@@ -8,7 +8,10 @@ Scaled form with the split x − z = 0 (3.17–3.19) and its consensus version (
 
 Initialisation x = z = w = 0 (Algorithms 1–2). What crosses the boundary is what D6.2 §3.3
 says: each center sends (x_{i,k+1}, w_{i,k}); the server broadcasts z_{k+1}. For the
-objective history every center also sends one number, its weighted loss at z_{k+1}.
+objective history every center also sends one number, its weighted loss at z_{k+1}. Each
+message is checked against its :class:`~fedclust.federation.Protocol` (``PROTOCOLS``): center
+messages carry their sample count n_i, as the core's rule "aggregates-carry-their-sample-count"
+asks, so a center with fewer than ``min_samples`` rows raises ``DisclosureError``.
 
 Stopping (seed 003 §12.5 settled): at most ``max_iter`` iterations (D6.2's fixed ``niter``);
 with ``eps_abs`` set, stop earlier on Boyd et al. (2011) §3.3.1/§7.1 residuals
@@ -24,15 +27,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, InputDataError
-from ..ledger import Ledger, Message
+from ..federation import Ledger, Message, Protocol
 from . import problems as P
+
+LOCAL_UPDATE = Protocol("admm_local_update", {"x": "parameters", "w": "parameters", "n": "count"})
+CONSENSUS = Protocol("admm_consensus", {"z": "parameters"})
+OBJECTIVE = Protocol("admm_objective", {"loss": "aggregate", "n": "count"})
+PROTOCOLS = (LOCAL_UPDATE, CONSENSUS, OBJECTIVE)
 
 HISTORY_COLUMNS = [
     "iteration",
@@ -195,7 +203,8 @@ class AdmmCenter:
         self.name = name
         self.A, self.b = check_block(A, b, settings.problem, where=f"center {name}")
         self.settings = settings
-        self.weight = 1.0 / (n_total if settings.scaling == "total" else len(self.b))
+        self.n = len(self.b)
+        self.weight = 1.0 / (n_total if settings.scaling == "total" else self.n)
         self.solve = settings.solver(self.A, self.b, self.weight)
         d = self.A.shape[1]
         self.x, self.w = np.zeros(d), np.zeros(d)
@@ -203,12 +212,15 @@ class AdmmCenter:
     def local_update(self, z: np.ndarray) -> Message:
         """x_{i,k+1} = argmin g_i(x) + (ρ/2)‖x − z_k + w_{i,k}‖²; message (x_{i,k+1}, w_{i,k})."""
         self.x = self.solve(z - self.w)
-        return {"x": self.x.copy(), "w": self.w.copy()}
+        return {"x": self.x.copy(), "w": self.w.copy(), "n": self.n}
 
     def receive_consensus(self, z: np.ndarray) -> Message:
         """w_{i,k+1} = w_{i,k} + x_{i,k+1} − z_{k+1}; message: weighted local loss at z_{k+1}."""
         self.w = self.w + self.x - z
-        return {"loss": self.weight * P.loss(self.settings.problem, self.A, self.b, z)}
+        return {
+            "loss": self.weight * P.loss(self.settings.problem, self.A, self.b, z),
+            "n": self.n,
+        }
 
 
 # ---- consensus ADMM: server side (messages only) ------------------------------------------
@@ -245,12 +257,16 @@ def server_objective(messages: Sequence[Message], z: np.ndarray, settings: AdmmS
 
 
 def admm_distributed(
-    blocks: Sequence[tuple[str, Any, Any]], settings: AdmmSettings, ledger: Ledger | None = None
+    blocks: Sequence[tuple[str, Any, Any]],
+    settings: AdmmSettings,
+    ledger: Ledger | None = None,
+    min_samples: int = 1,
 ) -> AdmmResult:
     """Algorithm 2 (generalised): consensus ADMM over ``blocks`` = [(center, A_i, b_i), ...].
 
-    Every message passes ``ledger.send``: center → server ``local_update`` {x, w} and
-    ``objective`` {loss}; server → center ``consensus`` {z}.
+    Every message passes ``ledger.send`` under its protocol: center → server
+    ``local_update`` {x, w, n} and ``objective`` {loss, n}; server → center ``consensus`` {z}.
+    ``min_samples``: the smallest center that may send (no config key yet: 1).
     """
     t0 = time.perf_counter()
     s = settings
@@ -264,18 +280,21 @@ def admm_distributed(
         raise InputDataError(f"centers hold different feature counts {sorted(dims)}")
     d = dims.pop()
     z = np.zeros(d)
+    up, obj_p = (replace(p, min_samples=int(min_samples)) for p in (LOCAL_UPDATE, OBJECTIVE))
     rows, converged = [], False
     for k in range(1, s.max_iter + 1):
         msgs = [
-            ledger.send(c.name, "server", c.local_update(z), k, "local_update") for c in centers
+            ledger.send(c.name, "server", c.local_update(z), k, "local_update", protocol=up)
+            for c in centers
         ]
         z_prev, z = z, server_z_update(msgs, s)
         losses = []
         for c in centers:
-            received = ledger.send("server", c.name, {"z": z.copy()}, k, "consensus")
-            losses.append(
-                ledger.send(c.name, "server", c.receive_consensus(received["z"]), k, "objective")
+            received = ledger.send(
+                "server", c.name, {"z": z.copy()}, k, "consensus", protocol=CONSENSUS
             )
+            answer = c.receive_consensus(received["z"])
+            losses.append(ledger.send(c.name, "server", answer, k, "objective", protocol=obj_p))
         obj = server_objective(losses, z, s)
         rows.append(_row(k, obj, *server_residuals(msgs, z, z_prev, s)))
         if s.eps_abs is not None and _stop(rows[-1]):

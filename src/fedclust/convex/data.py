@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, InputDataError
-from ..ledger import Ledger, Message
+from ..federation import Ledger, Message, Protocol
 from . import problems as P
 
 SKLEARN_DATASETS = ("diabetes", "breast_cancer")
@@ -88,6 +88,13 @@ def encode_target(problem: str, y: np.ndarray) -> np.ndarray:
 # ---- standardisation: pooled (one data holder) and federated (per-center sums) ------------
 
 
+STANDARDIZE = Protocol("admm_standardize", {"n": "count", "sum": "aggregate", "sumsq": "aggregate"})
+STANDARDIZE_GLOBAL = Protocol(
+    "admm_standardize_global",
+    {"mean": "aggregate", "sd": "aggregate", "y_mean": "aggregate", "y_sd": "aggregate"},
+)
+
+
 def center_moments(V: np.ndarray) -> Message:
     """Center side: n, column sums and sums of squares (nothing row-level)."""
     V = np.asarray(V, dtype=float)
@@ -149,12 +156,15 @@ def federated_blocks(
         msgs = []
         for c, Xi, yi in parts:
             V = np.column_stack([Xi, yi]) if regress else Xi
-            msgs.append(ledger.send(c, "server", center_moments(V), 0, "standardize"))
+            msgs.append(
+                ledger.send(c, "server", center_moments(V), 0, "standardize", protocol=STANDARDIZE)
+            )
         mean, sd = server_moments(msgs)
         if regress:
             mean, sd, ym, ysd = mean[:-1], sd[:-1], mean[-1], sd[-1]
         for c, *_ in parts:
             ledger.send(
-                "server", c, {"mean": mean, "sd": sd, "y_mean": ym, "y_sd": ysd}, 0, "standardize"
-            )
+                "server", c, {"mean": mean, "sd": sd, "y_mean": ym, "y_sd": ysd}, 0, "standardize",
+                protocol=STANDARDIZE_GLOBAL,
+            )  # fmt: skip
     return [(c, design(Xi, mean, sd), (yi - ym) / ysd if regress else yi) for c, Xi, yi in parts]

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
-from sklearn.preprocessing import Normalizer, StandardScaler
 from torch.nn import functional as F
 
 from fedclust.errors import ConfigError
@@ -107,6 +105,8 @@ def scale(z: np.ndarray, scaler: str) -> np.ndarray:
     """Optional rescaling of the feature space before k-means (seed 000 §1.6 step 2)."""
     if scaler == "none":
         return z
+    from sklearn.preprocessing import Normalizer, StandardScaler  # lazy: job start-up time
+
     if scaler == "standard":
         return StandardScaler().fit_transform(z)
     if scaler in ("normal-l1", "normal-l2"):
@@ -124,6 +124,8 @@ def kmeans_centroids(
     """
     if len(z) < k:
         raise ConfigError(f"k-means needs at least k={k} samples, got {len(z)}", where="dec.k")
+    from sklearn.cluster import KMeans  # lazy: job start-up time
+
     km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(scale(z, scaler))
     labels = km.labels_.astype(int)
     if scaler == "none":

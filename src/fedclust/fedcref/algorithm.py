@@ -20,7 +20,15 @@ import numpy as np
 import torch
 
 from fedclust.errors import ConfigError, InputDataError
-from fedclust.ledger import Ledger
+from fedclust.federation import (
+    Ledger,
+    LedgerClientProxy,
+    Protocol,
+    Strategy,
+    fit_protocol,
+    make_strategy,
+    run_rounds,
+)
 
 from .association import (
     Node,
@@ -33,13 +41,15 @@ from .model import NDArrays, generator, get_parameters, make_ae, sample_errors, 
 from .model import train_ae as _train
 from .refine import client_stable, cluster_refine, series_stable
 
-try:  # the FedAvg strategy is moving to fedclust.federation; same Flower-shaped API
-    from fedclust.federation import make_strategy  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - until the move lands
-    from fedclust.dec.federated import make_strategy
-
 log = logging.getLogger(__name__)
 MODES = ("fedcref", "perfect", "local_only")
+
+# What crosses the ledger in a group's FedAvg (fedclust.federation.Protocol): the member's AE
+# weights with its cluster size (count ≥ min_samples), the group model back; the membership
+# table from the graph builder. FedCRef has no minimum-cluster-size key: min_samples = 1.
+GROUP_FIT = fit_protocol("fedcref_group_fit", metrics=())
+GROUP_MODEL = Protocol("fedcref_group_model", {"parameters": "parameters"})
+GROUPS = Protocol("fedcref_groups", {"groups": "metadata"})
 
 
 @dataclass
@@ -236,6 +246,33 @@ class FedCRefResult:
     stop_reason: str = ""
 
 
+class _Member:
+    """Local cluster ``q`` of a client as a Flower-shaped fit client."""
+
+    def __init__(self, client: Client, q: int) -> None:
+        self.client, self.q = client, q
+
+    def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]:
+        return self.client.fit(self.q, parameters, config)
+
+
+@dataclass
+class _EpochSchedule(Strategy):
+    """``inner``'s aggregation; ``first`` local epochs in round 1, then ``later`` (§2.4) — the
+    per-round fit config (Flower's ``on_fit_config_fn`` place)."""
+
+    inner: Strategy
+    first: int
+    later: int
+
+    def configure_fit(self, server_round, parameters, clients, config):  # noqa: ANN001, ANN201
+        cfg = {**config, "epochs": self.first if server_round < 2 else self.later}
+        return self.inner.configure_fit(server_round, parameters, clients, cfg)
+
+    def aggregate_fit(self, server_round, results, current=None):  # noqa: ANN001, ANN201
+        return self.inner.aggregate_fit(server_round, results, current)
+
+
 def train_group(
     clients: Sequence[Client],
     members: Sequence[Node],
@@ -245,25 +282,18 @@ def train_group(
     ledger: Ledger,
     it: int,
 ) -> NDArrays:
-    """One group AE by FedAvg (§2.4): fresh init, ``rounds`` rounds, local epochs
-    ``first_epochs`` in round 1 then ``later_epochs``, weighted by cluster size; aggregator =
-    lowest client id; only the first ``max_members`` members train."""
-    strategy = make_strategy(p.strategy, {})
+    """One group AE by FedAvg (§2.4) on the federation core's round loop: fresh init, ``rounds``
+    rounds, local epochs ``first_epochs`` in round 1 then ``later_epochs``, weighted by cluster
+    size; the aggregator (the ledger's ``server``) is the group's lowest client id; only the
+    first ``max_members`` members train."""
+    strategy = _EpochSchedule(make_strategy(p.strategy, {}), p.first_epochs, p.later_epochs)
     d = clients[0].x.shape[1]
     params = get_parameters(make_ae(d, p.hidden, hash_seed(seed, tag)))
     members = sorted(members)[: p.max_members]
-    agg = clients[members[0][0]].cid
-    for rnd in range(1, p.rounds + 1):
-        cfg = {"epochs": p.first_epochs if rnd < 2 else p.later_epochs, "group": tag}
-        results = []
-        for ci, q in members:
-            c = clients[ci]
-            sent = ledger.send(agg, c.cid, {"parameters": params}, it, "group_global")
-            w, n, _ = c.fit(q, sent["parameters"], cfg)
-            msg = ledger.send(c.cid, agg, {"parameters": w, "n": n}, it, "group_update")
-            results.append((msg["parameters"], msg["n"]))
-        params = strategy.aggregate_fit(rnd, results, params)
-    return params
+    proxies = [LedgerClientProxy(clients[ci].cid, _Member(clients[ci], q), ledger)
+               for ci, q in members]  # fmt: skip
+    return run_rounds(proxies, strategy, params, p.rounds, {"group": tag}, GROUP_FIT,
+                      kind="group", label=f"fedcref it {it} group {tag}")  # fmt: skip
 
 
 def run_fedcref(
@@ -338,14 +368,15 @@ def run_fedcref(
         membership = [[gi, *n] for gi, g in enumerate(groups) for n in g]
         table = np.asarray(membership, dtype=np.int64).reshape(-1, 3)
         for c in clients:
-            ledger.send("graph", c.cid, {"groups": table}, it, "groups")
+            ledger.send("graph", c.cid, {"groups": table}, it, "groups", protocol=GROUPS)
         group_uids = []
         for gi, g in enumerate(groups):
             tag = f"G{gi}/it{it}"
             params = train_group(clients, g, p, seed, tag, ledger, it)
-            agg = clients[g[0][0]].cid
-            for c in clients:
-                got = ledger.send(agg, c.cid, {"parameters": params}, it, "group_model")
+            for c in clients:  # from the group's aggregator
+                got = ledger.send(
+                    "server", c.cid, {"parameters": params}, it, "group_model", protocol=GROUP_MODEL
+                )
                 if c.active:
                     c.evaluate_models({tag: got["parameters"]})
             group_uids.append(tag)

@@ -17,69 +17,8 @@ from fedclust.seeds import derive_seed
 from .algorithm import Client, FedCRefParams, run_fedcref
 from .association import Node, ideal_edges, wrong_clusters, wrong_links
 from .init import initial_partition
+from .settings import EXPERIMENTS, settings  # noqa: F401  (re-exported)
 from .system import ClientData, build_system
-
-EXPERIMENTS = ("exp1", "exp2", "exp3", "exp4")
-
-
-def _tag(v: float) -> str:
-    return f"{int(round(float(v) * 100)):03d}"
-
-
-def settings(cfg: dict) -> dict[str, dict[str, dict[str, Any]]]:
-    """{experiment: {setting name: overrides}} from ``fedcref.experiments``.
-
-    exp1: DEC initial clustering per dataset; exp2: dataset × dirtiness; exp3: overlap;
-    exp4: number of clients. Overrides: dataset, init, dirtiness, overlap, n_clients.
-    """
-    ex = cfg.get("experiments", {})
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    if "exp1" in ex:
-        e = ex["exp1"]
-        out["exp1"] = {
-            f"{d}_dec": {"dataset": d, "init": "dec", "dirtiness": 0.0, "cross_method": True}
-            for d in e["datasets"]
-        }
-    if "exp2" in ex:
-        e = ex["exp2"]
-        out["exp2"] = {
-            f"{d}_d{_tag(t)}": {"dataset": d, "init": "dirty_uniform", "dirtiness": float(t)}
-            for d in e["datasets"]
-            for t in e["dirtiness"]
-        }
-    if "exp3" in ex:
-        e = ex["exp3"]
-        out["exp3"] = {
-            f"{e['dataset']}_o{_tag(o)}": {
-                "dataset": e["dataset"],
-                "init": "dirty_uniform",
-                "dirtiness": float(e["dirtiness"]),
-                "overlap": float(o),
-            }
-            for o in e["overlap"]
-        }
-    if "exp4" in ex:
-        e = ex["exp4"]
-        out["exp4"] = {
-            f"{e['dataset']}_n{int(n):03d}": {
-                "dataset": e["dataset"],
-                "init": "dirty_uniform",
-                "dirtiness": float(e["dirtiness"]),
-                "n_clients": int(n),
-            }
-            for n in e["n_clients"]
-        }
-    for exp, s in out.items():
-        for name, o in s.items():
-            if "variants" in ex[exp]:
-                o["variants"] = list(ex[exp]["variants"])
-            if o["dataset"] not in cfg["datasets"]:
-                raise ConfigError(
-                    f"{exp} setting {name} uses dataset {o['dataset']!r}, not in fedcref.datasets",
-                    where=f"fedcref.experiments.{exp}",
-                    fix=f"use one of {sorted(cfg['datasets'])}",
-                )
-    return out
 
 
 def system_for(cfg: dict, setting: dict, y_pool: np.ndarray, seed: int) -> list[ClientData]:

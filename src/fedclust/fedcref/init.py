@@ -10,11 +10,7 @@ import copy
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
 
-from fedclust.dec.model import TSAE, DECModel, encoder_dims
-from fedclust.dec.pipeline import train_autoencoder
-from fedclust.dec.train import embed, kmeans_centroids, predict, shuffle_generator, train_dec
 from fedclust.errors import ConfigError
 from fedclust.seeds import derive_seed, rng
 
@@ -26,6 +22,10 @@ METHODS = ("oracle", "dirty_uniform", "kmeans", "dec")
 def local_dec(x: np.ndarray, k: int, cfg: dict, seed: int) -> np.ndarray:
     """Per-client DEC (§3.5) with :mod:`fedclust.dec`: TSAE pretraining (Adam), k-means init
     in the embedding, KL(P‖Q) fine-tuning; returns the cluster of every sample."""
+    from fedclust.dec.model import TSAE, DECModel, encoder_dims  # DEC init only (exp1)
+    from fedclust.dec.pipeline import train_autoencoder
+    from fedclust.dec.train import embed, kmeans_centroids, predict, shuffle_generator, train_dec
+
     torch.manual_seed(derive_seed(seed, "fedcref", "dec", "init"))
     xt = torch.as_tensor(np.asarray(x, dtype=np.float32))
     tsae = TSAE(encoder_dims(x.shape[1], cfg["arch"]), hidden_act="relu", final_act="sigmoid")
@@ -52,6 +52,8 @@ def initial_partition(
     if method == "dirty_uniform":
         return dirty_uniform(y, dirtiness, rng(seed, "fedcref", "dirty"))
     if method == "kmeans":
+        from sklearn.cluster import KMeans
+
         km = KMeans(n_clusters=k, n_init=10, random_state=derive_seed(seed, "km") % (2**31))
         return km.fit_predict(x).astype(int)
     if method == "dec":
@@ -79,6 +81,10 @@ def centralized_dec_k(
     Returns (best K, silhouette per K, labels per K)."""
     from sklearn.manifold import TSNE
     from sklearn.metrics import silhouette_score
+
+    from fedclust.dec.model import TSAE, DECModel, encoder_dims
+    from fedclust.dec.pipeline import train_autoencoder
+    from fedclust.dec.train import embed, kmeans_centroids, predict, shuffle_generator, train_dec
 
     torch.manual_seed(derive_seed(seed, "fedcref", "gdec"))
     xt = torch.as_tensor(np.asarray(x, dtype=np.float32))

@@ -6,7 +6,7 @@ from typing import Any
 
 from fedclust.data.glyphs import FILES
 
-from .experiments import settings
+from .settings import settings
 
 
 def plan(cfg: dict) -> tuple[dict, list[tuple[str, str, int]], list[str], bool]:

@@ -129,8 +129,21 @@ def run_rounds(
     label: str = "",
     on_round: Callable[[int, NDArrays], None] | None = None,
     history: History | None = None,
+    engine: str = "inprocess",
 ) -> NDArrays:
-    """``rounds`` rounds of broadcast → local fit → ledger → ``aggregate_fit``."""
+    """``rounds`` rounds of broadcast → local fit → ledger → ``aggregate_fit``.
+
+    ``engine``: ``inprocess`` (this loop, the ledger as transport) or ``flower`` (this very
+    loop inside a Flower ServerApp, :func:`fedclust.flower.engine.run_rounds`; extra
+    ``fedclust[flower]``). Callers pass their config's ``engine`` key explicitly.
+    """
+    if engine != "inprocess":
+        from fedclust.flower.engine import check_engine
+        from fedclust.flower.engine import run_rounds as flower_rounds
+
+        check_engine(engine, where="run_rounds(engine=...)")
+        return flower_rounds(proxies, strategy, parameters, rounds, config, protocol, kind,
+                             label, on_round, history)  # fmt: skip
     hist = history if history is not None else History()
     clock = RoundLog(label or kind, rounds)
     for rnd in range(1, rounds + 1):

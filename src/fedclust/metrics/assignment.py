@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from sklearn import metrics as skm
 
 
 def _codes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -50,6 +49,8 @@ def internal_scores(
     """Silhouette (cosine in data space, Euclidean in feature space) and Calinski–Harabasz in
     both spaces, raw and natural log (seed 000 §3.5–3.7). 0 when fewer than two clusters.
     ``sample_size``: silhouettes on a random subset (sklearn), for very large n."""
+    from sklearn import metrics as skm  # here, not at import: ~0.6 CPU-s for every job
+
     n_lab = len(np.unique(labels))
     out: dict[str, float] = {}
     if n_lab < 2 or n_lab >= len(labels):
@@ -74,6 +75,8 @@ def internal_scores(
 
 def external_scores(labels: np.ndarray, reference: np.ndarray) -> dict[str, float]:
     """Hungarian accuracy, ARI and NMI against reference labels."""
+    from sklearn import metrics as skm
+
     return {
         "accuracy": hungarian_accuracy(labels, reference),
         "ari": float(skm.adjusted_rand_score(reference, labels)),

@@ -22,7 +22,7 @@ import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
 from fedclust.errors import ConfigError
-from fedclust.ledger import Ledger
+from fedclust.federation import Ledger
 from fedclust.seeds import derive_seed, rng
 
 from .cohort import fit_preprocess, select_endpoint
@@ -30,6 +30,7 @@ from .cox import c_index
 from .model import get_parameters
 from .scenarios import SCENARIOS, partition, split_train_test
 from .strategies import (
+    CV_PREDICTIONS,
     STRATEGIES,
     Model,
     SurvivalClient,
@@ -145,7 +146,9 @@ def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label) -> float:
             model = train_strategy(
                 strategy, rest, init, hp, mc, ledger, rng(*seed_label, "order", k)
             )
-        msg = ledger.send(held.cid, "server", held.predict(model), 0, "cv_predictions")
+        msg = ledger.send(
+            held.cid, "server", held.predict(model), 0, "cv_predictions", protocol=CV_PREDICTIONS
+        )
         risk.append(msg["risk"]), tt.append(msg["time"]), ee.append(msg["event"])
     return c_index(np.concatenate(tt), np.concatenate(risk), np.concatenate(ee))
 

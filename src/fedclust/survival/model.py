@@ -39,12 +39,21 @@ class DeepCox(nn.Module):
         return l1 * w.abs().sum() + l2 * (w * w).sum()
 
 
+def _tensors(model: nn.Module) -> list[torch.Tensor]:
+    """The model's state tensors in ``state_dict`` order (a DeepCox has parameters only)."""
+    return list(model.state_dict(keep_vars=True).values())
+
+
 def get_parameters(model: nn.Module) -> list[np.ndarray]:
-    return [p.detach().cpu().numpy().copy() for p in model.state_dict().values()]
+    return [p.detach().cpu().numpy().copy() for p in _tensors(model)]
 
 
+@torch.no_grad()
 def set_parameters(model: nn.Module, params: list[np.ndarray]) -> None:
-    keys = list(model.state_dict())
-    model.load_state_dict(
-        {k: torch.as_tensor(np.asarray(v)) for k, v in zip(keys, params, strict=True)}
-    )
+    """``load_state_dict``'s in-place copy (dtype cast included) without its per-call
+    bookkeeping, which dominated the short federated rounds."""
+    for t, v in zip(_tensors(model), params, strict=True):
+        src = torch.as_tensor(np.asarray(v))
+        if src.shape != t.shape:
+            raise ValueError(f"parameter shape {tuple(src.shape)} != model's {tuple(t.shape)}")
+        t.copy_(src)

@@ -12,11 +12,10 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from fedclust.errors import ConfigError, InputDataError
 
-SCENARIOS = ("iid_balanced", "iid_unbalanced", "noniid_time", "noniid_bm_blast")
+from .names import SCENARIOS
 
 
 def split_train_test(n: int, event: np.ndarray, test_fraction: float, seed: int):
@@ -25,6 +24,8 @@ def split_train_test(n: int, event: np.ndarray, test_fraction: float, seed: int)
         raise ConfigError(
             f"test fraction {test_fraction} not in (0, 1)", where="survival.test_fraction"
         )
+    from sklearn.model_selection import train_test_split  # here: the DAG parse imports SCENARIOS
+
     idx = np.arange(n)
     tr, te = train_test_split(
         idx, test_size=test_fraction, random_state=seed, stratify=np.asarray(event)

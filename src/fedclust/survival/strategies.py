@@ -2,8 +2,13 @@
 
 Centre side: :class:`SurvivalClient` (``evaluate`` / ``fit`` / ``predict`` shaped like Flower's
 NumPyClient; sees only its own arrays). Server side: the ``run_*`` functions see only messages,
-every one of which passes :meth:`fedclust.ledger.Ledger.send`. Weights Averaging aggregates with
-the project's FedAvg strategy (``aggregate_fit``), not a second implementation.
+every one of which passes :meth:`fedclust.federation.Ledger.send` under one of the stage's
+:class:`~fedclust.federation.Protocol` s below (a breach raises ``DisclosureError`` naming centre,
+protocol and rule). Weights Averaging is the federation core's round loop
+(:func:`fedclust.federation.run_rounds` with :class:`LedgerClientProxy` transport) and FedAvg;
+the D6.2 learning-rate rule is its ``configure_fit`` (Flower's ``on_fit_config_fn`` place), fed by
+an evaluate exchange. Sequential is not a fit-and-aggregate round: it visits the centres through
+the same proxies, logged by :class:`RoundLog`.
 
 A trained "model" is a list of ``(parameters, weight)``: one member with weight 1 for Sequential,
 Weights Averaging and centralized; the K local models with a_k = n_k / N for Ensemble (risk =
@@ -12,19 +17,28 @@ Weights Averaging and centralized; the K local models with a_k = n_k / N for Ens
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 
 from fedclust.errors import ConfigError, InputDataError
-from fedclust.ledger import Ledger
+from fedclust.federation import (
+    FedAvg,
+    Ledger,
+    LedgerClientProxy,
+    Protocol,
+    RoundLog,
+    fit_protocol,
+    run_rounds,
+)
 
 from .cohort import check_survival
 from .cox import c_index
 from .model import get_parameters, set_parameters
+from .names import STRATEGIES
 from .train import (
     HyperParams,
     LrRule,
@@ -36,14 +50,23 @@ from .train import (
     train_centralized,
 )
 
-try:  # the core engineer is moving the strategies to fedclust.federation
-    from fedclust.federation import FedAvg  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - until then
-    from fedclust.dec.federated import FedAvg
-
-STRATEGIES = ("sequential", "weights_averaging", "ensemble", "isolated", "centralized")
-FEDERATED = ("sequential", "weights_averaging", "ensemble")
 Model = list[tuple[list[np.ndarray], float]]
+
+# What a centre may disclose (fedclust.federation.Protocol). A Cox risk set needs two patients
+# (SurvivalClient refuses fewer), so every model update summarises at least MIN_SAMPLES.
+MIN_SAMPLES = 2
+FIT = fit_protocol("survival_fit", metrics=(), min_samples=MIN_SAMPLES)
+LOCAL_MODEL = fit_protocol("survival_local_model", metrics=(), min_samples=MIN_SAMPLES)
+EVALUATE_REQUEST = Protocol("survival_evaluate_request", {"parameters": "parameters"})
+EVALUATE = Protocol("survival_evaluate", {"loss_sum": "aggregate", "n_events": "count"})
+# leave-one-centre-out CV: the held-out centre's risks with its outcomes, per patient — the
+# disclosure D6.2 accepts for the pooled C-index (seed 003 §7.4); only this protocol allows rows
+CV_PREDICTIONS = Protocol(
+    "survival_cv_predictions",
+    {"risk": "per_sample", "time": "per_sample", "event": "per_sample"},
+    per_sample=True,
+)
+PROTOCOLS = (FIT, LOCAL_MODEL, EVALUATE_REQUEST, EVALUATE, CV_PREDICTIONS)
 
 
 class SurvivalClient:
@@ -77,7 +100,9 @@ class SurvivalClient:
     def n(self) -> int:
         return len(self.t)
 
-    def evaluate(self, parameters: list[np.ndarray]) -> dict[str, Any]:
+    def evaluate(
+        self, parameters: list[np.ndarray], config: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         set_parameters(self.model, parameters)
         s, n_ev = loss_sum(self.model, self.x, self.t, self.e)
         return {"loss_sum": s, "n_events": n_ev}
@@ -118,14 +143,33 @@ def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:  # noqa: ANN0
     return sum(w * predict(net, p, x) for p, w in model)
 
 
-def _lr_round(clients, params, rule: LrRule, k: int, ledger: Ledger) -> float:  # noqa: ANN001
-    """Evaluate round: masked (per-centre) Cox loss of the current model → lr rule."""
-    msgs = []
-    for c in clients:
-        ledger.send("server", c.cid, {"parameters": params}, k, "broadcast")
-        msgs.append(ledger.send(c.cid, "server", c.evaluate(params), k, "evaluate"))
+def _proxies(clients: Sequence[SurvivalClient], ledger: Ledger) -> list[LedgerClientProxy]:
+    return [LedgerClientProxy(c.cid, c, ledger) for c in clients]
+
+
+def _lr_round(proxies: Sequence[LedgerClientProxy], params, rule: LrRule, k: int) -> float:  # noqa: ANN001
+    """Evaluate exchange: masked (per-centre) Cox loss of the current model → lr rule."""
+    msgs = [
+        p.call("evaluate", {"parameters": params}, k, "evaluate", EVALUATE, EVALUATE_REQUEST)
+        for p in proxies
+    ]
+    msgs = [m for m in msgs if m is not None]
     loss = sum(m["loss_sum"] for m in msgs) / sum(m["n_events"] for m in msgs)
     return rule.update(loss, k)
+
+
+@dataclass
+class LrRuleFedAvg(FedAvg):
+    """FedAvg (weights n_k / N) whose ``configure_fit`` first runs the evaluate exchange and
+    the D6.2 lr rule, then asks every centre for ``ie`` local epochs at that lr."""
+
+    rule: LrRule | None = None
+
+    def configure_fit(
+        self, server_round: int, parameters, clients, config: Mapping[str, Any]
+    ) -> list[tuple[Any, dict[str, Any]]]:  # noqa: ANN001
+        lr = _lr_round(clients, parameters, self.rule, server_round - 1)
+        return super().configure_fit(server_round, parameters, clients, {**config, "lr": lr})
 
 
 def run_weights_averaging(
@@ -134,22 +178,22 @@ def run_weights_averaging(
     hp: HyperParams,
     mc: ModelConfig,
     ledger: Ledger,
-    strategy=None,
+    engine: str = "inprocess",
 ) -> Model:  # noqa: ANN001
-    """FedAvg with ``ie`` local epochs for ``fe`` rounds, weights n_k / N (D6.2 Fig. 8.5)."""
-    strategy = strategy or FedAvg()
-    params, rule = [p.copy() for p in init], LrRule(hp.lr, mc.lr_floor)
-    for k in range(hp.fe):
-        lr = _lr_round(clients, params, rule, k, ledger)
-        results = []
-        for c in clients:
-            ledger.send(
-                "server", c.cid, {"lr": lr, "epochs": hp.ie, "batches": hp.batches}, k, "fit_ins"
-            )
-            p, n, _ = c.fit(params, {"epochs": hp.ie, "batches": hp.batches, "lr": lr})
-            msg = ledger.send(c.cid, "server", {"parameters": p, "n": n}, k, "fit")
-            results.append((msg["parameters"], msg["n"]))
-        params = strategy.aggregate_fit(k, results, params)
+    """FedAvg with ``ie`` local epochs for ``fe`` rounds, weights n_k / N (D6.2 Fig. 8.5), on
+    the federation core's round loop (``engine``: ``inprocess`` or ``flower``)."""
+    strategy = LrRuleFedAvg(rule=LrRule(hp.lr, mc.lr_floor))
+    params = run_rounds(
+        _proxies(clients, ledger),
+        strategy,
+        [p.copy() for p in init],
+        hp.fe,
+        {"epochs": hp.ie, "batches": hp.batches},
+        FIT,
+        kind="fit",
+        label=f"survival weights_averaging {hp.label()} ({len(clients)} centres)",
+        engine=engine,
+    )
     return [(params, 1.0)]
 
 
@@ -164,13 +208,16 @@ def run_sequential(
     """The model visits the centres one after another, ``ie`` epochs each; the order is
     reshuffled every federated epoch (D6.2 Fig. 8.4)."""
     params, rule = [p.copy() for p in init], LrRule(hp.lr, mc.lr_floor)
+    proxies = _proxies(clients, ledger)
+    clock = RoundLog(f"survival sequential {hp.label()} ({len(clients)} centres)", hp.fe)
     for k in range(hp.fe):
-        lr = _lr_round(clients, params, rule, k, ledger)
+        lr = _lr_round(proxies, params, rule, k)
+        cfg = {"epochs": hp.ie, "batches": hp.batches, "lr": lr}
         for i in rng.permutation(len(clients)):
-            c = clients[int(i)]
-            ledger.send("server", c.cid, {"parameters": params, "lr": lr}, k, "fit_ins")
-            p, n, _ = c.fit(params, {"epochs": hp.ie, "batches": hp.batches, "lr": lr})
-            params = ledger.send(c.cid, "server", {"parameters": p, "n": n}, k, "fit")["parameters"]
+            out = proxies[int(i)].fit(params, cfg, k, "sequential", FIT)
+            if out is not None:
+                params = out[0]
+        clock.done(k + 1)
     return [(params, 1.0)]
 
 
@@ -182,7 +229,9 @@ def run_local(
     out = []
     for c in clients:
         p, n = c.fit_local(init, hp)
-        msg = ledger.send(c.cid, "server", {"parameters": p, "n": n}, 0, "local_model")
+        msg = ledger.send(
+            c.cid, "server", {"parameters": p, "n": n}, 0, "local_model", protocol=LOCAL_MODEL
+        )
         out.append((msg["parameters"], float(msg["n"])))
     if weighted:
         total = sum(w for _, w in out)

@@ -6,8 +6,7 @@ from typing import Any
 
 from fedclust.config import data_mirror
 
-from .scenarios import SCENARIOS
-from .strategies import STRATEGIES
+from .names import SCENARIOS, STRATEGIES
 
 # Centralized training does not depend on the scenario; its CV folds are the balanced IID centres.
 CENTRALIZED_SCENARIO = "iid_balanced"

@@ -1,0 +1,200 @@
+"""Survival, FedCRef and ADMM on the federation core: the same numbers as a plain loop, declared
+protocols, and a forbidden message raises DisclosureError naming centre, protocol and rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fedclust.convex import admm as M
+from fedclust.errors import DisclosureError
+from fedclust.fedcref.algorithm import GROUP_FIT, Client, FedCRefParams, train_group
+from fedclust.fedcref.system import oracle_partition
+from fedclust.federation import Ledger, weighted_average
+from fedclust.survival import strategies as S
+from fedclust.survival.model import get_parameters
+from fedclust.survival.train import HyperParams, LrRule, ModelConfig
+
+MC = ModelConfig(hidden=(6, 3), l1=1e-3, l2=1e-3)
+HP = HyperParams(fe=3, ie=2, batches=1, lr=0.05)
+
+
+def _surv(n=60, p=4, seed=0):
+    g = np.random.default_rng(seed)
+    x = g.normal(size=(n, p))
+    t = g.exponential(np.exp(-0.8 * x[:, 0]))
+    e = (g.random(n) < 0.7).astype(int)
+    return x, t, e
+
+
+def _survival_clients(cls=S.SurvivalClient, sizes=(30, 45, 60)):
+    out = []
+    for i, n in enumerate(sizes):
+        x, t, e = _surv(n, seed=i)
+        out.append(cls(f"centre{i}", x, t, e, MC, seed=100 + i))
+    return out
+
+
+def _init():
+    torch.manual_seed(0)
+    return get_parameters(MC.build(4))
+
+
+def test_survival_weights_averaging_equals_plain_fedavg_loop():
+    """run_rounds + LedgerClientProxy give the numbers of the hand loop (evaluate → lr rule →
+    local fit → n-weighted mean) bit for bit; every message is under a declared protocol."""
+    init, led = _init(), Ledger()
+    got = S.run_weights_averaging(_survival_clients(), init, HP, MC, led)[0][0]
+    clients, params, rule = _survival_clients(), [p.copy() for p in init], LrRule(HP.lr, 1e-3)
+    for k in range(HP.fe):
+        ev = [c.evaluate(params) for c in clients]
+        lr = rule.update(sum(m["loss_sum"] for m in ev) / sum(m["n_events"] for m in ev), k)
+        cfg = {"epochs": HP.ie, "batches": HP.batches, "lr": lr}
+        params = weighted_average([c.fit(params, cfg)[:2] for c in clients])
+    for a, b in zip(got, params, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(got[0], init[0])
+    t = led.table()
+    assert set(t["protocol"]) == {"survival_fit", "survival_evaluate", "survival_evaluate_request"}
+    assert len(t) == HP.fe * 3 * 4  # evaluate request/answer + fit global/update per centre
+    assert t["floats"].max() < 30 * 4  # no message as large as a centre's covariate rows
+
+
+class _TinyUpdate(S.SurvivalClient):
+    def fit(self, parameters, config):  # noqa: ANN001, ANN201
+        params, _, m = super().fit(parameters, config)
+        return params, 1, m  # claims an aggregate over one patient
+
+
+class _LeakyEvaluate(S.SurvivalClient):
+    def evaluate(self, parameters, config=None):  # noqa: ANN001, ANN201
+        return {**super().evaluate(parameters), "risk": self.t_np}  # per-patient rows
+
+
+@pytest.mark.parametrize("runner", ["weights_averaging", "sequential"])
+def test_survival_too_small_update_raises_naming_centre_and_rule(runner):
+    clients = _survival_clients()
+    clients[1] = _survival_clients(_TinyUpdate)[1]
+    with pytest.raises(DisclosureError) as err:
+        S.train_strategy(runner, clients, _init(), HP, MC, Ledger(), np.random.default_rng(0))
+    assert err.value.center == "centre1" and err.value.protocol == "survival_fit"
+    assert err.value.rule == f"min-samples>={S.MIN_SAMPLES}" and "centre1" in str(err.value)
+
+
+def test_survival_per_sample_rows_raise():
+    clients = _survival_clients()
+    clients[2] = _survival_clients(_LeakyEvaluate)[2]
+    with pytest.raises(DisclosureError) as err:
+        S.run_weights_averaging(clients, _init(), HP, MC, Ledger())
+    assert (err.value.center, err.value.rule) == ("centre2", "declared-fields-only")
+    # the same rows are allowed only in the CV-predictions protocol, which declares them
+    led = Ledger()
+    c = clients[0]
+    led.send(c.cid, "server", c.predict([(_init(), 1.0)]), 0, "cv", protocol=S.CV_PREDICTIONS)
+    with pytest.raises(DisclosureError, match="no-per-sample-rows"):
+        bad = S.LOCAL_MODEL.__class__("x", {"risk": "per_sample", "n": "count"})
+        led.send(c.cid, "server", {"risk": c.t_np, "n": 30}, 0, "cv", protocol=bad)
+
+
+def test_survival_local_model_too_small_raises():
+    class Tiny(S.SurvivalClient):
+        def fit_local(self, init, hp):  # noqa: ANN001, ANN201
+            return super().fit_local(init, hp)[0], 1
+
+    clients = _survival_clients()
+    clients[0] = _survival_clients(Tiny)[0]
+    with pytest.raises(DisclosureError) as err:
+        S.train_strategy("ensemble", clients, _init(), HP, MC, Ledger(), None)
+    assert (err.value.center, err.value.protocol) == ("centre0", "survival_local_model")
+
+
+# ---------------------------------------------------------------- FedCRef
+TINY = FedCRefParams(hidden=(8, 4), epochs=2, batch_size=4, lr=1e-2, patience=None, rounds=2,
+                     first_epochs=1, later_epochs=2)  # fmt: skip
+
+
+def _fcr_clients(cls=Client, n=10):
+    g = np.random.default_rng(0)
+    out = []
+    for i in range(2):
+        y = np.repeat([0, 1], n)
+        x = np.clip(g.normal(0.3 + 0.4 * y[:, None], 0.1, size=(2 * n, 16)), 0, 1)
+        out.append(cls(i, f"c{i:03d}", x.astype(np.float32), oracle_partition(y), 2, TINY, 5))
+    return out
+
+
+def test_fedcref_group_round_loop_equals_plain_fedavg():
+    from fedclust.fedcref.algorithm import hash_seed
+    from fedclust.fedcref.model import get_parameters as ae_params
+    from fedclust.fedcref.model import make_ae
+
+    led = Ledger()
+    got = train_group(_fcr_clients(), [(0, 1), (1, 1)], TINY, 5, "G0", led, 1)
+    clients = _fcr_clients()
+    params = ae_params(make_ae(16, TINY.hidden, hash_seed(5, "G0")))
+    for rnd in (1, 2):
+        cfg = {"group": "G0", "epochs": 1 if rnd < 2 else 2}
+        params = weighted_average([c.fit(1, params, cfg)[:2] for c in clients])
+    for a, b in zip(got, params, strict=True):
+        np.testing.assert_array_equal(a, b)
+    t = led.table()
+    assert set(t["protocol"]) == {"fedcref_group_fit"}
+    assert t.kind.value_counts().to_dict() == {"group_global": 4, "group_update": 4}
+
+
+def test_fedcref_empty_update_and_per_sample_rows_raise():
+    class Empty(Client):
+        def fit(self, q, parameters, config):  # noqa: ANN001, ANN201
+            return super().fit(q, parameters, config)[0], 0, {}
+
+    clients = _fcr_clients()
+    clients[1] = _fcr_clients(Empty)[1]
+    with pytest.raises(DisclosureError) as err:
+        train_group(clients, [(0, 1), (1, 1)], TINY, 5, "G0", Ledger(), 1)
+    assert (err.value.center, err.value.rule) == ("c001", "min-samples>=1")
+    c = clients[0]
+    leak = {"parameters": [np.zeros(3)], "n": 10, "errors": np.zeros(10)}  # per-sample errors
+    with pytest.raises(DisclosureError) as err:
+        Ledger().send(c.cid, "server", leak, 1, "group_update", protocol=GROUP_FIT)
+    assert (err.value.center, err.value.rule) == ("c000", "declared-fields-only")
+
+
+# ---------------------------------------------------------------- ADMM
+def _admm_blocks(sizes=(40, 3, 30), d=4):
+    g = np.random.default_rng(1)
+    beta = g.normal(size=d)
+    out = []
+    for i, n in enumerate(sizes):
+        A = np.hstack([g.normal(size=(n, d - 1)), np.ones((n, 1))])
+        out.append((f"c{i}", A, A @ beta + 0.1 * g.normal(size=n)))
+    return out
+
+
+def test_admm_protocols_same_numbers_and_small_center_raises():
+    s = M.AdmmSettings("ridge", 0.1, max_iter=20, eps_abs=None)
+    led = Ledger()
+    res = M.admm_distributed(_admm_blocks(), s, led, min_samples=3)
+    A = np.vstack([a for _, a, _ in _admm_blocks()])
+    b = np.concatenate([y for *_, y in _admm_blocks()])
+    cen = M.admm_centralized(A, b, s)  # one data holder: consensus ADMM converges to it
+    np.testing.assert_allclose(res.z, cen.z, atol=1e-3)
+    assert set(led.table()["protocol"]) == {p.name for p in M.PROTOCOLS}
+    with pytest.raises(DisclosureError) as err:
+        M.admm_distributed(_admm_blocks(), s, Ledger(), min_samples=5)
+    assert (err.value.center, err.value.protocol, err.value.rule) == (
+        "c1", "admm_local_update", "min-samples>=5",
+    )  # fmt: skip
+
+
+def test_admm_center_sending_rows_raises(monkeypatch):
+    orig = M.AdmmCenter.local_update
+
+    def leaky(self, z):  # noqa: ANN001, ANN202
+        return {**orig(self, z), "b": self.b.copy()}
+
+    monkeypatch.setattr(M.AdmmCenter, "local_update", leaky)
+    s = M.AdmmSettings("ridge", 0.1, max_iter=3, eps_abs=None)
+    with pytest.raises(DisclosureError) as err:
+        M.admm_distributed(_admm_blocks(), s, Ledger())
+    assert (err.value.center, err.value.rule) == ("c0", "declared-fields-only")
