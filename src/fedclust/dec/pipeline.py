@@ -192,9 +192,16 @@ def train_autoencoder(
 
 
 def run_centralized(
-    x: np.ndarray, y: np.ndarray | None, cfg: dict, dataset: str, seed: int
+    x: np.ndarray,
+    y: np.ndarray | None,
+    cfg: dict,
+    dataset: str,
+    seed: int,
+    keep: dict | None = None,
 ) -> CentralizedResult:
-    """TSAE once per optimizer, then DEC for every α × scaler (Tables B.4/B.5 layout)."""
+    """TSAE once per optimizer, then DEC for every α × scaler (Tables B.4/B.5 layout).
+    ``keep`` (optional): receives each optimizer's Step-1 TSAE parameters under
+    ``("tsae", optimizer)`` (the extra figures' end-of-TSAE embedding, Figs 5.8/5.10/5.15)."""
     x = check_features(x, f"results/data/{dataset}/features.parquet")
     k = int(cfg["datasets"][dataset]["k"])
     dev = device()
@@ -223,6 +230,8 @@ def run_centralized(
             noise_seed=derive_seed(seed, "dec", dataset, "noise", "tsae", opt_name),
         )
         ae_loss = reconstruction_mse(tsae, xt)
+        if keep is not None:
+            keep[("tsae", opt_name)] = get_parameters(tsae)
         log.info(
             "%s TSAE %s: %d epochs in %.1fs, MSE %.4g",
             dataset,
@@ -331,8 +340,11 @@ def run_federated(
     dataset: str,
     split: str,
     seed: int,
+    keep: dict | None = None,
 ) -> FederatedResult:
-    """Every strategy × centroid aggregation on one split; evaluation on the pooled data."""
+    """Every strategy × centroid aggregation on one split; evaluation on the pooled data.
+    ``keep`` (optional): receives ``{"ae": TSAE parameters, "model": DEC model}`` under
+    ``(strategy, centroid method)`` (the extra figures' Fig. 5.17)."""
     x = check_features(x, f"results/data/{dataset}/features.parquet")
     k = int(cfg["datasets"][dataset]["k"])
     f = cfg["federated"]
@@ -449,6 +461,8 @@ def run_federated(
                 dec_losses,
             )
             set_dec_parameters(model, params)
+            if keep is not None:
+                keep[(strategy, method)] = {"ae": ae_params, "model": model}
             # Evaluation on the pooled data, not part of the protocol: it uses the decoder of
             # the federated TSAE stage (cycle accuracy, reconstruction) and every sample.
             metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
