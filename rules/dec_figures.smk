@@ -2,6 +2,7 @@
 # 5.10, 5.15–5.17, B.1 and issue 16's accuracy-vs-size curve. Reads the dec stage's result
 # tables by their paths (rules/dec.smk); its own outputs live under results/dec/figures/ and
 # results/dec/size_curve/.
+from fedclust.dec import figures_workflow as DFW
 
 DECFIG = DEC.get("figures", {})
 DECFIG_SC = DEC.get("size_curve", {})
@@ -14,28 +15,9 @@ DECFIG_SIZE_REPORT = {
 }
 
 
-def decfig_size_points():
-    """One result file per (schedule, size, repetition)."""
-    out = []
-    for name, sched in DECFIG_SC.get("schedules", {}).items():
-        for size in sched.get("sizes") or DECFIG_SC.get("sizes", []):
-            for rep in range(int(DECFIG_SC.get("repetitions", 1))):
-                out.append(f"results/dec/size_curve/{name}/n{size}_r{rep}.tsv")
-    return out
-
-
-def decfig_size_inputs(wildcards):
-    if DECFIG_SC.get("source") == "dataset":
-        return {
-            "features": "results/data/mnist/features.parquet",
-            "obs": "results/data/mnist/obs.tsv",
-        }
-    return {}
-
-
 rule dec_size_point:
     input:
-        unpack(decfig_size_inputs),
+        unpack(lambda w: DFW.size_inputs(DECFIG_SC)),
     output:
         "results/dec/size_curve/{schedule}/n{size}_r{rep}.tsv",
     log:
@@ -60,7 +42,7 @@ rule dec_size_point:
 
 rule dec_size_curve:
     input:
-        decfig_size_points(),
+        DFW.size_points(DECFIG_SC),
     output:
         summary=report("results/dec/size_curve/summary.tsv", **DECFIG_SIZE_REPORT),
         points=report("results/dec/size_curve/points.tsv", **DECFIG_SIZE_REPORT),
@@ -86,14 +68,6 @@ DECFIG_FED = DECFIG_FED if DEC.get("splits") else []
 DECFIG_MNIST_BMNIST = "mnist" in DECFIG_DS and "bmnist" in DECFIG_DS
 
 
-def decfig_report(name, sub="{dataset}"):
-    return {
-        "caption": f"../report/dec_{name}.rst",
-        "category": "DEC",
-        "subcategory": f"thesis figures {sub}",
-    }
-
-
 rule dec_best_states:
     input:
         features="results/data/{dataset}/features.parquet",
@@ -103,7 +77,7 @@ rule dec_best_states:
         states="results/dec/figures/{dataset}/states.npz",
         table="results/dec/figures/{dataset}/states.tsv",
         density=report(
-            "results/dec/figures/{dataset}/density.png", **decfig_report("density")
+            "results/dec/figures/{dataset}/density.png", **DFW.report_spec("density")
         ),
     log:
         "results/logs/dec/dec_best_states_{dataset}.log",
@@ -142,7 +116,7 @@ rule dec_fed_best_states:
         table="results/dec/figures/{dataset}/federated_states.tsv",
         density=report(
             "results/dec/figures/{dataset}/federated_density.png",
-            **decfig_report("fig5_17"),
+            **DFW.report_spec("fig5_17"),
         ),
     log:
         "results/logs/dec/dec_fed_best_states_{dataset}.log",
@@ -167,10 +141,12 @@ rule dec_fig_confusion:
         labels="results/dec/{dataset}/centralized/labels.tsv",
     output:
         figure=report(
-            "results/dec/figures/{dataset}/confusion.png", **decfig_report("confusion")
+            "results/dec/figures/{dataset}/confusion.png",
+            **DFW.report_spec("confusion"),
         ),
         table=report(
-            "results/dec/figures/{dataset}/confusion.tsv", **decfig_report("confusion")
+            "results/dec/figures/{dataset}/confusion.tsv",
+            **DFW.report_spec("confusion"),
         ),
     log:
         "results/logs/dec/dec_fig_confusion_{dataset}.log",
@@ -191,15 +167,16 @@ rule dec_fig_mnist:
         obs="results/data/{dataset}/obs.tsv",
     output:
         fours_nines=report(
-            "results/dec/figures/{dataset}/fours_nines.png", **decfig_report("fig5_7")
+            "results/dec/figures/{dataset}/fours_nines.png",
+            **DFW.report_spec("fig5_7"),
         ),
         reconstruction=report(
             "results/dec/figures/{dataset}/reconstruction.png",
-            **decfig_report("fig5_15"),
+            **DFW.report_spec("fig5_15"),
         ),
         recon_original=report(
             "results/dec/figures/{dataset}/recon_original.png",
-            **decfig_report("fig5_16"),
+            **DFW.report_spec("fig5_16"),
         ),
     log:
         "results/logs/dec/dec_fig_mnist_{dataset}.log",
@@ -224,7 +201,7 @@ rule dec_fig_mnist_bmnist:
         bmnist_features="results/data/bmnist/features.parquet",
         bmnist_obs="results/data/bmnist/obs.tsv",
     output:
-        report("results/dec/figures/mnist_bmnist.png", **decfig_report("fig3_1", "")),
+        report("results/dec/figures/mnist_bmnist.png", **DFW.report_spec("fig3_1", "")),
     log:
         "results/logs/dec/dec_fig_mnist_bmnist.log",
     conda:
@@ -236,50 +213,21 @@ rule dec_fig_mnist_bmnist:
         "../scripts/dec_fig_mnist_bmnist.py"
 
 
-def decfig_section_inputs(wildcards):
-    out = {
-        "confusion": expand(
-            "results/dec/figures/{dataset}/confusion.{ext}",
-            dataset=DECFIG_CONFUSION,
-            ext=["png", "tsv"],
-        ),
-        "states": expand(
-            "results/dec/figures/{dataset}/{f}",
-            dataset=DECFIG_STATES,
-            f=["states.tsv", "density.png"],
-        ),
-        "fed": expand(
-            "results/dec/figures/{dataset}/{f}",
-            dataset=DECFIG_FED,
-            f=["federated_states.tsv", "federated_density.png"],
-        ),
-        "mnist": (
-            expand(
-                "results/dec/figures/mnist/{f}.png",
-                f=["fours_nines", "reconstruction", "recon_original"],
-            )
-            if "mnist" in DECFIG_STATES
-            else []
-        ),
-        "mnist_bmnist": (
-            ["results/dec/figures/mnist_bmnist.png"] if DECFIG_MNIST_BMNIST else []
-        ),
-    }
-    if DECFIG_SC_ON:
-        out["size_curve"] = [
-            "results/dec/size_curve/summary.tsv",
-            "results/dec/size_curve/size_curve.png",
-        ]
-    return out
-
-
 rule dec_figures_report:
     input:
-        unpack(decfig_section_inputs),
+        unpack(
+            lambda w: DFW.section_inputs(
+                DECFIG_CONFUSION,
+                DECFIG_STATES,
+                DECFIG_FED,
+                DECFIG_MNIST_BMNIST,
+                DECFIG_SC_ON,
+            )
+        ),
     output:
         section="results/report/sections/dec_figures.json",
         headline=report(
-            "results/dec/figures/headline.tsv", **decfig_report("headline", "")
+            "results/dec/figures/headline.tsv", **DFW.report_spec("headline", "")
         ),
     log:
         "results/logs/dec/dec_figures_report.log",

@@ -195,11 +195,12 @@ def test_size_curve_job_through_snakemake(repo, tmp_path, toy):
     c = yaml.safe_load(open(repo / "config" / "config.yaml"))
     curve = _tiny_curve()
     curve["schedules"] = {"e": {"epochs": 2}, "s": {"steps": 4, "sizes": [50]}}
+    curve["setting"]["dec_max_epochs"] = 1
     c["dec"]["size_curve"] = {
         "enabled": True,
         "source": "dataset",
         "sizes": [50, 100],
-        "repetitions": 2,
+        "repetitions": 1,
         **curve,
     }
     c["dec"]["datasets"]["mnist"]["k"] = 3
@@ -222,25 +223,61 @@ def test_size_curve_job_through_snakemake(repo, tmp_path, toy):
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout + proc.stderr
-    assert (
-        "dec_size_point        6" in out
-        or "dec_size_point       6" in out
-        or (len(list((tmp_path / "results/dec/size_curve").glob("*/n*_r*.tsv"))) == 6)
-    )
     pts = pd.read_csv(tmp_path / "results/dec/size_curve/points.tsv", sep="\t")
-    assert sorted(zip(pts.schedule, pts["size"], pts.rep, strict=False)) == [
-        ("e", 50, 0),
-        ("e", 50, 1),
-        ("e", 100, 0),
-        ("e", 100, 1),
-        ("s", 50, 0),
-        ("s", 50, 1),
-    ]
+    got = sorted(zip(pts.schedule, pts["size"], pts.rep, strict=True))
+    assert got == [("e", 50, 0), ("e", 100, 0), ("s", 50, 0)]
+    assert len(list((tmp_path / "results/dec/size_curve").glob("*/n*_r*.tsv"))) == 3
+    assert (tmp_path / "results/benchmarks/dec_size_point/s_n50_r0.tsv").exists()
     summ = pd.read_csv(tmp_path / "results/dec/size_curve/summary.tsv", sep="\t")
-    assert len(summ) == 3 and (summ.reps == 2).all()
+    assert len(summ) == 2 and (summ.reps == 1).all()
+    assert summ.set_index("schedule").loc["s", "ae_steps"] == 4
     assert (tmp_path / "results/dec/size_curve/size_curve.png").stat().st_size > 1000
+
+
+def test_figures_section_lists_thesis_numbers_beside_ours(tmp_path, monkeypatch):
+    from fedclust.dec.figures_report import build_figures_section
+    from fedclust.io import read_json
+
+    monkeypatch.chdir(tmp_path)
+    for d in ("mnist", "bmnist", "mds"):
+        (tmp_path / f"results/dec/figures/{d}").mkdir(parents=True)
+    conf = fx.confusion_table(np.array([0, 0, 1, 2, 2, 2]), np.array(list("001122")))
+    for d in ("mnist", "bmnist"):
+        conf.to_csv(f"results/dec/figures/{d}/confusion.tsv", sep="\t")
+    row = {"setting": "yogi α=9 normal-l1", "subset_mse_tsae": 0.01, "subset_mse_dec": 0.1}
+    pd.DataFrame([row]).to_csv("results/dec/figures/mnist/states.tsv", sep="\t", index=False)
+    pd.DataFrame([row]).to_csv("results/dec/figures/mds/federated_states.tsv", sep="\t")
+    build_figures_section(
+        "s.json",
+        ["mnist", "bmnist"],
+        ["mnist"],
+        ["mds"],
+        True,
+        False,
+        True,
+        "mlxtend5k",
+        "head.tsv",
+    )
+    sec = read_json("s.json")
+    got = [f["reproduces"] for f in sec["figures"]]
+    assert got == [
+        f"seed 000 Fig. {n}" for n in ("3.1", "5.5", "B.1", "5.8", "5.7", "5.15", "5.16", "5.17")
+    ]
+    head = pd.read_csv("head.tsv", sep="\t", dtype=str)
+    assert head["thesis figure"].tolist() == [
+        "3.1",
+        "5.5",
+        "B.1",
+        "5.8",
+        "5.7",
+        "5.15",
+        "5.16",
+        "5.17",
+    ]
+    assert "accuracy 0.8333 on 6 images" in head.loc[1, "ours shows"]
+    assert "true 1 → cluster '2' (1 images)" in head.loc[1, "ours shows"]
+    assert "0.8824" in head.loc[1, "thesis shows"]

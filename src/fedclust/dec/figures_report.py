@@ -37,6 +37,8 @@ def _confusion_note(path: str) -> str:
     acc = np.trace(m[:, : m.shape[0]]) / n
     off = m[:, : m.shape[0]].astype(float).copy()
     np.fill_diagonal(off, 0)
+    if off.max() == 0:
+        return f"accuracy {acc:.4f} on {n} images; no confusion"
     i, j = np.unravel_index(off.argmax(), off.shape)
     return (
         f"accuracy {acc:.4f} on {n} images; largest confusion: true {t.index[i]} → "
