@@ -259,8 +259,10 @@ def density_counts(emb: np.ndarray, bins: int = 80) -> np.ndarray:
     return h
 
 
-def density_figure(emb_dec: np.ndarray, emb_ae: np.ndarray, title: str, bins: int = 80):  # noqa: ANN201
-    """(a) end of clustering, (b) end of TSAE training; brighter = denser (log count)."""
+def density_figure(emb_dec: np.ndarray, emb_ae: np.ndarray, title: str, bins: int | None = None):  # noqa: ANN201
+    """(a) end of clustering, (b) end of TSAE training; brighter = denser (log count). Default
+    bins: ≈ 1.2 √n per axis (≈ 0.7 points per occupied bin for a uniform cloud), at most 300."""
+    bins = bins or int(np.clip(1.2 * np.sqrt(len(emb_dec)), 10, 300))
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
     for ax, emb, name in (
         (axes[0], emb_dec, "(a) end of clustering"),
@@ -360,7 +362,7 @@ def reconstruction_figure(states: dict, ref: np.ndarray, digit: str, title: str)
             name += f"\nthis image MSE {own:.3f}\nsubset MSE {mse:.3f}"
         ax.set_title(name, fontsize=7)
     fig.suptitle(title, fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
     return fig
 
 
