@@ -290,6 +290,7 @@ def run_central_unit(
     seed: int,
     configs: list[tuple[str, float, str]],
     tsaes: dict[str, tuple[TSAE, list[float]]] | None = None,
+    keep: dict | None = None,
 ) -> CentralizedResult:
     """The configurations ``configs`` (a contiguous block of the grid's loop order). A TSAE
     not given in ``tsaes`` (optimizer → (TSAE, curve)) is trained here and its curve reported;
@@ -303,6 +304,8 @@ def run_central_unit(
         if opt_name not in tsaes:
             tsae, curve = train_central_tsae(xt, cfg, dataset, opt_name, seed)
             tsaes[opt_name] = (tsae, curve)
+            if keep is not None:
+                keep[("tsae", opt_name)] = get_parameters(tsae)
             ae_curves += [
                 {"optimizer": opt_name, "epoch": i + 1, "loss": v} for i, v in enumerate(curve)
             ]
@@ -323,12 +326,19 @@ def run_central_unit(
 
 
 def run_centralized(
-    x: np.ndarray, y: np.ndarray | None, cfg: dict, dataset: str, seed: int
+    x: np.ndarray,
+    y: np.ndarray | None,
+    cfg: dict,
+    dataset: str,
+    seed: int,
+    keep: dict | None = None,
 ) -> CentralizedResult:
-    """TSAE once per optimizer, then DEC for every α × scaler (Tables B.4/B.5 layout)."""
+    """TSAE once per optimizer, then DEC for every α × scaler (Tables B.4/B.5 layout).
+    ``keep`` (optional): receives each optimizer's Step-1 TSAE parameters under
+    ``("tsae", optimizer)`` (the extra figures' end-of-TSAE embedding, Figs 5.8/5.10/5.15)."""
     from .units import central_configs
 
-    res = run_central_unit(x, y, cfg, dataset, seed, central_configs(cfg))
+    res = run_central_unit(x, y, cfg, dataset, seed, central_configs(cfg), keep=keep)
     res.table = sort_results(res.table, cfg["datasets"][dataset]["selection"])
     return res
 
@@ -468,7 +478,7 @@ def restore_clients(
 
 def fed_dec_run(
     x: np.ndarray, y: np.ndarray | None, clients: list[DECClient], state: FedTSAEState,
-    cfg: dict, dataset: str, split: str, method: str, seed: int,
+    cfg: dict, dataset: str, split: str, method: str, seed: int, keep: dict | None = None,
 ) -> tuple[dict, list[dict], pd.DataFrame]:  # fmt: skip
     """Stage B aggregation + stage C (federated DEC rounds) of one (strategy, aggregation);
     evaluation on the pooled data. Returns the result row, its curve rows and its ledger."""
@@ -514,6 +524,8 @@ def fed_dec_run(
         dec_losses,
     )
     set_dec_parameters(model, params)
+    if keep is not None:
+        keep[(strategy, method)] = {"ae": state.ae_params, "model": model}
     # Evaluation on the pooled data, not part of the protocol: it uses the decoder of
     # the federated TSAE stage (cycle accuracy, reconstruction) and every sample.
     metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
@@ -541,7 +553,7 @@ def ae_curve_rows(state: FedTSAEState) -> list[dict]:
 def run_federated_unit(
     x: np.ndarray, y: np.ndarray | None, centers: np.ndarray, cfg: dict, dataset: str,
     split: str, seed: int, runs: list[tuple[str, str]],
-    states: dict[str, FedTSAEState] | None = None,
+    states: dict[str, FedTSAEState] | None = None, keep: dict | None = None,
 ) -> FederatedResult:  # fmt: skip
     """The (strategy, aggregation) runs ``runs`` (a contiguous block of the loop order) on one
     split. A strategy whose TSAE state is not in ``states`` trains it here; the unit that does
@@ -558,12 +570,15 @@ def run_federated_unit(
                                       methods.index(mine[0]))  # fmt: skip
         else:
             clients, state = fed_tsae_stage(x, centers, cfg, dataset, split, strategy, seed)
+            if methods.index(mine[0]) > 0:  # replay the earlier aggregations' draws
+                clients = restore_clients(x, centers, cfg, dataset, split, state, seed,
+                                          methods.index(mine[0]))  # fmt: skip
         if mine[0] == methods[0]:
             curves += ae_curve_rows(state)
             ledgers.append(state.ledger.assign(strategy=strategy, centroids="shared"))
         for method in mine:
             row, curve, ledger = fed_dec_run(x, y, clients, state, cfg, dataset, split, method,
-                                             seed)  # fmt: skip
+                                             seed, keep)  # fmt: skip
             rows.append(row)
             curves += curve
             ledgers.append(ledger)
@@ -579,10 +594,13 @@ def run_federated(
     dataset: str,
     split: str,
     seed: int,
+    keep: dict | None = None,
 ) -> FederatedResult:
-    """Every strategy × centroid aggregation on one split; evaluation on the pooled data."""
+    """Every strategy × centroid aggregation on one split; evaluation on the pooled data.
+    ``keep`` (optional): receives ``{"ae": TSAE parameters, "model": DEC model}`` under
+    ``(strategy, centroid method)`` (the extra figures' Fig. 5.17)."""
     f = cfg["federated"]
     runs = [(s, m) for s in f["strategies"] for m in f["centroid_aggregation"]]
-    res = run_federated_unit(x, y, centers, cfg, dataset, split, seed, runs)
+    res = run_federated_unit(x, y, centers, cfg, dataset, split, seed, runs, keep=keep)
     res.table = sort_results(res.table, cfg["datasets"][dataset]["selection"])
     return res

@@ -1,0 +1,27 @@
+"""Rule `dec_figures_report`: report section of the extra seed 000 figures and the size curve."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+from _common import run  # noqa: E402
+
+from fedclust.dec.figures_report import build_figures_section  # noqa: E402
+
+
+def main() -> None:
+    p = snakemake.params
+    build_figures_section(
+        snakemake.output.section,
+        list(p.confusion),
+        list(p.states),
+        list(p.fed),
+        bool(p.mnist_bmnist),
+        bool(p.size_curve),
+        bool(p.reduced),
+        str(p.source),
+        snakemake.output.headline,
+    )
+
+
+run(main, snakemake)

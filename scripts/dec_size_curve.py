@@ -1,0 +1,27 @@
+"""Rule `dec_size_curve`: the MNIST accuracy-vs-size table and figure."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+import pandas as pd  # noqa: E402
+from _common import run  # noqa: E402
+
+from fedclust.dec.size_curve import size_curve_figure, summarise  # noqa: E402
+from fedclust.io import save_figure, write_table  # noqa: E402
+
+
+def main() -> None:
+    points = pd.concat([pd.read_csv(p, sep="\t") for p in snakemake.input], ignore_index=True)
+    points = points.sort_values(["schedule", "size", "rep"], kind="mergesort")
+    summary = summarise(points)
+    write_table(snakemake.output.points, points.round(5), index=False)
+    write_table(snakemake.output.summary, summary.round(5), index=False)
+    src = snakemake.params.source
+    save_figure(
+        size_curve_figure(points, summary, f"MNIST ({src}): Hungarian accuracy vs training size"),
+        snakemake.output.figure,
+    )
+
+
+run(main, snakemake)

@@ -1,0 +1,284 @@
+"""Extra seed 000 figures and the MNIST size curve (issue 16): confusion matrix vs sklearn /
+Hungarian accuracy, density counts vs numpy, the re-run of the best configuration equals the
+stage's run, size-curve subsets / schedules / summary, and the size-curve job on tiny data
+through Snakemake (one job per (schedule, size, repetition))."""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from sklearn.datasets import make_blobs
+from sklearn.metrics import confusion_matrix
+
+from fedclust.config import load_yaml, validate_config
+from fedclust.dec import figures_extra as fx
+from fedclust.dec import size_curve as sc
+from fedclust.dec.pipeline import run_centralized, run_federated
+from fedclust.errors import ConfigError
+from fedclust.metrics.assignment import hungarian_accuracy
+
+
+@pytest.fixture(scope="module")
+def cfg(repo):
+    c = validate_config(load_yaml(repo / "config" / "config.yaml"), repo / "config/schema.yaml")
+    d = copy.deepcopy(c["dec"])
+    d["datasets"] = {"toy": {"k": 3, "selection": "accuracy"}}
+    d["model"]["arch"] = [16, 4]
+    d["autoencoder"].update(epochs=8, batch_size=16)
+    d["autoencoder"]["lr"] = {"sgd": 0.1, "adam": 0.01, "yogi": 0.01}
+    d["clustering"].update(max_epochs=3, n_init=3)
+    d["grid"] = {"optimizers": ["adam"], "alphas": [1, 9], "scalers": ["none"]}
+    d["federated"].update(
+        strategies=["fedadam"],
+        ae_rounds=2,
+        dec_rounds=2,
+        ae_batch_size=16,
+        centroid_aggregation=["max_min", "random"],
+    )
+    d["evaluate"]["tsne_max_points"] = 60
+    return d
+
+
+@pytest.fixture(scope="module")
+def toy():
+    x, y = make_blobs(150, n_features=16, centers=3, cluster_std=0.7, random_state=1)
+    x = (x - x.min()) / (x.max() - x.min())
+    return x.astype(np.float32), y.astype(str)
+
+
+# ---- confusion matrix -----------------------------------------------------------------------
+def test_confusion_table_matches_sklearn_and_hungarian_accuracy():
+    gen = np.random.default_rng(0)
+    ref = gen.integers(0, 4, 500).astype(str)
+    pred = np.where(gen.random(500) < 0.7, (ref.astype(int) + 2) % 4, gen.integers(0, 4, 500))
+    t = fx.confusion_table(pred, ref)
+    mapped = fx.mapped_predictions(pred, ref)
+    labels = ["0", "1", "2", "3"]
+    np.testing.assert_array_equal(t.to_numpy(), confusion_matrix(ref, mapped, labels=labels))
+    assert np.trace(t.to_numpy()) / 500 == pytest.approx(hungarian_accuracy(pred, ref))
+    # a perfect but permuted clustering is diagonal
+    perm = fx.confusion_table((ref.astype(int) * 7 + 3) % 11, ref).to_numpy()
+    np.testing.assert_array_equal(perm, np.diag(np.bincount(ref.astype(int))))
+
+
+def test_confusion_table_keeps_unmatched_clusters():
+    ref = np.array(list("aabbcc"))
+    pred = np.array([0, 0, 1, 1, 2, 3])  # 4 clusters, 3 labels
+    t = fx.confusion_table(pred, ref)
+    assert list(t.columns) == ["a", "b", "c", "unmatched"]
+    assert t.to_numpy().sum() == 6 and t["unmatched"].sum() == 1
+
+
+def test_density_counts_and_window():
+    gen = np.random.default_rng(1)
+    emb = gen.normal(size=(300, 2))
+    h = fx.density_counts(emb, bins=10)
+    assert h.sum() == 300
+    np.testing.assert_array_equal(h, np.histogram2d(emb[:, 0], emb[:, 1], bins=10)[0])
+    w = fx.window(emb, 25)
+    d = np.linalg.norm(emb - np.median(emb, axis=0), axis=1)
+    assert set(w) == set(np.argsort(d)[:25]) and list(w) == sorted(w)
+
+
+def test_first_of_each_label_orders_digits_numerically():
+    y = np.array(["10", "2", "1", "2", "10", "0"])
+    np.testing.assert_array_equal(fx.first_of_each_label(y), [5, 2, 1, 0])
+
+
+# ---- the re-run equals the stage's run --------------------------------------------------------
+def test_centralized_states_reproduce_the_stage_best_run(cfg, toy):
+    x, y = toy
+    res = run_centralized(x, y, cfg, "toy", 5)
+    st = fx.centralized_states(x, y, cfg, "toy", 5, res.table, 60)
+    best = res.table.iloc[0]
+    for k in ("accuracy", "recon_loss", "ae_loss", "cycle_accuracy"):
+        assert st["row"][k] == best[k], k
+    np.testing.assert_array_equal(st["pred_all"], res.best["labels"])
+    assert st["emb_ae"].shape == st["emb_dec"].shape == (60, 2)
+    assert st["recon_ae"].shape == st["x"].shape == (60, 16)
+    # subset MSE of the end-of-TSAE model is the mean per-row squared error
+    assert st["mse_ae"] == pytest.approx(float(((st["recon_ae"] - st["x"]) ** 2).mean()), rel=1e-5)
+
+
+def test_federated_states_reproduce_the_stage_run(cfg, toy):
+    x, y = toy
+    centers = np.repeat(np.arange(3), 50).astype(str)
+    full = run_federated(x, y, centers, cfg, "toy", "s", 7).table
+    best = fx.best_federated([full.assign(split="s")], "accuracy")
+    st = fx.federated_states(
+        x, y, centers, cfg, "toy", "s", best["strategy"], best["centroids"], 7, 50
+    )
+    for k in ("accuracy", "sil_data", "recon_loss", "ae_loss"):
+        assert st["row"][k] == pytest.approx(best[k], rel=1e-6, abs=1e-9), k
+
+
+# ---- size curve --------------------------------------------------------------------------
+def test_subsample_is_seeded_and_checked():
+    a, b = sc.subsample(100, 30, 1, 0), sc.subsample(100, 30, 1, 0)
+    np.testing.assert_array_equal(a, b)
+    assert len(set(a)) == 30 and not np.array_equal(a, sc.subsample(100, 30, 1, 1))
+    with pytest.raises(ConfigError, match="outside"):
+        sc.subsample(100, 101, 1, 0)
+
+
+def test_schedule_epochs_steps():
+    assert sc.schedule_epochs({"epochs": 7}, 1000, 256) == 7
+    # fixed steps: 1000 steps at batch 256 → 1000 images need 250 epochs, 5000 need 50
+    assert sc.schedule_epochs({"steps": 1000}, 1000, 256) == 250
+    assert sc.schedule_epochs({"steps": 1000}, 5000, 256) == 50
+    assert sc.THESIS_STEPS == 500 * math.ceil(60000 / 256) == 117500
+    with pytest.raises(ConfigError, match="epochs"):
+        sc.schedule_epochs({"shuffle": True}, 10, 2)
+
+
+def _tiny_curve() -> dict:
+    return {
+        "arch": [8, 4],
+        "silhouette_points": 50,
+        "setting": {
+            "optimizer": "adam",
+            "alpha": 9,
+            "scaler": "normal-l1",
+            "ae_lr": 0.01,
+            "ae_batch_size": 32,
+            "dec_lr": 0.001,
+            "dec_batch_size": 32,
+            "dec_max_epochs": 2,
+        },
+        "schedules": {"e": {"epochs": 3, "shuffle": True}, "s": {"steps": 8, "shuffle": False}},
+    }
+
+
+def test_size_point_and_summary_on_tiny_data(cfg, toy):
+    x, y = toy
+    curve = _tiny_curve()
+    jobs = [("e", 64, 0), ("e", 64, 1), ("e", 128, 0), ("s", 64, 0), ("s", 128, 0)]
+    rows = pd.concat(
+        [sc.size_point(x, y, cfg, curve, s, n, r, 3) for s, n, r in jobs], ignore_index=True
+    )
+    assert list(rows.columns) == sc.POINT_COLUMNS and len(rows) == 5
+    e = rows[rows.schedule == "e"]
+    assert (e.ae_epochs == 3).all()
+    assert list(e.ae_steps.unique()) == [6, 12]  # 3 epochs × ceil(64/32), × ceil(128/32)
+    s = rows[rows.schedule == "s"]
+    assert (s.ae_steps == 8).all() and list(s.ae_epochs.unique()) == [4, 2]
+    assert rows.accuracy.between(1 / 3, 1).all()
+    again = sc.size_point(x, y, cfg, curve, "e", 64, 1, 3)
+    pd.testing.assert_frame_equal(again, e.iloc[[1]].reset_index(drop=True))
+    summ = sc.summarise(rows)
+    g = rows[(rows.schedule == "e") & (rows["size"] == 64)].accuracy
+    r = summ[(summ.schedule == "e") & (summ["size"] == 64)].iloc[0]
+    assert r.accuracy_mean == pytest.approx(g.mean()) and r.accuracy_sd == pytest.approx(g.std())
+    assert r.gap_to_thesis == pytest.approx(0.8824 - g.mean())
+    with pytest.raises(ConfigError, match="schedule"):
+        sc.size_point(x, y, cfg, curve, "nope", 64, 0, 3)
+
+
+@pytest.mark.slow
+def test_size_curve_job_through_snakemake(repo, tmp_path, toy):
+    """The rule on a tiny data set (source: dataset): one dec_size_point job per (schedule,
+    size, repetition), then the summary, table and figure."""
+    from fedclust.data.mnist import as_tables
+
+    x, y = toy
+    feats, obs = as_tables(x, y, "toy")
+    (tmp_path / "results/data/mnist").mkdir(parents=True)
+    feats.to_parquet(tmp_path / "results/data/mnist/features.parquet")
+    obs.to_csv(tmp_path / "results/data/mnist/obs.tsv", sep="\t")
+    c = yaml.safe_load(open(repo / "config" / "config.yaml"))
+    curve = _tiny_curve()
+    curve["schedules"] = {"e": {"epochs": 2}, "s": {"steps": 4, "sizes": [50]}}
+    curve["setting"]["dec_max_epochs"] = 1
+    c["dec"]["size_curve"] = {
+        "enabled": True,
+        "source": "dataset",
+        "sizes": [50, 100],
+        "repetitions": 1,
+        **curve,
+    }
+    c["dec"]["datasets"]["mnist"]["k"] = 3
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(c))
+    env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "results/dec/size_curve/summary.tsv",
+            "--cores",
+            "1",
+            "-s",
+            str(repo / "Snakefile"),
+            "--configfile",
+            str(tmp_path / "c.yaml"),
+            "--directory",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pts = pd.read_csv(tmp_path / "results/dec/size_curve/points.tsv", sep="\t")
+    got = sorted(zip(pts.schedule, pts["size"], pts.rep, strict=True))
+    assert got == [("e", 50, 0), ("e", 100, 0), ("s", 50, 0)]
+    assert len(list((tmp_path / "results/dec/size_curve").glob("*/n*_r*.tsv"))) == 3
+    assert (tmp_path / "results/benchmarks/dec_size_point/s_n50_r0.tsv").exists()
+    summ = pd.read_csv(tmp_path / "results/dec/size_curve/summary.tsv", sep="\t")
+    assert len(summ) == 3 and (summ.reps == 1).all()
+    assert summ.set_index("schedule").loc["s", "ae_steps"] == 4
+    assert (tmp_path / "results/dec/size_curve/size_curve.png").stat().st_size > 1000
+
+
+def test_figures_section_lists_thesis_numbers_beside_ours(tmp_path, monkeypatch):
+    from fedclust.dec.figures_report import build_figures_section
+    from fedclust.io import read_json
+
+    monkeypatch.chdir(tmp_path)
+    for d in ("mnist", "bmnist", "mds"):
+        (tmp_path / f"results/dec/figures/{d}").mkdir(parents=True)
+    conf = fx.confusion_table(np.array([0, 0, 1, 2, 2, 2]), np.array(list("001122")))
+    for d in ("mnist", "bmnist"):
+        conf.to_csv(f"results/dec/figures/{d}/confusion.tsv", sep="\t")
+    row = {"setting": "yogi α=9 normal-l1", "subset_mse_tsae": 0.01, "subset_mse_dec": 0.1}
+    pd.DataFrame([row]).to_csv("results/dec/figures/mnist/states.tsv", sep="\t", index=False)
+    pd.DataFrame([row]).to_csv("results/dec/figures/mds/federated_states.tsv", sep="\t")
+    build_figures_section(
+        "s.json",
+        ["mnist", "bmnist"],
+        ["mnist"],
+        ["mds"],
+        True,
+        False,
+        True,
+        "mlxtend5k",
+        "head.tsv",
+    )
+    sec = read_json("s.json")
+    got = [f["reproduces"] for f in sec["figures"]]
+    assert got == [
+        f"seed 000 Fig. {n}" for n in ("3.1", "5.5", "B.1", "5.8", "5.7", "5.15", "5.16", "5.17")
+    ]
+    head = pd.read_csv("head.tsv", sep="\t", dtype=str)
+    assert head["thesis figure"].tolist() == [
+        "3.1",
+        "5.5",
+        "B.1",
+        "5.8",
+        "5.7",
+        "5.15",
+        "5.16",
+        "5.17",
+    ]
+    assert "accuracy 0.8333 on 6 images" in head.loc[1, "ours shows"]
+    assert "true 1 → cluster '2' (1 images)" in head.loc[1, "ours shows"]
+    assert "0.8824" in head.loc[1, "thesis shows"]
