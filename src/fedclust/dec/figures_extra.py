@@ -31,7 +31,7 @@ from fedclust.metrics.assignment import hungarian_mapping  # noqa: E402
 from fedclust.seeds import rng  # noqa: E402
 
 from .model import set_parameters  # noqa: E402
-from .pipeline import make_tsae, run_centralized, run_federated, sort_results  # noqa: E402
+from .pipeline import make_tsae, run_centralized, run_federated_unit, sort_results  # noqa: E402
 from .train import embed  # noqa: E402
 
 UNMATCHED = "unmatched"
@@ -193,9 +193,10 @@ def federated_states(
     """Re-run one federated configuration (same seeds as the dec stage) and return its
     end-of-TSAE (federated Step 1) and end-of-clustering embeddings (pooled evaluation)."""
     c = copy.deepcopy(cfg)
-    c["federated"] = {**c["federated"], "strategies": [strategy], "centroid_aggregation": [method]}
     keep: dict = {}
-    res = run_federated(x, y, centers, c, dataset, split, seed, keep=keep)
+    # one unit of the stage's loop (earlier aggregations' minibatch draws are replayed)
+    res = run_federated_unit(x, y, centers, c, dataset, split, seed, [(strategy, method)],
+                             keep=keep)  # fmt: skip
     state = keep[(strategy, method)]
     model = state["model"].cpu()
     tsae = make_tsae(c, x.shape[1])
