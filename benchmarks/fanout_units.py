@@ -2,6 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/fanout_units.py hac --n 1100 --d 2000 --seeds 1
     OMP_NUM_THREADS=1 python benchmarks/fanout_units.py pi --n 3000 --d 2000 --epochs 2
+    OMP_NUM_THREADS=1 python benchmarks/fanout_units.py pi-step --d 12000 --k 1000
 
 ``hac``: a synthetic TCGA-shaped cohort (n samples, d genes, 7 region centers with the BRCA
 region shares, 5 clusters) through one gradual unit (sf, Euclidean, average: the heaviest, two
@@ -100,20 +101,54 @@ def pi(n: int, d: int, epochs: int, k: int) -> None:
     )
 
 
+def pi_step(d: int, k: int, steps: int) -> None:
+    """Per-batch costs of a property-inference unit: one Adam step of the thesis classifier
+    (d_NN 2048, batch 64, input k) and one fresh d × k Gaussian matrix (invariant training; drawn
+    by a CPU generator even when training on a GPU)."""
+    import torch
+
+    from fedclust.attacks.nets import SexClassifier, random_projection
+
+    torch.set_num_threads(1)
+    gen = torch.Generator().manual_seed(0)
+    model = SexClassifier(k, 2048 if k > 100 else 1024)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    xb, yb = torch.randn(64, k), torch.randint(0, 2, (64,)).float()
+    loss = torch.nn.BCEWithLogitsLoss()
+    c = time.process_time()
+    for _ in range(steps):
+        opt.zero_grad()
+        loss(model(xb), yb).backward()
+        opt.step()
+    step = (time.process_time() - c) / steps
+    c = time.process_time()
+    for _ in range(steps):
+        random_projection(d, k, "gaussian", gen)
+    draw = (time.process_time() - c) / steps
+    n_par = sum(p.numel() for p in model.parameters())
+    print(
+        f"pi step k={k} ({n_par / 1e6:.0f} M parameters): {step:.3f} s CPU per Adam step; "
+        f"fresh {d} x {k} Gaussian: {draw:.3f} s CPU; peak RSS {_peak_mb():.0f} MB"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("what", choices=["hac", "pi"])
+    ap.add_argument("what", choices=["hac", "pi", "pi-step"])
     ap.add_argument("--n", type=int, default=1100)
     ap.add_argument("--d", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--k", type=int, default=1000)
     ap.add_argument("--units", default="gradual,simultaneous,projection")
+    ap.add_argument("--steps", type=int, default=3)
     a = ap.parse_args()
     if a.what == "hac":
         hac(a.n, a.d, a.seeds, a.units.split(","))
-    else:
+    elif a.what == "pi":
         pi(a.n, a.d, a.epochs, a.k)
+    else:
+        pi_step(a.d, a.k, a.steps)
 
 
 if __name__ == "__main__":
