@@ -115,11 +115,13 @@ rule attack_reconstruction_pinv:
         counts=expand(ATT_RNASEQ, cohort=ATT_COHORTS, what="counts.parquet"),
         obs=expand(ATT_RNASEQ, cohort=ATT_COHORTS, what="obs.tsv"),
     output:
-        pinv=ATT_REC.replace("{part}", "pinv").replace("{what}", "pinv"),
+        pinv="results/attacks/reconstruction/parts/pinv/{cohort}.parquet",
     log:
-        "results/logs/attacks/attack_reconstruction_pinv.log",
+        "results/logs/attacks/attack_reconstruction_pinv/{cohort}.log",
     benchmark:
-        "results/benchmarks/attack_reconstruction_pinv/all.tsv"
+        "results/benchmarks/attack_reconstruction_pinv/{cohort}.tsv"
+    wildcard_constraints:
+        cohort="[A-Z0-9]+",
     conda:
         "../envs/fedclust.yaml"
     threads: job_threads("attack_reconstruction_pinv")
@@ -143,11 +145,12 @@ rule attacks_merge:
             for p in AW.known_io_parts(ATT)
         ],
         pi=expand(ATT_PI, part=AW.pi_parts(ATT)),
-        rec_errors=expand(ATT_REC, part=AW.reconstruction_parts(ATT)[1:], what="errors"),
-        rec_combined=expand(
-            ATT_REC, part=AW.reconstruction_parts(ATT)[1:], what="combined"
+        rec_errors=expand(ATT_REC, part=AW.reconstruction_parts(ATT), what="errors"),
+        rec_combined=expand(ATT_REC, part=AW.reconstruction_parts(ATT), what="combined"),
+        rec_pinv=expand(
+            "results/attacks/reconstruction/parts/pinv/{cohort}.parquet",
+            cohort=ATT_COHORTS,
         ),
-        rec_pinv=rules.attack_reconstruction_pinv.output.pinv,
     output:
         known_io=expand("results/attacks/known_io/{cohort}.tsv", cohort=ATT_COHORTS),
         pi_accuracy="results/attacks/property_inference/accuracy.tsv",

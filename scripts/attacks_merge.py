@@ -32,7 +32,8 @@ def main() -> None:
     write_table(out.rec_errors, errors, index=False)
     write_table(out.rec_combined, combined, index=False)
     write_table(out.rec_tests, tests, index=False)
-    write_table(out.rec_pinv, read_table(inp.rec_pinv), index=False)
+    pinv = dict(zip(cohorts, (read_table(p) for p in inp.rec_pinv), strict=True))
+    write_table(out.rec_pinv, wf.merge_pinv(pinv), index=False)
 
 
 run(main, snakemake)

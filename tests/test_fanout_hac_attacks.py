@@ -253,12 +253,14 @@ def test_reconstruction_parts_merged_equal_all_in_one():
     counts, obs = _counts(n=40, d=8)
     cfg = ATT["reconstruction"]
     whole = run_reconstruction(counts, obs, cfg, seed=2)
-    assert aw.reconstruction_parts(ATT) == ["pinv", "b0", "b1"]
+    assert aw.reconstruction_parts(ATT) == ["b0", "b1"]
     outs = [
         run_reconstruction(counts, obs, cfg, 2, runs=aw.reconstruction_part(ATT, p), pinv=False)
         for p in ("b1", "b0")
     ]
-    pinv = run_reconstruction(counts, obs, cfg, 2, runs=[], pinv=True)["pinv"]
+    pinv = aw.merge_pinv(
+        {c: run_reconstruction(counts, obs, cfg, 2, runs=[], pinv=[c])["pinv"] for c in "BA"}
+    )
     errors, combined, tests = aw.merge_reconstruction(
         [o["errors"] for o in outs], [o["combined"] for o in outs]
     )
@@ -266,6 +268,6 @@ def test_reconstruction_parts_merged_equal_all_in_one():
     pd.testing.assert_frame_equal(combined, whole["combined"], check_exact=True)
     pd.testing.assert_frame_equal(tests, whole["tests"], check_exact=True)
     pd.testing.assert_frame_equal(pinv, whole["pinv"], check_exact=True)
-    assert aw.reconstruction_part(ATT, "pinv") is None
+    assert set(pinv.cohort) == {"A", "B"}
     with pytest.raises(ConfigError, match="not defined"):
         aw.reconstruction_part(copy.deepcopy(ATT), "b7")

@@ -149,14 +149,14 @@ def run_reconstruction(
     seed: int,
     device: str = "cpu",
     runs: Iterable[int] | None = None,
-    pinv: bool = True,
+    pinv: bool | Iterable[str] = True,
 ) -> dict:
     """All §4.4.3 experiments. Returns DataFrames ``errors``, ``pinv``, ``combined``, ``tests``.
 
     ``cfg`` = the ``attacks.reconstruction`` config section (see config/schema.yaml). ``runs``:
     the split indices to compute (default all ``n_runs``), ``pinv``: whether to compute the
-    Fig 4.18 (left) pseudo-inverse table — the fan-out's units (issue 14); every seed derives
-    from the run index, so a run's rows do not depend on the grouping.
+    Fig 4.18 (left) pseudo-inverse table, or for which cohorts — the fan-out's units (issue 14);
+    every seed derives from the run index or the cohort, so rows do not depend on the grouping.
     """
     import pandas as pd
 
@@ -258,7 +258,11 @@ def run_reconstruction(
 
     # Fig 4.18 (left): pseudo-inverse error per cohort, averaged over n_projections matrices.
     pinv_rows = []
-    for cohort, idx in (obs.groupby("cohort").indices if pinv else {}).items():
+    pinv_of = obs.groupby("cohort").indices
+    if pinv is not True:
+        keep = set(pinv or [])
+        pinv_of = {c: i for c, i in pinv_of.items() if c in keep}
+    for cohort, idx in pinv_of.items():
         c = counts.iloc[idx]
         x = preprocess(c, "size_factors")[no_zero_genes(c)]
         from .data import most_variable

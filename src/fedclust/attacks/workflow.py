@@ -2,7 +2,8 @@
 
 Units: property inference of one projection condition and one run; known input-output of one
 (cohort, preprocessing) and one known set (seed); reconstruction of one run (all its
-projections, Figs 4.17–4.19 and the combined attack), plus the Fig 4.18 pseudo-inverse table.
+projections, Figs 4.17–4.19 and the combined attack), plus the Fig 4.18 pseudo-inverse table of
+one cohort.
 A *part* (the ``{part}`` wildcard) is what one job runs; ``attacks.fanout`` groups units
 (``per_projection``, ``run_block``, ``seed_block``). Every seed derives from a unit's own
 indices, and the merge functions put rows back into the all-in-one order, so the report reads
@@ -18,7 +19,6 @@ from typing import Any
 from ..errors import ConfigError
 
 ALL = "all"
-PINV = "pinv"
 
 
 def _block_key(att: dict[str, Any], key: str) -> int | None:
@@ -159,15 +159,22 @@ def merge_known_io(tables: list, kio: dict[str, Any]):  # noqa: ANN001, ANN201
 
 
 def reconstruction_parts(att: dict[str, Any]) -> list[str]:
-    """``pinv`` (Fig 4.18 left) and one part per run block (``b0`` …)."""
+    """One part per run block (``b0`` …); the Fig 4.18 (left) pseudo-inverse table is one job
+    per cohort (``attack_reconstruction_pinv``, :func:`merge_pinv`)."""
     n = int(att["reconstruction"]["n_runs"])
-    return [PINV] + [_block_of(att, lo, n) for lo, _ in blocks(n, fanout(att)[1])]
+    return [_block_of(att, lo, n) for lo, _ in blocks(n, fanout(att)[1])]
 
 
-def reconstruction_part(att: dict[str, Any], part: str) -> range | None:
-    """The runs of a reconstruction job (None for the pseudo-inverse job)."""
-    if part == PINV:
-        return None
+def merge_pinv(tables: dict):  # noqa: ANN001, ANN201
+    """Per-cohort pseudo-inverse tables → the all-in-one table (cohorts in sorted order, as
+    ``groupby`` lists them)."""
+    import pandas as pd
+
+    return pd.concat([tables[c] for c in sorted(tables)], ignore_index=True)
+
+
+def reconstruction_part(att: dict[str, Any], part: str) -> range:
+    """The runs of a reconstruction job."""
     n = int(att["reconstruction"]["n_runs"])
     for lo, hi in blocks(n, fanout(att)[1]):
         if _block_of(att, lo, n) == part:
