@@ -47,11 +47,6 @@ HAC_DATA = "results/data/rnaseq/{cohort}"
 HAC_PART = {"cohort": "[A-Z0-9]+", "part": "[A-Za-z0-9_-]+"}
 
 
-def hac_parts(variant, what="table", ext="parquet"):
-    """Per-part tables of one cohort (fedclust.hac.workflow; issue 14 fan-out)."""
-    return lambda wc: HW.part_paths(HAC, variant, wc.cohort, what, ext)
-
-
 rule hac_gradual:
     input:
         sf=f"{HAC_DATA}/sf.parquet",
@@ -162,11 +157,11 @@ rule hac_exact:
 
 rule hac_merge:
     input:
-        gradual=hac_parts("gradual", "bench"),
-        gradual_cuts=hac_parts("gradual", "cuts"),
-        simultaneous=hac_parts("simultaneous"),
-        simultaneous_cuts=hac_parts("simultaneous", "cuts"),
-        projection=hac_parts("projection", "bench"),
+        gradual=HW.part_inputs(HAC, "gradual", "bench"),
+        gradual_cuts=HW.part_inputs(HAC, "gradual", "cuts"),
+        simultaneous=HW.part_inputs(HAC, "simultaneous"),
+        simultaneous_cuts=HW.part_inputs(HAC, "simultaneous", "cuts"),
+        projection=HW.part_inputs(HAC, "projection", "bench"),
     output:
         gradual="results/hac/{cohort}/gradual.tsv",
         simultaneous="results/hac/{cohort}/simultaneous.tsv",

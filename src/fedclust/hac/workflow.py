@@ -149,6 +149,11 @@ def part_paths(cfg: dict[str, Any], variant: str, cohort: str, what: str, ext: s
     return [f"{root}/{cohort}/parts/{variant}/{p}{suffix}.{ext}" for p in parts(cfg, variant)]
 
 
+def part_inputs(cfg: dict[str, Any], variant: str, what: str = "table", ext: str = "parquet"):  # noqa: ANN201
+    """An input function of ``hac_merge``: the per-part tables of ``wildcards.cohort``."""
+    return lambda wc: part_paths(cfg, variant, wc.cohort, what, ext)
+
+
 # ---- running units (imports the numerical code lazily: not at workflow parse time) ------------
 
 
