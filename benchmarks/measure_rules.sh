@@ -44,10 +44,15 @@ measure split_uniform10 $R/data/mds/splits/uniform10.tsv
 measure data_heart $R/data/heart/features.parquet
 measure data_report $R/data/summary.tsv
 measure hac_toy $R/hac/toy/bimodal.tsv
-measure hac_cohort $R/hac/SIMA/gradual.tsv
-measure attack_known_io $R/attacks/known_io/SIMA.tsv
-measure attack_property_inference $R/attacks/property_inference/accuracy.tsv
-measure attack_reconstruction $R/attacks/reconstruction/pinv.tsv
+# issue 14: the hac / attack rules run one part (default config: all units of a variant) per job
+measure hac_gradual $R/benchmarks/hac/SIMA/parts/gradual/all.parquet
+measure hac_simultaneous $R/hac/SIMA/parts/simultaneous/all.parquet
+measure hac_projection $R/benchmarks/hac/SIMA/parts/projection/all-b0.parquet
+measure hac_exact $R/hac/SIMA/exact.tsv
+measure attack_known_io $R/attacks/known_io/parts/SIMA/all-b0.parquet
+measure attack_property_inference $R/attacks/property_inference/parts/all-b0.parquet
+measure attack_reconstruction $R/attacks/reconstruction/parts/b0/errors.parquet
+measure attack_reconstruction_pinv $R/attacks/reconstruction/parts/pinv/SIMA.parquet
 measure dec_train $R/dec/mnist/centralized/results.tsv
 measure dec_train_mds $R/dec/mds/centralized/results.tsv
 measure dec_survival $R/dec/mds/centralized/km.tsv

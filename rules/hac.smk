@@ -1,4 +1,8 @@
 # Stage: hac — federated hierarchical clustering of RNA-seq (seed 001, issue 3).
+# One job per (cohort, variant, panel/linkage, seed block) (issue 14): hac_gradual /
+# hac_simultaneous / hac_projection run parts (fedclust.hac.workflow), hac_merge concatenates them.
+from fedclust.hac import workflow as HW
+
 HAC = config.get("hac", {})
 HAC_COHORTS = HAC.get("cohorts") or config["data"]["rnaseq"]["cohorts"]
 HAC_FIGURES = [
@@ -39,35 +43,146 @@ rule hac_toy:
         "../scripts/hac_toy.py"
 
 
-rule hac_cohort:
+HAC_DATA = "results/data/rnaseq/{cohort}"
+HAC_PART = {"cohort": "[A-Z0-9]+", "part": "[A-Za-z0-9_-]+"}
+
+
+rule hac_gradual:
     input:
-        sf="results/data/rnaseq/{cohort}/sf.parquet",
-        vst="results/data/rnaseq/{cohort}/vst.parquet",
-        obs="results/data/rnaseq/{cohort}/obs.tsv",
+        sf=f"{HAC_DATA}/sf.parquet",
+        vst=f"{HAC_DATA}/vst.parquet",
+        obs=f"{HAC_DATA}/obs.tsv",
     output:
-        gradual="results/hac/{cohort}/gradual.tsv",
-        simultaneous="results/hac/{cohort}/simultaneous.tsv",
-        projection="results/hac/{cohort}/projection.tsv",
-        exact="results/hac/{cohort}/exact.tsv",
-        pca="results/hac/{cohort}/pca.tsv",
-        # the same tables with their timing columns (results stay byte-identical across runs)
-        gradual_bench="results/benchmarks/hac/{cohort}/gradual.tsv",
-        projection_bench="results/benchmarks/hac/{cohort}/projection.tsv",
-        cuts="results/hac/{cohort}/cuts.tsv",
+        # with the timing columns; hac_merge splits them off
+        table="results/benchmarks/hac/{cohort}/parts/gradual/{part}.parquet",
+        cuts="results/hac/{cohort}/parts/gradual/{part}_cuts.parquet",
     log:
-        "results/logs/hac/hac_cohort_{cohort}.log",
+        "results/logs/hac/hac_gradual/{cohort}/{part}.log",
     benchmark:
-        "results/benchmarks/hac_cohort/{cohort}.tsv"
+        "results/benchmarks/hac_gradual/{cohort}/{part}.tsv"
+    wildcard_constraints:
+        **HAC_PART,
     conda:
         "../envs/fedclust.yaml"
-    threads: job_threads("hac_cohort")
+    threads: job_threads("hac_gradual")
     resources:
-        **job_resources("hac_cohort"),
+        **job_resources("hac_gradual"),
+    params:
+        cfg=HAC,
+        seed=SEED,
+        variant="gradual",
+    script:
+        "../scripts/hac_part.py"
+
+
+rule hac_simultaneous:
+    input:
+        sf=f"{HAC_DATA}/sf.parquet",
+        vst=f"{HAC_DATA}/vst.parquet",
+        obs=f"{HAC_DATA}/obs.tsv",
+    output:
+        table="results/hac/{cohort}/parts/simultaneous/{part}.parquet",
+        cuts="results/hac/{cohort}/parts/simultaneous/{part}_cuts.parquet",
+    log:
+        "results/logs/hac/hac_simultaneous/{cohort}/{part}.log",
+    benchmark:
+        "results/benchmarks/hac_simultaneous/{cohort}/{part}.tsv"
+    wildcard_constraints:
+        **HAC_PART,
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("hac_simultaneous")
+    resources:
+        **job_resources("hac_simultaneous"),
+    params:
+        cfg=HAC,
+        seed=SEED,
+        variant="simultaneous",
+    script:
+        "../scripts/hac_part.py"
+
+
+rule hac_projection:
+    input:
+        sf=f"{HAC_DATA}/sf.parquet",
+        vst=f"{HAC_DATA}/vst.parquet",
+        obs=f"{HAC_DATA}/obs.tsv",
+    output:
+        # with the timing columns; hac_merge splits them off
+        table="results/benchmarks/hac/{cohort}/parts/projection/{part}.parquet",
+    log:
+        "results/logs/hac/hac_projection/{cohort}/{part}.log",
+    benchmark:
+        "results/benchmarks/hac_projection/{cohort}/{part}.tsv"
+    wildcard_constraints:
+        **HAC_PART,
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("hac_projection")
+    resources:
+        **job_resources("hac_projection"),
+    params:
+        cfg=HAC,
+        seed=SEED,
+        variant="projection",
+    script:
+        "../scripts/hac_part.py"
+
+
+rule hac_exact:
+    input:
+        sf=f"{HAC_DATA}/sf.parquet",
+        vst=f"{HAC_DATA}/vst.parquet",
+        obs=f"{HAC_DATA}/obs.tsv",
+    output:
+        exact="results/hac/{cohort}/exact.tsv",
+        pca="results/hac/{cohort}/pca.tsv",
+    log:
+        "results/logs/hac/hac_exact_{cohort}.log",
+    benchmark:
+        "results/benchmarks/hac_exact/{cohort}.tsv"
+    wildcard_constraints:
+        cohort=HAC_PART["cohort"],
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("hac_exact")
+    resources:
+        **job_resources("hac_exact"),
     params:
         cfg=HAC,
         seed=SEED,
     script:
-        "../scripts/hac_cohort.py"
+        "../scripts/hac_exact.py"
+
+
+rule hac_merge:
+    input:
+        gradual=HW.part_inputs(HAC, "gradual", "bench"),
+        gradual_cuts=HW.part_inputs(HAC, "gradual", "cuts"),
+        simultaneous=HW.part_inputs(HAC, "simultaneous"),
+        simultaneous_cuts=HW.part_inputs(HAC, "simultaneous", "cuts"),
+        projection=HW.part_inputs(HAC, "projection", "bench"),
+    output:
+        gradual="results/hac/{cohort}/gradual.tsv",
+        simultaneous="results/hac/{cohort}/simultaneous.tsv",
+        projection="results/hac/{cohort}/projection.tsv",
+        cuts="results/hac/{cohort}/cuts.tsv",
+        # the same tables with their timing columns (results stay byte-identical across runs)
+        gradual_bench="results/benchmarks/hac/{cohort}/gradual.tsv",
+        projection_bench="results/benchmarks/hac/{cohort}/projection.tsv",
+    log:
+        "results/logs/hac/hac_merge_{cohort}.log",
+    wildcard_constraints:
+        cohort=HAC_PART["cohort"],
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("hac_merge")
+    resources:
+        **job_resources("hac_merge"),
+    params:
+        cfg=HAC,
+    script:
+        "../scripts/hac_merge.py"
 
 
 rule hac_report:

@@ -1,4 +1,5 @@
-"""Rule `attack_known_io`: guaranteed max. relative error ε_x per known fraction for one cohort."""
+"""Rule `attack_known_io`: guaranteed max. relative error ε_x per known fraction for one cohort,
+for the preprocessings and known sets of one part (issue 14 fan-out; `attacks_merge` joins)."""
 
 import logging
 import sys
@@ -8,6 +9,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))
 import pandas as pd  # noqa: E402
 from _common import run  # noqa: E402
 
+from fedclust.attacks import workflow as wf  # noqa: E402
 from fedclust.attacks.data import most_variable, preprocess  # noqa: E402
 from fedclust.attacks.known_io import known_io_curve  # noqa: E402
 from fedclust.io import read_table, write_table  # noqa: E402
@@ -15,17 +17,18 @@ from fedclust.io import read_table, write_table  # noqa: E402
 
 def main() -> None:
     cfg, cohort = snakemake.params.cfg, snakemake.wildcards.cohort
+    preps, seeds = wf.known_io_part(snakemake.params.att, snakemake.wildcards.part)
     counts = read_table(snakemake.input.counts)
     counts = counts.loc[:, (counts > 0).any(axis=0)]
     if cfg["genes"] == "no_zero":
         counts = counts.loc[:, (counts > 0).all(axis=0)]
     tables = []
-    for prep in cfg["preprocessings"]:
+    for prep in preps:
         x = preprocess(counts, prep)
         x = x[most_variable(x, cfg["max_genes"])]
-        logging.info("%s %s: %d samples × %d genes", cohort, prep, *x.shape)
+        logging.info("%s %s: %d samples × %d genes, known sets %s", cohort, prep, *x.shape, seeds)
         t = known_io_curve(
-            x.to_numpy(float), cfg["fractions"], cfg["n_seeds"], snakemake.params.seed, cohort
+            x.to_numpy(float), cfg["fractions"], seeds, snakemake.params.seed, cohort
         )
         t.insert(0, "preprocessing", prep)
         t.insert(0, "cohort", cohort)

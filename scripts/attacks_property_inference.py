@@ -1,4 +1,5 @@
-"""Rule `attack_property_inference`: sex from projected data (thesis §4.4.2, Fig 4.16)."""
+"""Rule `attack_property_inference`: sex from projected data (thesis §4.4.2, Fig 4.16), for the
+projection conditions and runs of one part (issue 14 fan-out; `attacks_merge` joins)."""
 
 import sys
 from pathlib import Path
@@ -7,12 +8,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))
 import torch  # noqa: E402
 from _common import run  # noqa: E402
 
+from fedclust.attacks import workflow as wf  # noqa: E402
 from fedclust.attacks.data import load_cohorts  # noqa: E402
-from fedclust.attacks.property_inference import (  # noqa: E402
-    TrainSpec,
-    property_inference_tests,
-    run_property_inference,
-)
+from fedclust.attacks.property_inference import TrainSpec, run_property_inference  # noqa: E402
 from fedclust.io import read_table, write_table  # noqa: E402
 
 
@@ -24,14 +22,11 @@ def main() -> None:
     torch.set_num_threads(snakemake.threads)
     cfg = snakemake.params.cfg
     cohorts = snakemake.params.cohorts
+    conditions, runs = wf.pi_part(snakemake.params.att, snakemake.wildcards.part)
     counts, obs = load_cohorts(
         {c: read_table(p) for c, p in zip(cohorts, snakemake.input.counts, strict=True)},
         {c: read_table(p) for c, p in zip(cohorts, snakemake.input.obs, strict=True)},
     )
-    conditions = [{"kind": "none"}]
-    if cfg["orthogonal"]:
-        conditions.append({"kind": "orthogonal"})
-    conditions += [{"kind": "gaussian", "k": k} for k in cfg["gaussian_k"]]
     spec = TrainSpec(
         d_nn=cfg["d_nn"],
         d_nn_small=cfg["d_nn_small"],
@@ -51,9 +46,9 @@ def main() -> None:
         preprocessing=cfg["preprocessing"],
         genes=cfg["genes"],
         max_genes=cfg["max_genes"],
+        runs=runs,
     )
-    write_table(snakemake.output.accuracy, acc, index=False)
-    write_table(snakemake.output.tests, property_inference_tests(acc), index=False)
+    write_table(snakemake.output.table, acc, index=False)
 
 
 run(main, snakemake)

@@ -65,14 +65,18 @@ def sample_consistent_inverse(xk: np.ndarray, yk: np.ndarray, seed: int) -> np.n
 
 
 def known_io_curve(
-    x: np.ndarray, fractions: list[float], n_seeds: int, seed: int, label: str = ""
+    x: np.ndarray, fractions: list[float], n_seeds: int | range, seed: int, label: str = ""
 ) -> pd.DataFrame:
-    """``ε_x`` of every unknown sample per known fraction and seed (thesis §4.4.1, 10 seeds)."""
+    """``ε_x`` of every unknown sample per known fraction and seed (thesis §4.4.1, 10 seeds).
+
+    ``n_seeds``: a number of known sets, or the indices to compute (a fan-out block; each known
+    set derives from its index alone)."""
     n = x.shape[0]
+    seeds = range(n_seeds) if isinstance(n_seeds, int) else n_seeds
     rows = []
     for frac in fractions:
         n_known = int(round(frac * n))
-        for s in range(n_seeds):
+        for s in seeds:
             perm = rng(seed, "known-io", label, frac, s).permutation(n)
             known, unknown = perm[:n_known], perm[n_known:]
             if len(unknown) == 0:

@@ -14,6 +14,7 @@ epochs and the learning-rate grid. Test accuracy = on the centers' rows projecte
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -137,17 +138,20 @@ def run_property_inference(
     preprocessing: str = "size_factors",
     genes: str = "no_zero",
     max_genes: int | None = None,
+    runs: Iterable[int] | None = None,
 ) -> pd.DataFrame:
     """Test accuracy per run × condition × classifier (thesis Fig 4.16).
 
     ``conditions``: dicts ``{"kind": "none"|"orthogonal"|"gaussian", "k": int|None}``
-    (orthogonal: k = d, square).
+    (orthogonal: k = d, square). ``runs``: the run indices to compute (default all ``n_runs``;
+    a block of the fan-out, issue 14): every seed derives from the run index and the condition,
+    so a run's rows do not depend on which other runs or conditions share the call.
     """
     y_all = sex_labels(obs)
     ok = y_all.notna().to_numpy()
     counts, y_all = counts.iloc[ok], y_all.to_numpy()[ok]
     rows = []
-    for run in range(n_runs):
+    for run in range(n_runs) if runs is None else runs:
         tr, va, te = split_60_20_20(len(counts), seed, run)
         att = np.concatenate([tr, va])
         xa, xc = split_preprocess(counts, att, te, preprocessing, genes, max_genes)

@@ -9,6 +9,7 @@ an MLP decoder, then the error is ``‖f(y) − x‖ / ‖x‖`` per server samp
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,17 +148,21 @@ def run_reconstruction(
     cfg: dict,
     seed: int,
     device: str = "cpu",
+    runs: Iterable[int] | None = None,
+    pinv: bool | Iterable[str] = True,
 ) -> dict:
     """All §4.4.3 experiments. Returns DataFrames ``errors``, ``pinv``, ``combined``, ``tests``.
 
-    ``cfg`` = the ``attacks.reconstruction`` config section (see config/schema.yaml).
+    ``cfg`` = the ``attacks.reconstruction`` config section (see config/schema.yaml). ``runs``:
+    the split indices to compute (default all ``n_runs``), ``pinv``: whether to compute the
+    Fig 4.18 (left) pseudo-inverse table, or for which cohorts — the fan-out's units (issue 14);
+    every seed derives from the run index or the cohort, so rows do not depend on the grouping.
     """
     import pandas as pd
 
     from ..hac.projection import projection_matrix
     from .data import no_zero_genes, preprocess, sex_labels, split_preprocess
     from .property_inference import TrainSpec, _accuracy
-    from .stats import compare
 
     def spec_for(decoder: str, init: str) -> DecoderSpec:
         d = cfg["decoders"][decoder]
@@ -179,13 +184,13 @@ def run_reconstruction(
             where="config attacks.reconstruction.combined.k",
             fix="the combined attack reuses a Fig 4.19 VST reconstruction: pick one of fig4_19_k",
         )
-    n_runs = int(cfg["n_runs"])
+    run_ids = list(range(int(cfg["n_runs"])) if runs is None else runs)
     errors: list[dict] = []
     combined: list[dict] = []
     samples = counts.index.to_numpy()
 
     # Fig 4.17 and Fig 4.18 (right): size factors, genes with no zero count.
-    for run in range(n_runs):
+    for run in run_ids:
         att, srv = half_split(len(counts), seed, run)
         xa, xs = split_preprocess(
             counts, att, srv, "size_factors", "no_zero", cfg["max_genes_no_zero"]
@@ -253,7 +258,11 @@ def run_reconstruction(
 
     # Fig 4.18 (left): pseudo-inverse error per cohort, averaged over n_projections matrices.
     pinv_rows = []
-    for cohort, idx in obs.groupby("cohort").indices.items():
+    pinv_of = obs.groupby("cohort").indices
+    if pinv is not True:
+        keep = set(pinv or [])
+        pinv_of = {c: i for c, i in pinv_of.items() if c in keep}
+    for cohort, idx in pinv_of.items():
         c = counts.iloc[idx]
         x = preprocess(c, "size_factors")[no_zero_genes(c)]
         from .data import most_variable
@@ -286,7 +295,7 @@ def run_reconstruction(
         batch_size=int(cspec["batch_size"]),
         device=device,
     )
-    for run in range(n_runs):
+    for run in run_ids:
         att, srv = half_split(len(counts), seed, run)
         for prep in ("size_factors", "vst"):
             xa_df, xs_df = split_preprocess(counts, att, srv, prep, "all", cfg["max_genes_all"])
@@ -325,8 +334,24 @@ def run_reconstruction(
                     combined[-1].update(run=run, k=int(k), n_genes=d)
 
     errors_df = pd.DataFrame(errors)
+    return {
+        "errors": errors_df,
+        "pinv": pd.DataFrame(pinv_rows),
+        "combined": pd.DataFrame(combined),
+        "tests": reconstruction_tests(errors_df),
+    }
+
+
+def reconstruction_tests(errors):  # noqa: ANN001, ANN201 — pandas DataFrame in and out
+    """Fig 4.19's test per k: mean error per run, VST vs size factors (paired and Welch)."""
+    import pandas as pd
+
+    from .stats import compare
+
     tests = []
-    f19 = errors_df[errors_df.experiment == "fig4_19"]
+    if len(errors) == 0:
+        return pd.DataFrame(tests)
+    f19 = errors[errors.experiment == "fig4_19"]
     for k, g in f19.groupby("k"):
         m = g.groupby(["preprocessing", "run"]).rel_error.mean()
         tests.append(
@@ -335,12 +360,7 @@ def run_reconstruction(
                 **compare(m["vst"].values, m["size_factors"].values),
             }
         )
-    return {
-        "errors": errors_df,
-        "pinv": pd.DataFrame(pinv_rows),
-        "combined": pd.DataFrame(combined),
-        "tests": pd.DataFrame(tests),
-    }
+    return pd.DataFrame(tests)
 
 
 def _combined(xa, xs, xh, ya, ys, tspec, seed, accuracy) -> dict:  # noqa: ANN001

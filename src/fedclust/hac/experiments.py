@@ -289,7 +289,7 @@ def projection_table(
     linkages: list[str],
     metric: str,
     sketch_sizes: list[int],
-    seeds: int,
+    seeds: int | range,
     base_seed: int,
     k_max: int,
     estimator: str = "geometric",
@@ -302,14 +302,16 @@ def projection_table(
 
     ``kind`` applies to the ℓ2 metrics (cityblock always uses Cauchy entries). ``seconds`` is
     the simulation's time (the public matrix drawn once for all centers); ``center_madds_max``
-    is what the largest center computes for its own sketch."""
+    is what the largest center computes for its own sketch. ``seeds``: a number of seeds, or the
+    seed indices to run (a block of the fan-out; each seed derives from its index alone)."""
+    runs = range(seeds) if isinstance(seeds, int) else seeds
     xs, _, blocks = _stacked(x, centers)
     law = None if metric == "cityblock" else kind
     ref = pdist(xs, metric)
     pooled = {m: pooled_linkage(xs, m, metric) for m in _methods(linkages, metric)}
     rows = []
     for k in sketch_sizes:
-        for s in range(seeds):
+        for s in runs:
             seed = derive_seed(base_seed, "hac projection", metric, k, s)
             led = Ledger()
             t = time.perf_counter()

@@ -1,0 +1,32 @@
+"""Rule `hac_exact`: exact baselines (genewise Alg. 3, orthogonal perturbation Alg. 2) and the
+PCA table of one RNA-seq cohort split by region."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))
+from _common import run  # noqa: E402
+
+from fedclust.hac import experiments as ex  # noqa: E402
+from fedclust.io import write_table  # noqa: E402
+
+
+def main() -> None:
+    cfg, seed, out = snakemake.params.cfg, int(snakemake.params.seed), snakemake.output
+    cohort = snakemake.wildcards.cohort
+    paths = {p: getattr(snakemake.input, p) for p in ("sf", "vst")}
+    data, centers = ex.load_cohort(paths, snakemake.input.obs)
+    write_table(out.pca, ex.pca_table(data).assign(cohort=cohort), index=False)
+    e = cfg["exact"]
+    t = ex.exact_baselines(
+        data["vst"],
+        centers,
+        e["genes"],
+        seed,
+        e.get("perturbation_genes", "all"),
+        e.get("n_min", 1),
+    )
+    write_table(out.exact, t.assign(cohort=cohort), index=False)
+
+
+run(main, snakemake)

@@ -1,0 +1,243 @@
+"""Fan-out of the hac stage (issue 14): one job per (cohort, variant, panel/linkage, seed block).
+
+A *unit* is the smallest independent piece of a cohort's HAC tables: gradual sharing of one
+(preprocessing, metric, linkage), simultaneous sharing of one linkage, random projections of one
+(preprocessing, metric, estimator) and one block of seeds. A *part* (the ``{part}`` wildcard) is
+what one job runs: one unit (``hac.fanout.per_unit: true``) or every unit of a variant
+(``"all"``), times one projection seed block (``hac.fanout.seed_block``). Each unit's numbers do
+not depend on the grouping (a projection seed is derived from the seed's index, not from a
+running stream), and :func:`merge_gradual` / :func:`merge_projection` / … put the parts' rows
+back into the order of the all-in-one tables, so the report reads the same tables as before.
+
+This module is imported by ``rules/hac.smk`` at parse time: the listing functions use only the
+standard library and :mod:`fedclust.hac.pooled`'s constants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+
+VARIANTS = ("gradual", "simultaneous", "projection")
+ALL = "all"
+GRADUAL_METRICS = ("euclidean", "cityblock", "cosine", "correlation")
+PROJECTION_METRICS = ("euclidean", "cityblock", "cosine")
+PREPS = ("sf", "vst")
+EUCLIDEAN_ONLY = ("centroid", "ward")  # = fedclust.hac.pooled.EUCLIDEAN_ONLY (tested)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One independent piece of a cohort's tables (``linkage`` / ``estimator`` / ``seeds`` only
+    where the variant has them)."""
+
+    variant: str
+    prep: str
+    metric: str
+    linkage: str | None = None
+    estimator: str | None = None
+    seeds: tuple[int, int] | None = None  # [start, stop) of the projection seed indices
+
+    @property
+    def name(self) -> str:
+        if self.variant == "simultaneous":
+            return str(self.linkage)
+        if self.variant == "gradual":
+            return f"{self.prep}-{self.metric}-{self.linkage}"
+        return f"{self.prep}-{self.metric}-{self.estimator}"
+
+
+def _panels(panels: list, metrics: tuple[str, ...], where: str) -> list[tuple[str, str]]:
+    out = []
+    for entry in panels:
+        if len(entry) != 2 or entry[0] not in PREPS or entry[1] not in metrics:
+            raise ConfigError(
+                f"bad panel {entry!r}: expected [preprocessing, metric]",
+                where=where,
+                fix=f"preprocessing one of {PREPS}, metric one of {metrics}",
+            )
+        out.append((str(entry[0]), str(entry[1])))
+    return out
+
+
+def linkages_for(linkages: list[str], metric: str) -> list[str]:
+    """The configured linkages that are defined for ``metric`` (centroid/Ward: Euclidean only)."""
+    return [m for m in linkages if metric == "euclidean" or m not in EUCLIDEAN_ONLY]
+
+
+def fanout(cfg: dict[str, Any]) -> tuple[bool, int | None]:
+    """``(per_unit, seed_block)`` of ``hac.fanout`` (defaults: grouped, one seed block)."""
+    f = cfg.get("fanout") or {}
+    block = f.get("seed_block")
+    if block is not None and int(block) < 1:
+        raise ConfigError(
+            f"hac.fanout.seed_block = {block} must be ≥ 1 or null",
+            where="config hac.fanout.seed_block",
+        )
+    return bool(f.get("per_unit", False)), None if block is None else int(block)
+
+
+def seed_blocks(n_seeds: int, block: int | None) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges covering ``range(n_seeds)`` in blocks of ``block`` (None = one)."""
+    size = n_seeds if block is None else max(1, int(block))
+    return [(a, min(a + size, n_seeds)) for a in range(0, max(n_seeds, 1), max(size, 1))]
+
+
+def units(cfg: dict[str, Any], variant: str) -> list[Unit]:
+    """Every unit of ``variant`` in the order of the all-in-one tables."""
+    links = list(cfg["linkages"])
+    if variant == "gradual":
+        panels = _panels(cfg["gradual"]["panels"], GRADUAL_METRICS, "hac.gradual.panels")
+        return [Unit("gradual", p, m, link) for p, m in panels for link in linkages_for(links, m)]
+    if variant == "simultaneous":
+        prep = cfg["simultaneous"]["preprocessing"]
+        return [Unit("simultaneous", prep, "euclidean", link) for link in links]
+    if variant == "projection":
+        p = cfg["projection"]
+        panels = _panels(p["panels"], PROJECTION_METRICS, "hac.projection.panels")
+        _, block = fanout(cfg)
+        out = []
+        for prep, metric in panels:
+            ests = [p["estimator"]]
+            if metric == "cityblock" and p["compare_median"] and p["estimator"] != "median":
+                ests.append("median")
+            for est in ests:
+                for seeds in seed_blocks(int(p["seeds"]), block):
+                    out.append(Unit("projection", prep, metric, None, est, seeds))
+        return out
+    raise ValueError(f"unknown hac variant {variant!r}: use one of {VARIANTS}")
+
+
+def _block_index(cfg: dict[str, Any], seeds: tuple[int, int]) -> int:
+    _, block = fanout(cfg)
+    return seeds[0] // (int(cfg["projection"]["seeds"]) if block is None else block)
+
+
+def part_of(cfg: dict[str, Any], unit: Unit) -> str:
+    """The ``{part}`` wildcard of the job that runs ``unit``."""
+    per_unit, _ = fanout(cfg)
+    head = unit.name if per_unit else ALL
+    if unit.variant != "projection":
+        return head
+    return f"{head}-b{_block_index(cfg, unit.seeds)}"
+
+
+def parts(cfg: dict[str, Any], variant: str) -> list[str]:
+    """The jobs' ``{part}`` values of ``variant`` (ordered, unique)."""
+    return list(dict.fromkeys(part_of(cfg, u) for u in units(cfg, variant)))
+
+
+def units_of_part(cfg: dict[str, Any], variant: str, part: str) -> list[Unit]:
+    """The units one job runs, in table order; a clear error for a part the config does not
+    define (a stale path or a typo on the command line)."""
+    chosen = [u for u in units(cfg, variant) if part_of(cfg, u) == part]
+    if not chosen:
+        raise ConfigError(
+            f"hac {variant} part {part!r} is not defined by the config",
+            where="hac.fanout / hac." + variant,
+            fix=f"use one of {parts(cfg, variant)}",
+        )
+    return chosen
+
+
+def part_paths(cfg: dict[str, Any], variant: str, cohort: str, what: str, ext: str) -> list[str]:
+    """Paths of the per-part tables of one cohort (``what``: table, cuts or bench)."""
+    root = "results/benchmarks/hac" if what == "bench" else "results/hac"
+    suffix = "" if what in ("table", "bench") else f"_{what}"
+    return [f"{root}/{cohort}/parts/{variant}/{p}{suffix}.{ext}" for p in parts(cfg, variant)]
+
+
+def part_inputs(cfg: dict[str, Any], variant: str, what: str = "table", ext: str = "parquet"):  # noqa: ANN201
+    """An input function of ``hac_merge``: the per-part tables of ``wildcards.cohort``."""
+    return lambda wc: part_paths(cfg, variant, wc.cohort, what, ext)
+
+
+# ---- running units (imports the numerical code lazily: not at workflow parse time) ------------
+
+
+def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str):  # noqa: ANN001
+    """Gradual sharing of one (prep, metric, linkage): (table with timing columns, cuts)."""
+    import pandas as pd
+
+    from . import experiments as ex
+
+    g = cfg["gradual"]
+    n = len(centers)
+    cut_rows: list[dict] = []
+    t = ex.gradual_table(
+        data[unit.prep], centers, [unit.linkage], unit.metric,
+        ex.nmin_grid(n, g["n_min"], g["fraction"]), int(cfg["k_max"]), g.get("d_min", 0.0),
+        tuple(g.get("average_delta", ["stored"])), cut_rows,
+    )  # fmt: skip
+    ran = t.loc[~t.skipped, "n_min"]
+    t = t.assign(cohort=cohort, prep=unit.prep, n=n, n_min_top=ran.max())
+    cuts = pd.DataFrame(cut_rows).assign(method="gradual", prep=unit.prep)
+    return t, cuts
+
+
+def run_simultaneous(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str):  # noqa: ANN001
+    """Simultaneous sharing of one linkage: (table, cuts)."""
+    import pandas as pd
+
+    from . import experiments as ex
+
+    s = cfg["simultaneous"]
+    cut_rows: list[dict] = []
+    t = ex.simultaneous_table(
+        data[unit.prep], centers, [unit.linkage], "euclidean", s["n_min"], int(cfg["k_max"]),
+        cut_rows,
+    )  # fmt: skip
+    t = t.assign(cohort=cohort, prep=unit.prep)
+    cuts = pd.DataFrame(cut_rows).assign(method="simultaneous", prep=unit.prep)
+    return t, cuts
+
+
+def run_projection(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str, seed: int):  # noqa: ANN001
+    """Random projections of one (prep, metric, estimator) and seed block (with timings)."""
+    from . import experiments as ex
+
+    p = cfg["projection"]
+    t = ex.projection_table(
+        data[unit.prep], centers, list(cfg["linkages"]), unit.metric, p["sketch_sizes"],
+        range(*unit.seeds), seed, int(cfg["k_max"]), unit.estimator,
+        kind=p.get("kind", "gaussian"), density=p.get("density"),
+        dtype=p.get("dtype", "float32"), threads=int(p.get("threads", 1)),
+    )  # fmt: skip
+    return t.assign(cohort=cohort, prep=unit.prep)
+
+
+# ---- merging parts into the all-in-one tables --------------------------------------------------
+
+
+def _concat(tables: list):  # noqa: ANN001, ANN202
+    import pandas as pd
+
+    return pd.concat(tables, ignore_index=True)
+
+
+def merge_rows(tables: list):  # noqa: ANN001, ANN202
+    """Gradual / simultaneous tables and cuts: units are contiguous blocks of the all-in-one
+    table, so the parts (in :func:`parts` order) are simply concatenated."""
+    return _concat(tables)
+
+
+def merge_cuts(gradual: list, simultaneous: list, cohort: str):  # noqa: ANN001, ANN202
+    """``cuts.tsv``: the gradual panels' cut rows, then simultaneous, then the cohort column."""
+    return _concat([*gradual, *simultaneous]).assign(cohort=cohort)
+
+
+def merge_projection(tables: list, cfg: dict[str, Any]):  # noqa: ANN001, ANN202
+    """Projection parts → the all-in-one order: per (prep, metric, estimator) unit group, sketch
+    size (config order), then seed index, then linkage (stable within a part)."""
+    import numpy as np
+
+    t = _concat(tables)
+    group = t["prep"] + "|" + t["metric"] + "|" + t["estimator"].astype(str)
+    first = {g: i for i, g in enumerate(dict.fromkeys(group))}
+    sketch = {int(k): i for i, k in enumerate(cfg["projection"]["sketch_sizes"])}
+    key = np.lexsort(
+        (t["run"].to_numpy(), t["sketch"].map(sketch).to_numpy(), group.map(first).to_numpy())
+    )
+    return t.iloc[key].reset_index(drop=True)
