@@ -43,17 +43,21 @@ def main() -> None:
     t0 = time.perf_counter()
     tsae, _ = train_central_tsae(xt, cm, "mnist", "yogi", 1)
     t = time.perf_counter() - t0
-    print(f"tsae mnist: {t:.2f}s for {a.rows} rows x 1 epoch -> 60000 x 500 epochs: "
-          f"{t * 60000 / a.rows * 500 / 3600:.2f} h (150-epoch tuning point: "
-          f"{t * 54000 / a.rows * 150 / 3600:.2f} h)")
+    print(
+        f"tsae mnist: {t:.2f}s for {a.rows} rows x 1 epoch -> 60000 x 500 epochs: "
+        f"{t * 60000 / a.rows * 500 / 3600:.2f} h (150-epoch tuning point: "
+        f"{t * 54000 / a.rows * 150 / 3600:.2f} h)"
+    )
     # one centralized DEC configuration: 1 epoch (+ evaluation) → 20 epochs at 60,000 rows
     cm["clustering"]["max_epochs"] = 1
     cm["evaluate"]["silhouette_max_points"] = min(a.rows, 10000)
     t0 = time.perf_counter()
     central_dec_run(x, xt, y, tsae, embed(tsae, xt), cm, "mnist", ("yogi", 9, "normal-l1"), 1)
     t = time.perf_counter() - t0
-    print(f"dec mnist config: {t:.2f}s for {a.rows} rows x 1 epoch -> 60000 x 20 epochs: "
-          f"{t * 60000 / a.rows * 20 / 3600:.2f} h (upper bound: evaluation counted per epoch)")
+    print(
+        f"dec mnist config: {t:.2f}s for {a.rows} rows x 1 epoch -> 60000 x 20 epochs: "
+        f"{t * 60000 / a.rows * 20 / 3600:.2f} h (upper bound: evaluation counted per epoch)"
+    )
     # federated TSAE on MDS shape: 2957 × 54 binary, 10 centers, batch 8 → 500 rounds
     xm = (g.random((2957, 54)) < 0.1).astype(np.float32)
     centers = g.integers(0, 10, 2957)
@@ -62,16 +66,20 @@ def main() -> None:
     t0 = time.perf_counter()
     fed_tsae_stage(xm, centers, cf, "mds", "uniform10", "fedyogi", 1)
     t = time.perf_counter() - t0
-    print(f"fed tsae mds: {t:.2f}s for 2 rounds (+ local k-means) -> 500 rounds: "
-          f"{t / 2 * 500 / 3600:.2f} h")
+    print(
+        f"fed tsae mds: {t:.2f}s for 2 rounds (+ local k-means) -> 500 rounds: "
+        f"{t / 2 * 500 / 3600:.2f} h"
+    )
     # federated TSAE on MNIST shape: rows split over 10 centers, batch 256 → 60,000 × 150 rounds
     cm2 = copy.deepcopy(c)
     cm2["datasets"]["mnist"]["federated_ae_rounds"] = 1
     t0 = time.perf_counter()
     fed_tsae_stage(x, g.integers(0, 10, a.rows), cm2, "mnist", "uniform10", "fedyogi", 1)
     t = time.perf_counter() - t0
-    print(f"fed tsae mnist: {t:.2f}s for {a.rows} rows x 1 round -> 60000 x 150 rounds: "
-          f"{t * 60000 / a.rows * 150 / 3600:.2f} h")
+    print(
+        f"fed tsae mnist: {t:.2f}s for {a.rows} rows x 1 round -> 60000 x 150 rounds: "
+        f"{t * 60000 / a.rows * 150 / 3600:.2f} h"
+    )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 

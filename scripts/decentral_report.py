@@ -16,9 +16,12 @@ NAMES = {
     "table_4_1b_loss_bce": ("loss_bce", "Table 4.1b: average test loss, BCE only (no penalty)"),
     "table_4_2_accuracy": ("accuracy", "Table 4.2: average test accuracy"),
     "table_4_3_auc": ("auc", "Table 4.3: average test AUC (exact ROC AUC, sklearn)"),
-    "table_4_3b_auc_keras": ("auc_keras", "Table 4.3b: average test AUC as Keras reports it "
-                             "(tf.keras.metrics.AUC: 200 thresholds, trapezoids; what the thesis "
-                             "printed)"),
+    "table_4_3b_auc_keras": (
+        "auc_keras",
+        "Table 4.3b: average test AUC as Keras reports it "
+        "(tf.keras.metrics.AUC: 200 thresholds, trapezoids; what the thesis "
+        "printed)",
+    ),
 }
 EDA_TABLES = {  # file stem -> caption (seed 004 chapter 3; thesis beside ours)
     "table_3_1_clients": "Table 3.1: the five 'hospital' clients (the thesis' row slices), their "
@@ -38,12 +41,18 @@ EDA_TABLES = {  # file stem -> caption (seed 004 chapter 3; thesis beside ours)
     "MaxHR, ChestPainType_ATA and the negated one-hot siblings also reach |rho| >= 0.3.",
 }
 EDA_FIGS = {
-    "fig3_1_violins": ("seed 004 Fig. 3.1", "Violin plots of the numeric attributes by class "
-                       "(0 = normal, 1 = heart disease) after the class-conditional median "
-                       "imputation of the zero Cholesterol/RestingBP values (matplotlib; the "
-                       "thesis used seaborn)."),
-    "fig3_2_spearman": ("seed 004 Fig. 3.2", "Spearman correlation of the 20 processed features "
-                        "and the target (21 x 21, coolwarm, -1..1)."),
+    "fig3_1_violins": (
+        "seed 004 Fig. 3.1",
+        "Violin plots of the numeric attributes by class "
+        "(0 = normal, 1 = heart disease) after the class-conditional median "
+        "imputation of the zero Cholesterol/RestingBP values (matplotlib; the "
+        "thesis used seaborn).",
+    ),
+    "fig3_2_spearman": (
+        "seed 004 Fig. 3.2",
+        "Spearman correlation of the 20 processed features "
+        "and the target (21 x 21, coolwarm, -1..1).",
+    ),
 }
 SPLIT_TEXT = {
     "hospitals": "the thesis' five fixed row-range 'hospitals' clev/hung/long/stat/swit",

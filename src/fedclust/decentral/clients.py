@@ -105,8 +105,12 @@ class HeartClient:
             (
                 r.loss_total,
                 len(self.yte),
-                {"loss_bce": r.loss_bce, "accuracy": r.accuracy, "auc": r.auc,
-                 "auc_keras": r.auc_keras},
+                {
+                    "loss_bce": r.loss_bce,
+                    "accuracy": r.accuracy,
+                    "auc": r.auc,
+                    "auc_keras": r.auc_keras,
+                },
             )  # fmt: skip
             for r in self.trainer.evaluate(parameters_list, self.Xte, self.yte)
         ]
@@ -116,6 +120,10 @@ class HeartClient:
         return (
             r.loss_total,
             len(self.yte),
-            {"loss_bce": r.loss_bce, "accuracy": r.accuracy, "auc": r.auc,
-                 "auc_keras": r.auc_keras},
+            {
+                "loss_bce": r.loss_bce,
+                "accuracy": r.accuracy,
+                "auc": r.auc,
+                "auc_keras": r.auc_keras,
+            },
         )

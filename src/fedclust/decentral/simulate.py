@@ -293,8 +293,11 @@ def run_group(
 def weighted_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     """Per round: n_train-weighted mean over clients (the thesis' averaging, spec §4.0) and the
     simple mean, of loss_total, loss_bce, accuracy, auc."""
-    cols = [c for c in ("loss_total", "loss_bce", "accuracy", "auc", "auc_keras")
-            if c in metrics.columns]
+    cols = [
+        c
+        for c in ("loss_total", "loss_bce", "accuracy", "auc", "auc_keras")
+        if c in metrics.columns
+    ]
     out = []
     for t, g in metrics.groupby("round"):
         w = g["n_train"].to_numpy(float)
