@@ -125,6 +125,9 @@ def test_cli_on_a_toy_workflow(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "jobs: 7" in out and "critical path: 130 min" in out
     assert "unit                                 3      100       300  rules" in out
+    assert main([*argv, "--set", "side=1", "--set", "default=2"]) == 0
+    assert "critical path: 104 min" in capsys.readouterr().out  # prep 2 + unit 100 + merge 2
+    assert main([*argv, "--set", "side"]) == 2
     assert main([*argv, "--top", "1"]) == 0
     assert "prep" not in capsys.readouterr().out.split("critical path")[0]
     assert main(["--configfile", str(tmp_path / "missing.yaml")]) == 2

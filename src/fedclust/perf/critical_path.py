@@ -111,17 +111,25 @@ def _profile_set_resources(profile: str | os.PathLike) -> dict[str, dict[str, An
 
 
 def rule_minutes(
-    config: dict[str, Any], rules: list[str], profile: str | os.PathLike | None = None
+    config: dict[str, Any],
+    rules: list[str],
+    profile: str | os.PathLike | None = None,
+    what_if: dict[str, float] | None = None,
 ) -> dict[str, tuple[float, str]]:
-    """Per rule: (minutes per job, where the figure comes from)."""
+    """Per rule: (minutes per job, where the figure comes from). ``what_if`` (rule -> minutes,
+    ``default`` for ``resources.default``) overrides everything: for "what if" questions."""
+    what_if = dict(what_if or {})
     res = config.get("resources") or {}
-    default = (res.get("default") or {}).get("runtime")
+    default = what_if.pop("default", None)
+    default = default if default is not None else (res.get("default") or {}).get("runtime")
     per_rule = res.get("rules") or {}
     overrides = _profile_set_resources(profile) if profile else {}
     out = {}
     for rule in rules:
         if rule in ZERO_RULES:
             out[rule] = (0.0, "no work")
+        elif rule in what_if:
+            out[rule] = (float(what_if[rule]), "--set")
         elif "runtime" in overrides.get(rule, {}):
             out[rule] = (parse_minutes(overrides[rule]["runtime"], rule), "profile")
         elif "runtime" in (per_rule.get(rule) or {}):
@@ -184,11 +192,14 @@ def critical_path(
 
 
 def analyse(
-    dot: str, config: dict[str, Any], profile: str | os.PathLike | None = None
+    dot: str,
+    config: dict[str, Any],
+    profile: str | os.PathLike | None = None,
+    what_if: dict[str, float] | None = None,
 ) -> PathReport:
     """Job DAG (DOT text) + config resources -> :class:`PathReport`."""
     jobs, edges = parse_dot(dot)
-    minutes = rule_minutes(config, sorted({j.rule for j in jobs.values()}), profile)
+    minutes = rule_minutes(config, sorted({j.rule for j in jobs.values()}), profile, what_if)
     weight = {i: minutes[j.rule][0] for i, j in jobs.items()}
     path, length = critical_path(jobs, edges, weight)
     return PathReport(jobs, minutes, path, length, sum(weight.values()))
@@ -261,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", help="a Snakemake profile whose set-resources win (SLURM)")
     ap.add_argument("--snakefile", default=None, help="default: the Snakefile of this checkout")
     ap.add_argument("--dot", help="read the DAG from this DOT file instead of running snakemake")
+    ap.add_argument("--save-dot", help="also write the DAG (DOT) here, for --dot later")
+    ap.add_argument("--set", action="append", default=[], metavar="RULE=MINUTES",
+                    help="what if RULE took MINUTES per job (default=N: resources.default)")
     ap.add_argument("--top", type=int, default=0, help="list only the N heaviest rules")
     ap.add_argument("targets", nargs="*", help="snakemake targets (default: all)")
     args = ap.parse_args(argv)
@@ -272,7 +286,15 @@ def main(argv: list[str] | None = None) -> int:
             if args.dot
             else snakemake_dag(args.configfile, snakefile, args.targets)
         )
-        rep = analyse(dot, config, args.profile)
+        if args.save_dot:
+            Path(args.save_dot).write_text(dot)
+        what_if = {}
+        for item in args.set:
+            rule, sep, value = item.partition("=")
+            if not sep:
+                raise ConfigError(f"--set {item!r}", fix="write RULE=MINUTES, e.g. hac_cohort=90")
+            what_if[rule.strip()] = parse_minutes(value, f"--set {item}")
+        rep = analyse(dot, config, args.profile, what_if)
     except (FedclustError, yaml.YAMLError, OSError) as err:
         print(f"critical_path: {err}", file=sys.stderr)
         return 2
