@@ -22,7 +22,7 @@ SHAPE = [
     "dec.federated.strategies", "dec.federated.centroid_aggregation", "dec.evaluate.survival",
     "decentral.splits", "decentral.modes", "decentral.approaches", "admm.modes",
     "fedcref.variants", "fedcref.experiments.exp1", "fedcref.experiments.exp2",
-    "fedcref.experiments.exp3", "survival.endpoints", "survival.scenarios",
+    "fedcref.experiments.exp3", "survival.scenarios",
     "survival.strategies", "survival.reference_scenarios",
 ]  # fmt: skip
 
@@ -62,7 +62,8 @@ def test_smoke_config_is_thesis_shaped_small_and_offline(repo):
     for key in SHAPE:
         if key != "data.rnaseq.cohorts":
             assert _get(smoke, key) == _get(thesis, key), key
-    assert set(smoke["data"]["rnaseq"]["cohorts"]) < set(thesis["data"]["rnaseq"]["cohorts"])
+    for key in ("data.rnaseq.cohorts", "survival.endpoints"):  # fewer values, same wildcard
+        assert 0 < len(_get(smoke, key)) and set(_get(smoke, key)) <= set(_get(thesis, key))
     for key in ("dec.datasets", "fedcref.datasets", "admm.tasks"):  # the same names
         assert set(_get(smoke, key)) == set(_get(thesis, key)), key
     # offline: nothing to download (IPSS-M comes from the data mirror in CI)
