@@ -15,7 +15,7 @@ min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # use this checkout's library
 
-from fedclust.config import load_yaml, validate_config  # noqa: E402
+from fedclust.config import load_yaml, resolve_bases, validate_config  # noqa: E402
 from fedclust.errors import ConfigError  # noqa: E402
 
 
@@ -29,6 +29,13 @@ try:
     # duplicate keys / YAML errors with file, line and column
     for _cf in workflow.configfiles:
         load_yaml(_cf)
+    # `base: thesis.yaml` in a --configfile (config/thesis-smoke.yaml): that file first
+    resolve_bases(
+        config,
+        workflow.configfiles,
+        workflow.config_settings.configfiles,
+        workflow.config_settings.config,
+    )
     validate_config(
         config, Path(workflow.basedir) / "config" / "schema.yaml", source="config"
     )

@@ -47,5 +47,13 @@ if [ -z "${FEDCLUST_SKIP_E2E:-}" ]; then
   snakemake -q --directory "$work" -s "$PWD/Snakefile" --configfile "$PWD/config/config.yaml" \
     --report "$work/report.html"
   test -s "$work/report.html" && echo "snakemake report: $work/report.html"
+  # issue 14: config/thesis.yaml's DAG (every rule and fan-out wildcard) at tiny sizes, run
+  step "end-to-end run of the thesis smoke config (thesis DAG, tiny sizes)"
+  smoke=$(mktemp -d)
+  start=$(date +%s)
+  snakemake --cores 2 --directory "$smoke" -s "$PWD/Snakefile" \
+    --configfile "$PWD/config/thesis-smoke.yaml" -q
+  echo "thesis smoke workflow: $(( $(date +%s) - start )) s; report: $smoke/results/report/index.html"
+  test -s "$smoke/results/report/index.html"
 fi
 step "done"

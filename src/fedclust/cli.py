@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import SCHEMA, load_yaml, validate_config
+from .config import SCHEMA, load_config_file, validate_config
 from .errors import ConfigError, FedclustError
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # the repository, for an editable install
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             schema = SCHEMA
             if args.workflow:
                 schema = find_workflow(args.workflow) / "config" / "schema.yaml"
-            validate_config(load_yaml(args.file), schema, source=args.file)
+            validate_config(load_config_file(args.file), schema, source=args.file)
             print(f"{args.file}: valid")
             return 0
         repo = find_workflow(args.workflow)
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             print(repo)
             return 0
         config = args.config or str(repo / "config" / "config.yaml")
-        validate_config(load_yaml(config), repo / "config" / "schema.yaml", source=config)
+        validate_config(load_config_file(config), repo / "config" / "schema.yaml", source=config)
     except FedclustError as err:
         print(f"fedclust: {err}", file=sys.stderr)
         return 2

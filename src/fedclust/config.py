@@ -270,3 +270,71 @@ def data_mirror(config: dict[str, Any]) -> Path | None:
     """The offline data mirror: config ``data.mirror``, else env ``FEDCLUST_DATA_MIRROR``."""
     value = config.get("data", {}).get("mirror") or os.environ.get("FEDCLUST_DATA_MIRROR")
     return Path(value).expanduser().resolve() if value else None
+
+
+# --- config files that build on another (`base:`), issue 14 --------------------------------
+
+
+def merge_config(into: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``over`` into ``into`` in place the way Snakemake merges ``--configfile`` files:
+    mappings recursively, every other value (lists included) replaced; returns ``into``."""
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            merge_config(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+    return into
+
+
+def load_config_file(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A config file with its ``base:`` chain resolved: ``base: thesis.yaml`` (a path relative
+    to the file) loads that file first and merges this one over it (:func:`merge_config`).
+    The result has no ``base`` key."""
+    path = Path(path).resolve()
+    if path in _seen:
+        chain = " -> ".join(str(p) for p in (*_seen, path))
+        raise ConfigError(
+            "config files name each other as base", where=chain, fix="break the cycle"
+        )
+    data = load_yaml(path)
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    base_path = (path.parent / str(base)).resolve()
+    if not base_path.is_file():
+        raise ConfigError(
+            f"base config {base!r} not found",
+            where=f"{path}: base",
+            fix=f"give a path relative to {path.parent} (e.g. base: thesis.yaml)",
+        )
+    return merge_config(load_config_file(base_path, (*_seen, path)), data)
+
+
+def uses_base(paths: list[Any]) -> bool:
+    """True when one of the config files has a ``base:`` key."""
+    return any(Path(p).is_file() and "base" in load_yaml(p) for p in paths)
+
+
+def resolve_bases(
+    config: dict[str, Any],
+    workflow_files: list[Any],
+    cli_files: list[Any],
+    cli_config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Rebuild Snakemake's ``config`` in place with the ``base:`` chains of the command-line
+    config files resolved: the workflow's ``configfile:`` files (those that exist), then each
+    ``--configfile`` with its bases first, then ``--config`` key=value pairs. Without a ``base``
+    key anywhere, ``config`` is left as it is."""
+    if not uses_base(cli_files):
+        return config
+    cli = {Path(p).resolve() for p in cli_files}
+    new: dict[str, Any] = {}
+    for f in workflow_files:
+        if Path(f).is_file() and Path(f).resolve() not in cli:
+            merge_config(new, load_yaml(f))
+    for f in cli_files:
+        merge_config(new, load_config_file(f))
+    merge_config(new, dict(cli_config or {}))
+    config.clear()
+    config.update(new)
+    return config
