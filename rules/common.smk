@@ -23,6 +23,7 @@ def job_resources(rule_name):
     """
     spec = job_spec(rule_name)
     spec.pop("threads", None)
+    spec.pop("estimate", None)  # the expected job time: critical-path estimates only
     if not spec.get("gpu"):
         spec.pop("gpu", None)
     return spec

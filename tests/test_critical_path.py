@@ -132,3 +132,17 @@ def test_cli_on_a_toy_workflow(tmp_path, capsys):
     assert "prep" not in capsys.readouterr().out.split("critical path")[0]
     assert main(["--configfile", str(tmp_path / "missing.yaml")]) == 2
     assert "missing.yaml" in capsys.readouterr().err
+
+
+def test_estimates_win_over_runtime_limits(tmp_path):
+    """``estimate`` (expected minutes) weights a job, not ``runtime`` (the SLURM limit)."""
+    cfg = {"resources": {"default": {"runtime": 10, "estimate": 2},
+                         "rules": {"unit": {"runtime": 100, "estimate": 30},
+                                   "side": {"runtime": 120}}}}  # fmt: skip
+    prof = tmp_path / "slurm"
+    prof.mkdir()
+    (prof / "config.yaml").write_text(yaml.safe_dump({"set-resources": {"unit": {"runtime": 5}}}))
+    m = rule_minutes(cfg, ["prep", "side", "unit"], prof)
+    assert m == {"prep": (2.0, "default estimate"), "side": (120.0, "rules"),
+                 "unit": (30.0, "estimate")}  # fmt: skip
+    assert analyse(DOT, cfg).path_minutes == 122  # prep 2 -> side 120 -> all

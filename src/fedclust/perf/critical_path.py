@@ -116,11 +116,15 @@ def rule_minutes(
     profile: str | os.PathLike | None = None,
     what_if: dict[str, float] | None = None,
 ) -> dict[str, tuple[float, str]]:
-    """Per rule: (minutes per job, where the figure comes from). ``what_if`` (rule -> minutes,
-    ``default`` for ``resources.default``) overrides everything: for "what if" questions."""
+    """Per rule: (minutes per job, where the figure comes from). A rule's ``estimate`` (the
+    expected wall time of one job, docs/RESOURCES.md) wins over its ``runtime`` (the SLURM
+    limit, with a margin); ``resources.default.estimate`` over ``resources.default.runtime``.
+    ``what_if`` (rule -> minutes, ``default`` for ``resources.default``) overrides everything:
+    for "what if" questions."""
     what_if = dict(what_if or {})
     res = config.get("resources") or {}
     default = what_if.pop("default", None)
+    default_estimate = None if default is not None else (res.get("default") or {}).get("estimate")
     default = default if default is not None else (res.get("default") or {}).get("runtime")
     per_rule = res.get("rules") or {}
     overrides = _profile_set_resources(profile) if profile else {}
@@ -130,11 +134,17 @@ def rule_minutes(
             out[rule] = (0.0, "no work")
         elif rule in what_if:
             out[rule] = (float(what_if[rule]), "--set")
+        elif "estimate" in (per_rule.get(rule) or {}):
+            where = f"resources.rules.{rule}.estimate"
+            out[rule] = (parse_minutes(per_rule[rule]["estimate"], where), "estimate")
         elif "runtime" in overrides.get(rule, {}):
             out[rule] = (parse_minutes(overrides[rule]["runtime"], rule), "profile")
         elif "runtime" in (per_rule.get(rule) or {}):
             where = f"resources.rules.{rule}.runtime"
             out[rule] = (parse_minutes(per_rule[rule]["runtime"], where), "rules")
+        elif default_estimate is not None:
+            where = "resources.default.estimate"
+            out[rule] = (parse_minutes(default_estimate, where), "default estimate")
         elif default is not None:
             out[rule] = (parse_minutes(default, "resources.default.runtime"), "default")
         else:
