@@ -18,7 +18,7 @@ FCR_RUN_WILDCARDS = {"exp": "exp[1-4]", "setting": "[A-Za-z0-9_]+", "rep": "[0-9
 FCR_UNITS = None
 if FW.fanout(FCR) == "repetition":
     FCR_UNITS = FW.unit_pairs(FCR_SETTINGS)
-    FCR_RUN_DIR = [f"results/fedcref/runs/{e}/{s}/" + "rep{rep}" for e, s in FCR_UNITS]
+    FCR_RUN_DIR = [f"results/fedcref/runs/{e}/{s}/rep{{rep}}" for e, s in FCR_UNITS]
     FCR_RUN_ID = "rep{rep}"
     FCR_RUN_WILDCARDS = {"rep": "[0-9]+"}
 FCR_RUN_OUT = {
@@ -29,12 +29,6 @@ FCR_RUN_OUT = {
     )
     for name in ("history", "summary", "ledger")
 }
-
-
-def _fcr_run_inputs(w):
-    if FCR_UNITS is not None:
-        return FW.group_inputs(FCR_SETTINGS, FCR_CALIBRATED)
-    return FW.run_inputs(FCR_SETTINGS, FCR_CALIBRATED, w.exp, w.setting)
 
 
 for _ds in ("emnist", "kmnist", "kmnist49"):
@@ -106,13 +100,13 @@ rule fedcref_calibrate:
 
 rule fedcref_run:
     input:
-        unpack(_fcr_run_inputs),
+        unpack(lambda w: FW.job_inputs(FCR_SETTINGS, FCR_CALIBRATED, FCR_UNITS, w)),
     output:
         **FCR_RUN_OUT,
     log:
-        "results/logs/fedcref/fedcref_run_" + FCR_RUN_ID + ".log",
+        f"results/logs/fedcref/fedcref_run_{FCR_RUN_ID}.log",
     benchmark:
-        "results/benchmarks/fedcref_run/" + FCR_RUN_ID + ".tsv"
+        f"results/benchmarks/fedcref_run/{FCR_RUN_ID}.tsv"
     wildcard_constraints:
         **FCR_RUN_WILDCARDS,
     conda:

@@ -24,7 +24,7 @@ SURV_JOB_ID = "{endpoint}_{scenario}_{strategy}_{rep}"
 SURV_UNITS = None
 if SURV_FANOUT == "repetition":
     SURV_UNITS = SW.unit_pairs(SURV)
-    SURV_UNIT = ["{endpoint}/" + f"{sc}/{st}" + "/rep{rep}" for sc, st in SURV_UNITS]
+    SURV_UNIT = [f"{{endpoint}}/{sc}/{st}/rep{{rep}}" for sc, st in SURV_UNITS]
     SURV_JOB_ID = "{endpoint}_{rep}"
     SURV_WILDCARDS = {k: SURV_WILDCARDS[k] for k in ("endpoint", "rep")}
 SURV_OUT = {
@@ -67,9 +67,9 @@ rule survival_job:
     output:
         **SURV_OUT,
     log:
-        "results/logs/survival/survival_job_" + SURV_JOB_ID + ".log",
+        f"results/logs/survival/survival_job_{SURV_JOB_ID}.log",
     benchmark:
-        "results/benchmarks/survival_job/" + SURV_JOB_ID + ".tsv"
+        f"results/benchmarks/survival_job/{SURV_JOB_ID}.tsv"
     wildcard_constraints:
         **SURV_WILDCARDS,
     conda:

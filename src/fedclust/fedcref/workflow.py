@@ -40,6 +40,13 @@ def group_inputs(st: dict, calibrated: bool) -> dict[str, list[str]]:
     return out
 
 
+def job_inputs(st: dict, calibrated: bool, units: list | None, w: Any) -> dict[str, Any]:
+    """Inputs of one fedcref_run job: its run's files, or (grouped, ``units`` given) the union."""
+    if units is not None:
+        return group_inputs(st, calibrated)
+    return run_inputs(st, calibrated, w.exp, w.setting)
+
+
 def dataset_files(cfg: dict, download_dir: str, dataset: str) -> list[str]:
     """Downloaded upstream files a glyph dataset needs (none for offline sources)."""
     src = cfg["datasets"][dataset]["source"]
