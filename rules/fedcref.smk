@@ -1,5 +1,6 @@
 # Stage: fedcref — federated cluster-wise refinement (seed 002). See docs/ARCHITECTURE.md.
-# One job per (experiment, setting, repetition); fedcref_report merges them into Tables 1-8.
+# One job per (experiment, setting, repetition) (fedcref.fanout: unit), or one job per repetition
+# writing the same per-run files (fanout: repetition, issue 15); fedcref_report merges them.
 # The per-cluster AEs are tiny MLPs (per-step overhead dominates): jobs run on one CPU thread,
 # no GPU resource is requested; SLURM runtimes for paper-size jobs: profiles/slurm/config.yaml.
 from fedclust.config import data_mirror as _fcr_mirror
@@ -11,6 +12,23 @@ FCR_DL = config["data"]["download_dir"]
 FCR_MIRROR = _fcr_mirror(config)
 FCR_MIRROR = str(FCR_MIRROR) if FCR_MIRROR else None
 FCR_SETTINGS, FCR_RUNS, FCR_DATASETS, FCR_CALIBRATED = FW.plan(FCR)
+FCR_RUN_DIR = "results/fedcref/runs/{exp}/{setting}/rep{rep}"
+FCR_RUN_ID = "{exp}_{setting}_{rep}"
+FCR_RUN_WILDCARDS = {"exp": "exp[1-4]", "setting": "[A-Za-z0-9_]+", "rep": "[0-9]+"}
+FCR_UNITS = None
+if FW.fanout(FCR) == "repetition":
+    FCR_UNITS = FW.unit_pairs(FCR_SETTINGS)
+    FCR_RUN_DIR = [f"results/fedcref/runs/{e}/{s}/rep{{rep}}" for e, s in FCR_UNITS]
+    FCR_RUN_ID = "rep{rep}"
+    FCR_RUN_WILDCARDS = {"rep": "[0-9]+"}
+FCR_RUN_OUT = {
+    name: (
+        [f"{d}/{name}.tsv" for d in FCR_RUN_DIR]
+        if FCR_UNITS is not None
+        else f"{FCR_RUN_DIR}/{name}.tsv"
+    )
+    for name in ("history", "summary", "ledger")
+}
 
 
 for _ds in ("emnist", "kmnist", "kmnist49"):
@@ -82,19 +100,15 @@ rule fedcref_calibrate:
 
 rule fedcref_run:
     input:
-        unpack(lambda w: FW.run_inputs(FCR_SETTINGS, FCR_CALIBRATED, w.exp, w.setting)),
+        unpack(lambda w: FW.job_inputs(FCR_SETTINGS, FCR_CALIBRATED, FCR_UNITS, w)),
     output:
-        history="results/fedcref/runs/{exp}/{setting}/rep{rep}/history.tsv",
-        summary="results/fedcref/runs/{exp}/{setting}/rep{rep}/summary.tsv",
-        ledger="results/fedcref/runs/{exp}/{setting}/rep{rep}/ledger.tsv",
+        **FCR_RUN_OUT,
     log:
-        "results/logs/fedcref/fedcref_run_{exp}_{setting}_{rep}.log",
+        f"results/logs/fedcref/fedcref_run_{FCR_RUN_ID}.log",
     benchmark:
-        "results/benchmarks/fedcref_run/{exp}_{setting}_{rep}.tsv"
+        f"results/benchmarks/fedcref_run/{FCR_RUN_ID}.tsv"
     wildcard_constraints:
-        exp="exp[1-4]",
-        setting="[A-Za-z0-9_]+",
-        rep="[0-9]+",
+        **FCR_RUN_WILDCARDS,
     conda:
         "../envs/fedclust.yaml"
     threads: job_threads("fedcref_run")
@@ -104,6 +118,8 @@ rule fedcref_run:
         cfg=FCR,
         seed=SEED,
         settings=FCR_SETTINGS,
+        calibrated=FCR_CALIBRATED,
+        units=FCR_UNITS,
     script:
         "../scripts/fedcref_run.py"
 

@@ -1,5 +1,7 @@
 # Stage: survival — federated DeepCox and exact federated Cox-PH / KM (seed 003 §7, D6.2 ch. 8).
-# One job per (endpoint, scenario, strategy, repetition); see docs/ARCHITECTURE.md.
+# One job per (endpoint, scenario, strategy, repetition) (survival.fanout: unit), or one job per
+# (endpoint, repetition) writing the same per-unit files (fanout: repetition, issue 15: saves the
+# per-process torch/lifelines start-up); see docs/ARCHITECTURE.md.
 from fedclust.survival import workflow as SW
 
 SURV = config.get("survival", {})
@@ -15,6 +17,23 @@ SURV_WILDCARDS = {
     "scenario": "[a-z_]+",
     "strategy": "[a-z_]+",
     "rep": "[0-9]+",
+}
+SURV_FANOUT = SW.fanout(SURV)
+SURV_UNIT = "{endpoint}/{scenario}/{strategy}/rep{rep}"
+SURV_JOB_ID = "{endpoint}_{scenario}_{strategy}_{rep}"
+SURV_UNITS = None
+if SURV_FANOUT == "repetition":
+    SURV_UNITS = SW.unit_pairs(SURV)
+    SURV_UNIT = [f"{{endpoint}}/{sc}/{st}/rep{{rep}}" for sc, st in SURV_UNITS]
+    SURV_JOB_ID = "{endpoint}_{rep}"
+    SURV_WILDCARDS = {k: SURV_WILDCARDS[k] for k in ("endpoint", "rep")}
+SURV_OUT = {
+    name: (
+        [f"results/survival/{u}/{name}.{ext}" for u in SURV_UNIT]
+        if SURV_UNITS is not None
+        else f"results/survival/{SURV_UNIT}/{name}.{ext}"
+    )
+    for name, ext in (("result", "json"), ("cv", "tsv"), ("predictions", "tsv"))
 }
 SURV_REPORT = {"caption": "../report/survival.rst", "category": "Survival"}
 
@@ -46,13 +65,11 @@ rule survival_job:
         covariates="results/survival/cohort/covariates.parquet",
         outcomes="results/survival/cohort/outcomes.tsv",
     output:
-        result="results/survival/{endpoint}/{scenario}/{strategy}/rep{rep}/result.json",
-        cv="results/survival/{endpoint}/{scenario}/{strategy}/rep{rep}/cv.tsv",
-        predictions="results/survival/{endpoint}/{scenario}/{strategy}/rep{rep}/predictions.tsv",
+        **SURV_OUT,
     log:
-        "results/logs/survival/survival_job_{endpoint}_{scenario}_{strategy}_{rep}.log",
+        f"results/logs/survival/survival_job_{SURV_JOB_ID}.log",
     benchmark:
-        "results/benchmarks/survival_job/{endpoint}_{scenario}_{strategy}_{rep}.tsv"
+        f"results/benchmarks/survival_job/{SURV_JOB_ID}.tsv"
     wildcard_constraints:
         **SURV_WILDCARDS,
     conda:
@@ -63,6 +80,7 @@ rule survival_job:
     params:
         cfg=SURV,
         seed=SEED,
+        units=SURV_UNITS,
     script:
         "../scripts/survival_job.py"
 

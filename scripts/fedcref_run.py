@@ -1,4 +1,5 @@
-"""Rule `fedcref_run`: one (experiment, setting, repetition), every variant on one system."""
+"""Rule `fedcref_run`: one (experiment, setting, repetition), every variant on one system; or
+(``fedcref.fanout: repetition``) every (experiment, setting) of one repetition in one process."""
 
 import sys
 from pathlib import Path
@@ -9,26 +10,42 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from _common import run  # noqa: E402
 
-from fedclust.fedcref.experiments import resolve_theta, run_setting  # noqa: E402
+from fedclust.fedcref.experiments import resolve_theta, run_units  # noqa: E402
+from fedclust.fedcref.workflow import run_inputs  # noqa: E402
 from fedclust.io import write_table  # noqa: E402
-from fedclust.seeds import derive_seed  # noqa: E402
 
 
 def main() -> None:
     torch.set_num_threads(1)
-    w, cfg = snakemake.wildcards, snakemake.params.cfg
-    setting = snakemake.params.settings[w.exp][w.setting]
-    with np.load(snakemake.input.data) as z:
-        x, y = z["x"], z["y"]
-    theta = resolve_theta(cfg, snakemake.input.get("calibration"))
-    seed = derive_seed(int(snakemake.params.seed), "fedcref", w.exp, w.setting, int(w.rep))
-    hist, summ, ledger = run_setting(cfg, setting, x, y, seed, theta)
-    meta = {"exp": w.exp, "setting": w.setting, "repetition": int(w.rep), **setting}
+    w, cfg, out = snakemake.wildcards, snakemake.params.cfg, snakemake.output
+    settings, rep = snakemake.params.settings, int(w.rep)
+    pairs = snakemake.params.units
+    if pairs is None:  # one unit per job
+        pairs = [(w.exp, w.setting)]
+        paths = [(out.history, out.summary, out.ledger)]
+    else:
+        pairs = [tuple(p) for p in pairs]
+        paths = list(zip(out.history, out.summary, out.ledger, strict=True))
+    data: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    units = []
+    for e, s in pairs:
+        files = run_inputs(settings, snakemake.params.calibrated, e, s)
+        if files["data"] not in data:
+            with np.load(files["data"]) as z:
+                data[files["data"]] = (z["x"], z["y"])
+        x, y = data[files["data"]]
+        theta = resolve_theta(cfg, files.get("calibration"))
+        units.append((e, s, settings[e][s], x, y, theta))
+    results = run_units(cfg, units, int(snakemake.params.seed), rep)
     scalar = (str, int, float)
-    meta = {k: v for k, v in meta.items() if isinstance(v, scalar) and not isinstance(v, bool)}
-    write_table(snakemake.output.history, hist.assign(**meta), index=False)
-    write_table(snakemake.output.summary, pd.DataFrame(summ).assign(**meta), index=False)
-    write_table(snakemake.output.ledger, ledger, index=False)
+    for (e, s), (hist, summ, ledger), (p_hist, p_summ, p_ledger) in zip(
+        pairs, results, paths, strict=True
+    ):
+        meta = {"exp": e, "setting": s, "repetition": rep, **settings[e][s]}
+        meta = {k: v for k, v in meta.items() if isinstance(v, scalar) and not isinstance(v, bool)}
+        write_table(p_hist, hist.assign(**meta), index=False)
+        write_table(p_summ, pd.DataFrame(summ).assign(**meta), index=False)
+        write_table(p_ledger, ledger, index=False)
 
 
 run(main, snakemake)

@@ -1,4 +1,5 @@
-"""Rule `survival_job`: one (endpoint, scenario, strategy, repetition) of D6.2 Tables 8.1–8.3."""
+"""Rule `survival_job`: one (endpoint, scenario, strategy, repetition) of D6.2 Tables 8.1–8.3,
+or (``survival.fanout: repetition``) every (scenario, strategy) of one (endpoint, repetition)."""
 
 import sys
 from pathlib import Path
@@ -8,30 +9,30 @@ import pandas as pd  # noqa: E402
 from _common import run  # noqa: E402
 
 from fedclust.io import read_table, write_json, write_table  # noqa: E402
-from fedclust.survival.experiment import run_job  # noqa: E402
+from fedclust.survival.experiment import run_units  # noqa: E402
 
 
 def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    w = snakemake.wildcards
+    w, out = snakemake.wildcards, snakemake.output
     x = read_table(snakemake.input.covariates)
     obs = pd.read_csv(snakemake.input.outcomes, sep="\t", index_col=0)
     obs.index = obs.index.astype(str)
-    res, cv, pred = run_job(
-        x,
-        obs,
-        w.endpoint,
-        w.scenario,
-        w.strategy,
-        int(w.rep),
-        snakemake.params.cfg,
-        snakemake.params.seed,
+    units = snakemake.params.units
+    if units is None:  # one unit per job
+        units, paths = [(w.scenario, w.strategy)], [(out.result, out.cv, out.predictions)]
+    else:
+        units = [tuple(u) for u in units]
+        paths = list(zip(out.result, out.cv, out.predictions, strict=True))
+    results = run_units(
+        x, obs, w.endpoint, units, int(w.rep), snakemake.params.cfg, snakemake.params.seed
     )
-    write_json(snakemake.output.result, res)
-    write_table(snakemake.output.cv, cv, index=False)
-    write_table(snakemake.output.predictions, pred)
+    for (res, cv, pred), (p_res, p_cv, p_pred) in zip(results, paths, strict=True):
+        write_json(p_res, res)
+        write_table(p_cv, cv, index=False)
+        write_table(p_pred, pred)
 
 
 run(main, snakemake)

@@ -242,3 +242,23 @@ def resolve_theta(cfg: dict, calibration: str | None) -> float:
     from fedclust.io import read_json
 
     return float(read_json(calibration)["theta"])
+
+
+def run_units(
+    cfg: dict,
+    units: list[tuple[str, str, dict, np.ndarray, np.ndarray, float]],
+    seed: int,
+    rep: int,
+) -> list[tuple[pd.DataFrame, list[dict[str, Any]], pd.DataFrame]]:
+    """Several runs of one repetition in one process (``fedcref.fanout: repetition``, issue 15);
+    a unit is (experiment, setting name, setting, x, y, θ). Each run's seed derives from its own
+    (experiment, setting, repetition), so every result equals :func:`run_setting` alone."""
+    return [
+        run_setting(cfg, st, x, y, unit_seed(seed, e, s, rep), theta)
+        for e, s, st, x, y, theta in units
+    ]
+
+
+def unit_seed(seed: int, exp: str, setting: str, rep: int) -> int:
+    """The seed of one run (experiment, setting, repetition)."""
+    return derive_seed(int(seed), "fedcref", exp, setting, int(rep))

@@ -19,6 +19,34 @@ def plan(cfg: dict) -> tuple[dict, list[tuple[str, str, int]], list[str], bool]:
     return st, runs, datasets, str(cfg["association"]["theta"]) == "calibrated"
 
 
+def fanout(cfg: dict) -> str:
+    """``unit`` (one fedcref_run job per (exp, setting, rep)) or ``repetition`` (one job per rep
+    running every (exp, setting); issue 15). Numbers do not depend on it."""
+    return str(cfg.get("fanout", "unit")) if cfg else "unit"
+
+
+def unit_pairs(st: dict) -> list[tuple[str, str]]:
+    """(experiment, setting) of every run of one repetition, in :func:`plan` order."""
+    return [(e, s) for e, ss in st.items() for s in ss]
+
+
+def group_inputs(st: dict, calibrated: bool) -> dict[str, list[str]]:
+    """Union of :func:`run_inputs` over every (experiment, setting): a grouped job's inputs."""
+    out: dict[str, list[str]] = {}
+    for e, s in unit_pairs(st):
+        for k, v in run_inputs(st, calibrated, e, s).items():
+            if v not in out.setdefault(k, []):
+                out[k].append(v)
+    return out
+
+
+def job_inputs(st: dict, calibrated: bool, units: list | None, w: Any) -> dict[str, Any]:
+    """Inputs of one fedcref_run job: its run's files, or (grouped, ``units`` given) the union."""
+    if units is not None:
+        return group_inputs(st, calibrated)
+    return run_inputs(st, calibrated, w.exp, w.setting)
+
+
 def dataset_files(cfg: dict, download_dir: str, dataset: str) -> list[str]:
     """Downloaded upstream files a glyph dataset needs (none for offline sources)."""
     src = cfg["datasets"][dataset]["source"]

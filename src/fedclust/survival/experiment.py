@@ -263,3 +263,18 @@ def run_job(
         "floats_cv": cv_ledger.n_floats,
     }
     return result, pd.DataFrame(rows), pred
+
+
+def run_units(
+    x: pd.DataFrame,
+    obs: pd.DataFrame,
+    endpoint: str,
+    units: list[tuple[str, str]],
+    rep: int,
+    cfg: dict[str, Any],
+    seed: int,
+) -> list[tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]]:
+    """Several (scenario, strategy) units of one (endpoint, rep) in one process (``fanout:
+    repetition``, issue 15): each unit's seeds derive from its own identity, so every result
+    equals :func:`run_job` of that unit alone."""
+    return [run_job(x, obs, endpoint, sc, st, rep, cfg, seed) for sc, st in units]

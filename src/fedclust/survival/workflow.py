@@ -41,8 +41,32 @@ def jobs(surv: dict[str, Any]) -> list[tuple[str, str, str, int]]:
     return out
 
 
+def fanout(surv: dict[str, Any]) -> str:
+    """``unit`` (one job per (endpoint, scenario, strategy, rep)) or ``repetition`` (one job per
+    (endpoint, rep) running every (scenario, strategy); issue 15). Numbers do not depend on it."""
+    return str(surv.get("fanout", "unit"))
+
+
+def unit_pairs(surv: dict[str, Any]) -> list[tuple[str, str]]:
+    """(scenario, strategy) of every unit of one (endpoint, rep), in :func:`jobs` order; the
+    same list for every endpoint and repetition, so a grouped job has a fixed output pattern."""
+    if not surv.get("endpoints"):
+        return []
+    ep = surv["endpoints"][0]
+    return [(sc, st) for e, sc, st, r in jobs(surv) if e == ep and r == 0]
+
+
 def job_path(ep: str, sc: str, st: str, rep: int, name: str) -> str:
     return f"results/survival/{ep}/{sc}/{st}/rep{rep}/{name}"
 
 
-__all__ = ["SCENARIOS", "STRATEGIES", "source", "cohort_inputs", "jobs", "job_path"]
+__all__ = [
+    "SCENARIOS",
+    "STRATEGIES",
+    "source",
+    "cohort_inputs",
+    "jobs",
+    "fanout",
+    "unit_pairs",
+    "job_path",
+]
