@@ -283,8 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--snakefile", default=None, help="default: the Snakefile of this checkout")
     ap.add_argument("--dot", help="read the DAG from this DOT file instead of running snakemake")
     ap.add_argument("--save-dot", help="also write the DAG (DOT) here, for --dot later")
-    ap.add_argument("--set", action="append", default=[], metavar="RULE=MINUTES",
-                    help="what if RULE took MINUTES per job (default=N: resources.default)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="RULE=MINUTES",
+        help="what if RULE took MINUTES per job (default=N: resources.default)",
+    )
     ap.add_argument("--top", type=int, default=0, help="list only the N heaviest rules")
     ap.add_argument("targets", nargs="*", help="snakemake targets (default: all)")
     args = ap.parse_args(argv)
