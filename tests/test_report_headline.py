@@ -205,3 +205,23 @@ def test_referenced_values_are_read_at_render_time_and_stay_out_of_the_json(tmp_
     assert shown[0]["ours"] == "2.15" and shown[0]["difference"] == "+0.15"
     assert shown[1]["ours"] == MISSING_OURS
     assert H.perf([{"path": str(bench)}])["rows"][0]["ours"]["column"] == "ratio"
+
+
+def test_dec_figures_headline_reads_the_rerun_tables(tmp_path):
+    """Fig 5.5 / B.1 / 5.15 rows: accuracies from the re-run and the confusion matrix."""
+    from fedclust.report import headlines
+
+    states = tmp_path / "mnist" / "states.tsv"
+    states.parent.mkdir()
+    states.write_text(
+        "dataset\tsubset_mse_tsae\tsubset_mse_dec\taccuracy_rerun\nmnist\t0.02\t0.2\t0.75\n"
+    )
+    conf = tmp_path / "bmnist" / "confusion.tsv"
+    conf.parent.mkdir()
+    conf.write_text("true\t0\t1\n0\t8\t2\n1\t1\t9\n")  # 17 of 20 on the diagonal
+    tables = [{"path": str(states)}, {"path": str(conf)}]
+    h = headlines.dec_figures(tables, [{"path": "x/mnist/confusion.png"}])
+    ours = {r["quantity"].split(":")[0]: r["ours"] for r in h["rows"]}
+    assert ours["Fig 5.5"] == 0.75 and ours["Fig B.1"] == 0.85
+    assert [r["ours"] for r in h["rows"][2:]] == [0.02, 0.2]
+    assert h["figure"] == "x/mnist/confusion.png"

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from fedclust.io import write_table
-from fedclust.report import Section, write_section
+from fedclust.report import Section, headlines, write_section
 
 #: thesis figure → what the thesis shows (seed 000 §5.5 and the text around it).
 THESIS = {
@@ -221,5 +221,6 @@ def build_figures_section(
             text=text,
             figures=figs,
             tables=tables,
+            headline=headlines.dec_figures(tables, figs),
         ),
     )
