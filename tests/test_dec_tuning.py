@@ -156,3 +156,23 @@ def test_new_dec_keys_are_described_in_the_schema(repo):
         walk(dec["properties"][key], f"dec.{key}")
     ds = dec["properties"]["datasets"]["additionalProperties"]["properties"]
     assert "one per optimizer" in ds["autoencoder_batch_size"]["description"]
+
+
+def test_a_diverging_point_is_recorded_not_fatal_and_never_selected(cfg):
+    """An LR so large that the weights turn NaN: Dice + BCE stops with torch's range error; the
+    point is kept as diverged (loss NaN) and the selection passes over it."""
+    x, _ = make_blobs(90, n_features=6, centers=3, random_state=2)
+    x = ((x - x.min()) / (x.max() - x.min())).astype(np.float32)
+    c = copy.deepcopy(cfg)
+    c["tuning"]["step1"]["epochs"] = 2
+    p = {"optimizer": "adam", "kind": "beta", "value": 0.5}
+    ok = run_tsae_point(x, c, "toy", "regularizers", p, 3)
+    assert ok["diverged"] is False and np.isfinite(ok["loss"])
+    c["datasets"]["toy"]["autoencoder_lr"] = {"adam": 1e30}
+    c["datasets"]["toy"]["autoencoder_epochs"] = 2
+    bad = run_tsae_point(x, c, "toy", "lr", {"optimizer": "adam", "scheduler": "none",
+                                            "lr": 1e30}, 3)  # fmt: skip
+    assert bad["diverged"] is True and np.isnan(bad["loss"])
+    t = pd.DataFrame([{**bad, "scheduler": "none"}, {**ok, "scheduler": "none", "lr": 1e-3}])
+    settings, _ = select("lr", t, c, "toy", None)
+    assert settings["autoencoder_lr"]["adam"] == 1e-3

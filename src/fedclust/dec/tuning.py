@@ -24,6 +24,7 @@ centralized grid of rules/dec.smk, which reads the final settings file.
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,8 @@ from .pipeline import (
     sort_results,
     train_central_tsae,
 )
+
+log = logging.getLogger(__name__)
 
 GRIDS = ("lr", "batch", "regularizers", "cluster")
 #: the grid whose selected settings a grid's points start from
@@ -152,11 +155,16 @@ def run_tsae_point(
     val = validation_split(len(x), float(cfg["tuning"]["step1"]["val_fraction"]), seed, dataset)
     c = _point_cfg(cfg, dataset, p, grid)
     xt = torch.as_tensor(x[~val], device=device())
-    tsae, curve = train_central_tsae(xt, c, dataset, p["optimizer"], seed)
+    try:
+        tsae, curve = train_central_tsae(xt, c, dataset, p["optimizer"], seed)
+    except RuntimeError as err:  # a diverged point (NaN weights) stops torch's BCE range check
+        log.warning("%s %s point %s diverged: %s", dataset, grid, p, err)
+        return {**p, "loss": float("nan"), "train_loss": float("nan"), "epochs": 0,
+                "diverged": True}  # fmt: skip
     tsae.eval()
-    loss = reconstruction_mse(tsae, torch.as_tensor(x[val], device=xt.device))
-    return {**p, "loss": float(loss), "train_loss": float(curve[-1]) if curve else float("nan"),
-            "epochs": len(curve)}  # fmt: skip
+    loss = float(reconstruction_mse(tsae, torch.as_tensor(x[val], device=xt.device)))
+    return {**p, "loss": loss, "train_loss": float(curve[-1]) if curve else float("nan"),
+            "epochs": len(curve), "diverged": not np.isfinite(loss)}  # fmt: skip
 
 
 def run_cluster_point(
