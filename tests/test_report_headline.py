@@ -70,12 +70,17 @@ def test_verdict_tolerances_and_sentence():
     assert verdict(row("d", 0, 1e-13, tol=1e-8)) == "match"
     assert verdict(row("e", 0, 1e-3)) == "differs"  # source 0: default tolerance 1e-9
     assert verdict(row("f", "≈ 0.4", 0.41)) == "match"
-    h = headline([row("x", 1, 1), row("y", 1, 2), row("z", None, 3)], "Why: because.")
+    h = headline([row("x", 1, 1), row("y", 1, 2, cause="a reduced run"), row("z", None, 3)])
     assert h["sentence"] == (
-        "1 of 3 rows match the source (x), 1 differ (y), 1 not compared (no number on one side). "
-        "Why: because."
+        "1 of 3 rows match the source (x); 1 differ: y (a reduced run); "
+        "1 not compared: z (no source value)."
     )
     assert headline([row("x", 1, 1)])["sentence"] == "All 1 rows match the source."
+    # a differing row without a documented cause says so; rows sharing a cause are grouped
+    h = headline([row("a", 1, 2), row("b", 1, 3, cause="c"), row("d", 1, 4, cause="c")])
+    assert h["sentence"] == (
+        "3 of 3 rows differ from the source: a (cause not documented), b and d (c)."
+    )
 
 
 def test_shared_captions_said_once():

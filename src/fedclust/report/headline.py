@@ -104,11 +104,15 @@ def row(
     note: str = "",
     digits: int = 3,
     tol: float | None = None,
+    cause: str = "",
+    missing: str = "",
 ) -> dict[str, Any]:
     """One headline row; numbers become plain floats (JSON), NaN/None stay missing (None).
 
     ``tol``: |difference| up to which ours counts as matching (default: 5 % of |source|, or
-    1e-9 when the source is 0); bounds and ranges match when met."""
+    1e-9 when the source is 0); bounds and ranges match when met. ``cause``: the documented
+    reason why ours may differ from the source (quoted by :func:`sentence_for` when the row
+    differs); ``missing``: why ours is missing (e.g. "not run in this config")."""
 
     def clean(v: Any) -> Any:
         if _is_missing(v):
@@ -118,14 +122,18 @@ def row(
         x = as_number(v)
         return v if x is None else (int(x) if isinstance(v, int) else x)
 
-    return {
+    out = {
         "quantity": quantity,
         "source": clean(source),
         "ours": clean(ours),
         "note": note,
         "digits": int(digits),
         "tol": None if tol is None else float(tol),
+        "cause": str(cause or ""),
     }
+    if missing:
+        out["missing"] = str(missing)
+    return out
 
 
 def verdict(r: dict[str, Any]) -> str:
@@ -145,33 +153,69 @@ def verdict(r: dict[str, Any]) -> str:
     return "match" if abs(d.value) <= tol else "differs"
 
 
-def sentence_for(rows: list[dict[str, Any]], why: str) -> str:
-    """ "Matches the source: a, b; differs: c — why." from the rows' verdicts."""
-    groups: dict[str, list[str]] = {"match": [], "differs": [], "not compared": []}
+UNDOCUMENTED = "cause not documented"
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _by_reason(rows: list[tuple[str, str]]) -> str:
+    """ "a and b (reason 1), c (reason 2)": names grouped by their reason, first-seen order
+    (more than four names sharing a reason: their count)."""
+    groups: dict[str, list[str]] = {}
+    for name, reason in rows:
+        groups.setdefault(reason, []).append(name)
+    return ", ".join(
+        f"{_names(names) if len(names) <= 4 else f'{len(names)} rows'} ({reason})"
+        for reason, names in groups.items()
+    )
+
+
+def _not_compared_reason(r: dict[str, Any]) -> str:
+    if r.get("missing"):
+        return str(r["missing"])
+    d = difference(r.get("source"), r.get("ours"))
+    if d.reason == "source not a number" and r.get("cause"):
+        return str(r["cause"])
+    return d.reason or UNDOCUMENTED
+
+
+def sentence_for(rows: list[dict[str, Any]], why: str = "") -> str:
+    """One sentence derived from the rows alone: which rows match the source (within each row's
+    tolerance), which differ and each differing row's documented ``cause``, and which are not
+    compared and why, e.g. "3 of 5 rows match the source (a; b; c); 2 differ: d (cause of d),
+    e (cause of e)." ``why`` (optional) is appended as it is."""
+    match: list[str] = []
+    differs: list[tuple[str, str]] = []
+    other: list[tuple[str, str]] = []
     for r in rows:
-        groups[verdict(r)].append(str(r["quantity"]))
-
-    def names(key: str) -> str:
-        return f" ({'; '.join(groups[key])})" if len(groups[key]) <= 4 else ""
-
-    parts = []
+        v, name = verdict(r), str(r["quantity"])
+        if v == "match":
+            match.append(name)
+        elif v == "differs":
+            differs.append((name, str(r.get("cause") or UNDOCUMENTED)))
+        else:
+            other.append((name, _not_compared_reason(r)))
     n = len(rows)
-    if groups["match"]:
-        k = len(groups["match"])
+    parts = []
+    if match:
+        k = len(match)
+        named = f" ({'; '.join(match)})" if k <= 4 else ""
         parts.append(
             f"all {n} rows match the source"
             if k == n
-            else f"{k} of {n} rows match the source{names('match')}"
+            else f"{k} of {n} rows match the source{named}"
         )
-    if groups["differs"]:
-        k = len(groups["differs"])
-        lead = "" if groups["match"] else f" of {n} rows"
-        parts.append(f"{k}{lead} differ{' from the source' if lead else ''}{names('differs')}")
-    if groups["not compared"]:
-        parts.append(f"{len(groups['not compared'])} not compared (no number on one side)")
-    text = ", ".join(parts) or "no rows"
-    text = text[0].upper() + text[1:]
-    return f"{text}. {why}".strip() if why else f"{text}."
+    if differs:
+        k = len(differs)
+        lead = f"{k} differ" if match else f"{k} of {n} rows differ from the source"
+        parts.append(f"{lead}: {_by_reason(differs)}")
+    if other:
+        parts.append(f"{len(other)} not compared: {_by_reason(other)}")
+    text = "; ".join(parts) or "no rows"
+    text = text[0].upper() + text[1:] + "."
+    return f"{text} {why}".strip() if why else text
 
 
 def ref(table: str, column: str, where: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -211,7 +255,7 @@ def resolve(h: dict[str, Any]) -> dict[str, Any]:
         rows.append(r)
     out = {**h, "rows": rows}
     if changed and h.get("why") is not None:
-        out["sentence"] = sentence_for(rows, h["why"])
+        out["sentence"] = sentence_for(rows, h["why"] or "")
     return out
 
 
@@ -224,8 +268,9 @@ def headline(
     sentence: str | None = None,
 ) -> dict[str, Any]:
     """The ``headline`` entry of a section: rows (:func:`row`), one sentence on what matches,
-    what does not (from the rows' verdicts, :func:`sentence_for`) and ``why``, and one figure
-    (a path; usually one of the section's figures; None: the report draws the rows)."""
+    what does not and why (derived from the rows' verdicts and causes, :func:`sentence_for`;
+    ``why``, if given, is appended, so it must not claim a match), and one figure (a path;
+    usually one of the section's figures; None: the report draws the rows)."""
     rows = list(rows)
     return {
         "rows": rows,

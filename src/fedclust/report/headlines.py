@@ -1,12 +1,19 @@
 """Each stage's headline (see :mod:`fedclust.report.headline`), read from the tables the stage's
-report script has just written. One function per stage, all with the signature
-``stage(tables, figures)`` (the section's own table and figure entries; tables are found by a
-piece of their path); a stage script passes the result as ``Section(headline=...)``.
+report script has just written: one declarative list of :class:`Line` per section
+(:data:`SECTIONS`), evaluated by one mechanism (:func:`build`). A stage calls
+``headlines.<stage>(tables, figures)`` (the section's own table and figure entries) and passes
+the result as ``Section(headline=...)``.
 
-The source values are the published numbers of the seed documents (/work/shared/spec/seed_00N.md;
-most already printed beside ours in the stage tables). A value that cannot be read from a table
-(a column renamed, a setting not run by this config) becomes "not in this run" with the reason in
-the note, so a headline never stops the report.
+A line declares the quantity, the source value (the published number of the seed documents,
+/work/shared/spec/seed_00N.md, or a column of the table that prints it beside ours), how ours is
+read (which table - found by a piece of its path -, which rows, which column or reduction), the
+tolerance and the documented *cause* of a difference. The headline's sentence is derived from
+the rows (:func:`fedclust.report.headline.sentence_for`): it names the matching rows and, for
+each differing row, that row's cause, so it always agrees with the table.
+
+A table the section does not have gives the row "not in this run" with "not run in this config"
+as the reason; a value that cannot be read (a column renamed) gives "not in this run" with the
+error in the note: a headline never stops the report.
 """
 
 from __future__ import annotations
@@ -14,7 +21,8 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +32,8 @@ from .headline import headline, ref, row
 
 log = logging.getLogger(__name__)
 _LEAD = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)")
+NOT_RUN = "not run in this config"
+_READ_ERRORS = (KeyError, IndexError, ValueError, TypeError, AttributeError, OSError)
 
 
 def lead(v: Any) -> float | None:
@@ -41,16 +51,6 @@ def _read(path: str | Path) -> pd.DataFrame:
     return pd.read_csv(path, sep="\t" if ".tsv" in path.name else ",")
 
 
-def safe_row(quantity: str, source: Any, get: Callable[[], Any], note: str = "", **kw) -> dict:
-    """A row whose ours-value comes from ``get()``; a missing column/row gives a missing value."""
-    try:
-        ours = get()
-    except (KeyError, IndexError, ValueError, TypeError, FileNotFoundError) as err:
-        log.warning("headline %r: %s", quantity, err)
-        return row(quantity, source, None, f"{note} (not read: {type(err).__name__} {err})", **kw)
-    return row(quantity, source, ours, note, **kw)
-
-
 def tab(tables: list[dict], key: str) -> str:
     """The path of the first table entry whose path contains ``key`` (KeyError if none)."""
     for t in tables:
@@ -59,25 +59,153 @@ def tab(tables: list[dict], key: str) -> str:
     raise KeyError(f"no table with {key!r} in its path")
 
 
-class Tables:
-    """The section's tables, read on first use (inside :func:`safe_row`, so a missing table or
-    column gives a missing value, not an error)."""
-
-    def __init__(self, tables: list[dict]) -> None:
-        self.tables = tables
-        self._cache: dict[str, pd.DataFrame] = {}
-
-    def __call__(self, key: str) -> pd.DataFrame:
-        if key not in self._cache:
-            self._cache[key] = _read(tab(self.tables, key))
-        return self._cache[key]
-
-
 def opt_tab(tables: list[dict], key: str) -> str | None:
     try:
         return tab(tables, key)
     except KeyError:
         return None
+
+
+# ------------------------------------------------------------------------------- the mechanism
+@dataclass(frozen=True)
+class Sel:
+    """What a line's readers see: the table (``table``, as read from ``path``), the rows that
+    ``Line.where`` selected (``frame``) and the one row ``Line.pick`` chose (``row``)."""
+
+    path: str
+    table: pd.DataFrame
+    frame: pd.DataFrame
+    row: pd.Series
+
+
+@dataclass(frozen=True)
+class Col:
+    """The value of column ``name`` in the picked row, optionally parsed (e.g. :func:`lead`)."""
+
+    name: str
+    parse: Callable[[Any], Any] | None = None
+
+    def __call__(self, s: Sel) -> Any:
+        v = s.row[self.name]
+        return self.parse(v) if self.parse else v
+
+
+@dataclass(frozen=True)
+class Agg:
+    """A reduction (``max``, ``min``, ``mean``) of column ``name`` over the selected rows."""
+
+    name: str
+    how: str
+
+    def __call__(self, s: Sel) -> Any:
+        if s.frame.empty:
+            raise IndexError(f"no rows to take the {self.how} of {self.name!r}")
+        return getattr(s.frame[self.name], self.how)()
+
+
+Reader = Any  # a constant, or Callable[[Sel], Any] (Col, Agg or a function)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One declared headline row.
+
+    quantity: the row's name (``label(sel)`` may refine it from the table, e.g. the round);
+    source / ours: a constant or a reader of the selected table rows (:class:`Col`,
+    :class:`Agg` or a function of :class:`Sel`); table: a piece of the table's path, or several
+    (the first the section has is read); where: ``{column: value}`` (equality) or a function of
+    the table returning the selected rows; pick: the row ``Col`` reads ("first" or "last");
+    tol: tolerance (constant or reader; None: the headline default); cause: why ours may differ
+    from the source (a constant or a reader), quoted in the sentence when the row differs;
+    each: one headline row per selected table row (``label`` names it)."""
+
+    quantity: str
+    source: Reader
+    ours: Reader
+    table: str | tuple[str, ...]
+    cause: Reader
+    where: Mapping[str, Any] | Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    pick: str = "first"
+    label: Callable[[Sel], str] | None = None
+    note: Reader = ""
+    tol: Reader = None
+    digits: int = 3
+    each: bool = False
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A section's headline: its lines, the label of the source column, and the figure (the
+    first section figure whose path contains one of ``figure``; ``no_figure_caption`` when
+    the section has none and the report draws the rows)."""
+
+    lines: tuple[Line, ...]
+    source_label: str = "source"
+    figure: tuple[str, ...] = ()
+    no_figure_caption: str = ""
+    doc: str = field(default="", compare=False)
+
+
+def _get(reader: Reader, s: Sel) -> Any:
+    v = reader(s) if callable(reader) else reader
+    return v.item() if hasattr(v, "item") and not isinstance(v, str | dict) else v
+
+
+def _select(line: Line, table: pd.DataFrame) -> pd.DataFrame:
+    if callable(line.where):
+        return line.where(table)
+    out = table
+    for col, val in (line.where or {}).items():
+        out = out[out[col].astype(str) == str(val)]
+    return out
+
+
+def _one(line: Line, s: Sel) -> dict[str, Any]:
+    quantity = line.label(s) if line.label else line.quantity
+    return row(
+        quantity,
+        _get(line.source, s),
+        _get(line.ours, s),
+        str(_get(line.note, s) or ""),
+        digits=line.digits,
+        tol=_get(line.tol, s),
+        cause=str(_get(line.cause, s) or ""),
+    )
+
+
+def _unread(line: Line, note: str, missing: str) -> dict[str, Any]:
+    """The row of a line whose value could not be read: the source if it is a constant."""
+    src = None if callable(line.source) else line.source
+    return row(line.quantity, src, None, note, digits=line.digits, missing=missing)
+
+
+def rows_of(line: Line, tables: list[dict], cache: dict[str, pd.DataFrame]) -> list[dict]:
+    """The headline row(s) of one line, read from the section's tables."""
+    keys = (line.table,) if isinstance(line.table, str) else line.table
+    path = next((p for k in keys if (p := opt_tab(tables, k)) is not None), None)
+    static_note = "" if callable(line.note) else line.note
+    if path is None:
+        return [_unread(line, NOT_RUN, NOT_RUN)]
+    try:
+        if path not in cache:
+            cache[path] = _read(path)
+        table = cache[path]
+        frame = _select(line, table)
+        if line.each:
+            out = []
+            for i in range(len(frame)):
+                one = frame.iloc[[i]]
+                out.append(_one(line, Sel(path, table, one, one.iloc[0])))
+            if not out:
+                return [_unread(line, f"{NOT_RUN} (no such rows in {path})", NOT_RUN)]
+            return out
+        picked = frame.iloc[-1] if line.pick == "last" else frame.iloc[0]
+        return [_one(line, Sel(path, table, frame, picked))]
+    except _READ_ERRORS as err:
+        log.warning("headline %r: %s", line.quantity, err)
+        why = f"not read: {type(err).__name__} {err}"
+        note = f"{static_note} ({why})" if static_note else why
+        return [_unread(line, note, why)]
 
 
 def _first(figures: list[dict], *keys: str) -> str | None:
@@ -97,511 +225,659 @@ def _caption(figures: list[dict], path: str | None) -> str:
     return ""
 
 
-def _fig(figures: list[dict], *keys: str) -> dict[str, Any]:
-    p = _first(figures, *keys)
-    return {"figure": p, "figure_caption": _caption(figures, p)}
+def build(spec: Spec, tables: list[dict], figures: list[dict] | None = None) -> dict:
+    """The headline of a section from its declared lines (one mechanism for every section)."""
+    figures = figures or []
+    cache: dict[str, pd.DataFrame] = {}
+    rows = [r for line in spec.lines for r in rows_of(line, tables, cache)]
+    fig = _first(figures, *spec.figure) if spec.figure or figures else None
+    caption = _caption(figures, fig) if fig else spec.no_figure_caption
+    return headline(rows, figure=fig, figure_caption=caption, source_label=spec.source_label)
+
+
+# ------------------------------------------------------------------------------ small readers
+def _counts(cell: Any) -> list[int]:
+    """``"c00: 25, c01: 288"`` -> [25, 288]."""
+    return [int(x.split(":")[1]) for x in str(cell).split(",")]
+
+
+def _starts(column: str, prefix: str) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    return lambda t: t[t[column].astype(str).str.startswith(prefix)]
+
+
+def _containing(*patterns: str) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """Rows of the attack summary whose quantity contains every pattern."""
+
+    def where(t: pd.DataFrame) -> pd.DataFrame:
+        for p in patterns:
+            t = t[t["quantity"].astype(str).str.contains(p, regex=False)]
+        return t
+
+    return where
+
+
+def _first_col(value: str) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    return lambda t: t[t.iloc[:, 0] == value]
+
+
+def _trace_share(s: Sel) -> float:
+    m = s.frame.iloc[:, 1:].to_numpy()
+    return float(m.trace()) / float(m.sum())
+
+
+def _mds_cohort(s: Sel) -> str:
+    return (
+        f"this run's MDS cohort is {s.row['source']} ({int(s.row['rows'])} patients), not EUROMDS"
+    )
 
 
 # ---------------------------------------------------------------------------------------- data
-def data(tables: list[dict], figures: list[dict]) -> dict:
-    """Cohort sizes vs the source documents (seed 000: 2043 × 54 EUROMDS, 60 000 MNIST; seed 000
-    Fig 4.2 skewed split; seed 001: TCGA biggest center 22–58 %)."""
-    read = Tables(tables)
-
-    def ds(name: str) -> pd.Series:
-        s = read("summary")
-        return s[s["dataset"] == name].iloc[0]
-
-    def biggest_share() -> float:
-        s = read("summary")
-        r = s[s["dataset"].str.startswith("rnaseq/")].iloc[0]
-        counts = [int(x.split(":")[1]) for x in str(r["samples_per_center"]).split(",")]
-        return 100 * max(counts) / sum(counts)
-
-    def skew_max() -> int:
-        s = read("summary")
-        r = s[(s["dataset"] == "mds") & (s["split"].astype(str).str.startswith("skewed"))].iloc[0]
-        return max(int(x.split(":")[1]) for x in str(r["samples_per_center"]).split(","))
-
-    def rnaseq_name() -> str:
-        s = read("summary")
-        return str(s[s["dataset"].str.startswith("rnaseq/")].iloc[0]["dataset"])
-
-    try:
-        rn = rnaseq_name()
-    except (KeyError, IndexError, FileNotFoundError):
-        rn = "RNA-seq"
-    rows = [
-        safe_row("MDS patients", 2043, lambda: int(ds("mds")["rows"]), "EUROMDS (private) vs ours"),
-        safe_row("MDS binary features", 54, lambda: int(ds("mds")["features"])),
-        safe_row(
+DATA = Spec(
+    doc="Cohort sizes vs the source documents (seed 000: 2043 × 54 EUROMDS, 60 000 MNIST; seed "
+    "000 Fig 4.2 skewed split; seed 001: TCGA biggest center 22–58 %).",
+    lines=(
+        Line(
+            "MDS patients",
+            2043,
+            Col("rows", int),
+            "summary",
+            _mds_cohort,
+            where={"dataset": "mds"},
+            note="EUROMDS (private) vs ours",
+        ),
+        Line(
+            "MDS binary features",
+            54,
+            Col("features", int),
+            "summary",
+            _mds_cohort,
+            where={"dataset": "mds"},
+        ),
+        Line(
             "largest center of the skewed MDS split",
             495,
-            skew_max,
-            "seed 000 Fig 4.2 (n = 2043, seed 51550)",
+            lambda s: max(_counts(s.row["samples_per_center"])),
+            "summary",
+            lambda s: (
+                f"the skewed split of this run's {int(s.row['rows'])} patients is drawn with "
+                "this config's seed, not Fig 4.2's draw of EUROMDS' 2043"
+            ),
+            where=lambda t: t[
+                (t["dataset"] == "mds") & t["split"].astype(str).str.startswith("skewed")
+            ],
+            note="seed 000 Fig 4.2 (n = 2043, seed 51550)",
         ),
-        safe_row("MNIST images", 60000, lambda: int(ds("mnist")["rows"]), "thesis: full MNIST"),
-        safe_row(
-            f"biggest center share, % ({rn})",
+        Line(
+            "MNIST images",
+            60000,
+            Col("rows", int),
+            "summary",
+            lambda s: (
+                f"this run's MNIST is {s.row['source']} ({int(s.row['rows'])} images), "
+                "not the full 60 000"
+            ),
+            where={"dataset": "mnist"},
+            note="thesis: full MNIST",
+        ),
+        Line(
+            "biggest center share, % (RNA-seq)",
             "22–58",
-            biggest_share,
-            "seed 001, real TCGA regions",
+            lambda s: (
+                100
+                * max(_counts(s.row["samples_per_center"]))
+                / sum(_counts(s.row["samples_per_center"]))
+            ),
+            "summary",
+            lambda s: (
+                f"{s.row['dataset']} is {s.row['source']}: its centers are not the thesis' "
+                "TCGA regions"
+            ),
+            where=_starts("dataset", "rnaseq/"),
+            label=lambda s: f"biggest center share, % ({s.row['dataset']})",
+            note="seed 001, real TCGA regions",
         ),
-    ]
-    return headline(
-        rows,
-        "Why: sizes follow the source documents where the data are real or shaped on them and "
-        "differ where a configuration uses offline stand-ins or another split seed "
-        "('source' column of the table).",
-        **_fig(figures, "SIMA", "pca"),
-    )
+    ),
+    figure=("SIMA", "pca"),
+)
 
 
 # ----------------------------------------------------------------------------------------- hac
-def hac(tables: list[dict], figures: list[dict]) -> dict:
-    """Seed 001 §4.2.3 (FMI > 0.95 for gradual sharing up to 10 %, CCC > 0.8 average linkage),
-    the exact methods (= pooled), Appendix A."""
-    read = Tables(tables)
+def _nmin_cause(s: Sel) -> str:
+    cohorts = ", ".join(sorted(map(str, s.frame["cohort"].unique()))) if "cohort" in s.frame else ""
+    return (
+        "gradual sharing at n_min = 10 % depends on how many members of a cluster one center "
+        f"holds, the thesis' ≥ 25 condition, for this run's cohorts {cohorts} in the cohort table"
+    )
 
-    def nmin(link: str, col: str) -> float:
-        nm = read("nmin10")
-        return float(nm[nm["linkage"] == link][col].mean())
 
-    rows = [
-        safe_row(
+_NMIN = {"table": "nmin10", "cause": _nmin_cause}
+HAC = Spec(
+    doc="Seed 001 §4.2.3 (FMI > 0.95 for gradual sharing up to 10 %, CCC > 0.8 average "
+    "linkage), the exact methods (= pooled), Appendix A.",
+    lines=(
+        Line(
             "gradual sharing FMI at n_min = 10 %, average linkage (mean over cohorts)",
             "> 0.95",
-            lambda: nmin("average", "fmi"),
-            "thesis: real TCGA; ours: simulated cohorts",
+            Agg("fmi", "mean"),
+            where={"linkage": "average"},
+            note="thesis: real TCGA; ours: simulated cohorts",
+            **_NMIN,
         ),
-        safe_row(
+        Line(
             "gradual sharing CCC at n_min = 10 %, average linkage",
             "> 0.8",
-            lambda: nmin("average", "ccc"),
+            Agg("ccc", "mean"),
+            where={"linkage": "average"},
+            **_NMIN,
         ),
-        safe_row(
+        Line(
             "gradual sharing CCC at n_min = 10 %, single linkage",
             "> 0.9",
-            lambda: nmin("single", "ccc"),
+            Agg("ccc", "mean"),
+            where={"linkage": "single"},
+            **_NMIN,
         ),
-        safe_row(
+        Line(
             "exact methods: largest |federated − pooled| distance",
             0,
-            lambda: float(read("exact")["max_abs_dist_error"].max()),
-            "genewise (Alg. 3) and orthogonal perturbation (Alg. 2); 0 in exact arithmetic",
+            Agg("max_abs_dist_error", "max"),
+            "exact",
+            "floating-point error above 1e-8: the exact methods differ from pooled only by "
+            "rounding, so this is a defect to report",
+            note="genewise (Alg. 3) and orthogonal perturbation (Alg. 2); 0 in exact arithmetic",
             tol=1e-8,
         ),
-        safe_row(
+        Line(
             "App. A: mean CCC of shuffled trees with the outlier",
             0.71,
-            lambda: float(read("outlier")["mean CCC (ours)"].iloc[-1]),
+            Col("mean CCC (ours)"),
+            "outlier",
+            lambda s: (
+                f"another draw of {s.row.get('shufflings', 'the')} shufflings than the thesis'"
+            ),
+            pick="last",
         ),
-    ]
-    return headline(
-        rows,
-        "Why: the exact methods are exact by construction; gradual sharing at n_min = 10 % "
-        "depends on how many members of a cluster one center holds (the thesis' own ≥ 25 "
-        "condition, cohort table), which the simulated default cohorts rarely meet, while the "
-        "thesis' real TCGA cohorts do.",
-        source_label="thesis (seed 001)",
-        **_fig(figures, "nmin10", "gradual"),
-    )
+    ),
+    source_label="thesis (seed 001)",
+    figure=("nmin10", "gradual"),
+)
 
 
 # ------------------------------------------------------------------------------------- attacks
-def attacks(tables: list[dict], figures: list[dict]) -> dict:
-    """Seed 001 §4.4: the attack summary table (measured mean ± sd beside the thesis)."""
-    read = Tables(tables)
+def _attack(*patterns: str) -> dict[str, Any]:
+    """The last summary row whose quantity contains every pattern (largest k last)."""
+    return {
+        "ours": Col("measured (mean ± sd)", lead),
+        "table": "summary",
+        "where": _containing(*patterns),
+        "pick": "last",
+    }
 
-    def q(*patterns: str) -> float | None:
-        """The last summary row whose quantity contains every pattern (largest k last)."""
-        s = read("summary")
-        hit = s
-        for pattern in patterns:
-            hit = hit[hit["quantity"].str.contains(pattern, regex=False)]
-        return lead(hit["measured (mean ± sd)"].iloc[-1])
 
-    rows = [
-        safe_row("sex accuracy without projection", 0.765, lambda: q("none none: test accuracy")),
-        safe_row(
+_SIMULATED_SEX = (
+    "the sex signal of this run's cohorts, genes and samples, simulated in the default and "
+    "smoke configs, is not that of the thesis' TCGA data"
+)
+ATTACKS = Spec(
+    doc="Seed 001 §4.4: the attack summary table (measured mean ± sd beside the thesis).",
+    lines=(
+        Line(
+            "sex accuracy without projection",
+            0.765,
+            cause=_SIMULATED_SEX,
+            **_attack("none none: test accuracy"),
+        ),
+        Line(
             "sex accuracy, projection-invariant classifier (orthogonal)",
             "0.4–0.6",
-            lambda: q("orthogonal invariant"),
+            cause="the projection-invariant classifier on this run's cohort falls outside the "
+            "thesis' chance band",
+            **_attack("orthogonal invariant"),
         ),
-        safe_row(
+        Line(
             "known I/O: share with ε_x < 10 % at 50 % known (size factors)",
             "≥ 0.5",
-            lambda: q("size_factors: share"),
+            cause="known-I/O recovery depends on this run's number of genes and samples "
+            "(attacks.known_io)",
+            **_attack("size_factors: share"),
         ),
-        safe_row(
+        Line(
             "median reconstruction error, linear decoder with pinv init, trained (size factors)",
             "≈ 0.5",
-            lambda: q("fig4_18 size_factors", "linear (pinv)"),
-            "thesis at k = 10 000, ours at the largest k run",
+            cause="ours is at the largest sketch size k this config runs, the thesis' at "
+            "k = 10 000",
+            note="thesis at k = 10 000, ours at the largest k run",
+            **_attack("fig4_18 size_factors", "linear (pinv)"),
         ),
-        safe_row(
-            "combined: sex accuracy on originals", 0.90, lambda: q("sex accuracy on originals")
+        Line(
+            "combined: sex accuracy on originals",
+            0.90,
+            cause=_SIMULATED_SEX,
+            **_attack("sex accuracy on originals"),
         ),
-        safe_row(
+        Line(
             "combined: sex accuracy on reconstructions",
             0.57,
-            lambda: q("sex accuracy on reconstructions"),
+            cause=_SIMULATED_SEX + ", and the reconstructions come from this run's sketches",
+            **_attack("sex accuracy on reconstructions"),
         ),
-    ]
-    return headline(
-        rows,
-        "Why: the default cohorts are simulated (their sex signal is the simulator's, not "
-        "TCGA's) and the default runs use far fewer genes, samples and smaller sketches than "
-        "the thesis, which moves the reconstruction errors and the combined attack most.",
-        source_label="thesis (seed 001)",
-        **_fig(figures, "fig4_16", "fig4_14"),
-    )
+    ),
+    source_label="thesis (seed 001)",
+    figure=("fig4_16", "fig4_14"),
+)
 
 
 # ----------------------------------------------------------------------------------------- dec
-def dec(tables: list[dict], figures: list[dict]) -> dict:
-    """Seed 000: best Hungarian accuracy MNIST 0.8824, BMNIST 0.8932; EUROMDS best centralized
-    accuracy 0.61527 and Silh_data 0.23511, HDP labels 0.1505; best federated 0.60842."""
-
-    def best(ds: str, col: str = "accuracy") -> float:
-        return float(_read(tab(tables, f"dec/{ds}/centralized/results"))[col].max())
-
-    def ref(ds: str) -> float:
-        path = tab(tables, f"dec/{ds}/centralized/reference_scores")
-        return float(_read(path)["sil_data"].iloc[0])
-
-    def fed_best() -> float:
-        fed = _read(tab(tables, "federated_summary"))
-        return float(fed[fed["dataset"] == "mds"]["accuracy"].max())
-
-    rows = [
-        safe_row(
+_DIGITS = (
+    "this config's digits data set and training schedule, the thesis' 60 000 28×28 MNIST "
+    "images (data section)"
+)
+_MDS = (
+    "this run's MDS cohort and reference labels, the thesis' private EUROMDS against HDP "
+    "groups (data section)"
+)
+DEC = Spec(
+    doc="Seed 000: best Hungarian accuracy MNIST 0.8824, BMNIST 0.8932; EUROMDS best centralized "
+    "accuracy 0.61527 and Silh_data 0.23511, HDP labels 0.1505; best federated 0.60842.",
+    lines=(
+        Line(
             "MNIST best Hungarian accuracy",
             0.8824,
-            lambda: best("mnist"),
-            "thesis 60 000 28×28 images; default: 1797 8×8 digits",
+            Agg("accuracy", "max"),
+            "dec/mnist/centralized/results",
+            _DIGITS,
+            note="thesis 60 000 28×28 images; default: 1797 8×8 digits",
         ),
-        safe_row("BMNIST best Hungarian accuracy", 0.8932, lambda: best("bmnist")),
-        safe_row(
+        Line(
+            "BMNIST best Hungarian accuracy",
+            0.8932,
+            Agg("accuracy", "max"),
+            "dec/bmnist/centralized/results",
+            _DIGITS,
+        ),
+        Line(
             "MDS best centralized accuracy vs reference",
             0.61527,
-            lambda: best("mds"),
-            "thesis: EUROMDS vs HDP labels; default: simulated MDS",
+            Agg("accuracy", "max"),
+            "dec/mds/centralized/results",
+            _MDS,
+            note="thesis: EUROMDS vs HDP labels; default: simulated MDS",
         ),
-        safe_row("MDS best centralized Silh_data", 0.23511, lambda: best("mds", "sil_data")),
-        safe_row("MDS Silh_data of the reference labels", 0.1505, lambda: ref("mds")),
-        safe_row("MDS best federated accuracy", 0.60842, fed_best),
-    ]
-    return headline(
-        rows,
-        "Why: the default runs use 8×8 digits instead of 60 000 MNIST images and a simulated "
-        "MDS cohort whose planted clusters are far easier to find than EUROMDS' HDP groups "
-        "(private data; accuracies near 1 there), with shortened training.",
-        source_label="thesis (seed 000)",
-        **_fig(figures, "mds/centralized/km", "km.png"),
-    )
+        Line(
+            "MDS best centralized Silh_data",
+            0.23511,
+            Agg("sil_data", "max"),
+            "dec/mds/centralized/results",
+            _MDS,
+        ),
+        Line(
+            "MDS Silh_data of the reference labels",
+            0.1505,
+            Col("sil_data"),
+            "dec/mds/centralized/reference_scores",
+            _MDS,
+        ),
+        Line(
+            "MDS best federated accuracy",
+            0.60842,
+            Agg("accuracy", "max"),
+            "federated_summary",
+            _MDS + " and this config's federated rounds",
+            where={"dataset": "mds"},
+        ),
+    ),
+    source_label="thesis (seed 000)",
+    figure=("mds/centralized/km", "km.png"),
+)
 
-
-def dec_figures(tables: list[dict], figures: list[dict]) -> dict:
-    """Seed 000 figures: Fig 5.5 / B.1 confusion-matrix accuracies (0.8824 / 0.8932), Fig 5.15
-    reconstruction loss of a "4" at the end of the TSAE (0.014) and of clustering (0.13)."""
-
-    def col(key: str, column: str) -> float:
-        return float(_read(tab(tables, key))[column].iloc[0])
-
-    rows = [
-        safe_row(
+DEC_FIGURES = Spec(
+    doc="Seed 000 figures: Fig 5.5 / B.1 confusion-matrix accuracies (0.8824 / 0.8932), Fig 5.15 "
+    'reconstruction loss of a "4" at the end of the TSAE (0.014) and of clustering (0.13).',
+    lines=(
+        Line(
             "Fig 5.5: MNIST accuracy of the confusion matrix",
             0.8824,
-            lambda: col("mnist/states", "accuracy_rerun"),
-            "the best run re-trained with the stage's seeds; default: 8×8 digits",
+            Col("accuracy_rerun"),
+            "mnist/states",
+            _DIGITS,
+            note="the best run re-trained with the stage's seeds; default: 8×8 digits",
         ),
-        safe_row(
+        Line(
             "Fig B.1: BMNIST accuracy of the confusion matrix",
             0.8932,
-            lambda: (
-                float(_read(tab(tables, "bmnist/confusion")).iloc[:, 1:].to_numpy().trace())
-                / float(_read(tab(tables, "bmnist/confusion")).iloc[:, 1:].to_numpy().sum())
-            ),
+            _trace_share,
+            "bmnist/confusion",
+            _DIGITS,
         ),
-        safe_row(
+        Line(
             "Fig 5.15: reconstruction MSE after TSAE training",
             0.014,
-            lambda: col("mnist/states", "subset_mse_tsae"),
-            "ours: mean over a subset, the thesis: one image",
+            Col("subset_mse_tsae"),
+            "mnist/states",
+            "ours is the mean over a subset of this config's digits, the thesis' is one image",
+            note="ours: mean over a subset, the thesis: one image",
         ),
-        safe_row(
+        Line(
             "Fig 5.15: reconstruction MSE after clustering",
             0.13,
-            lambda: col("mnist/states", "subset_mse_dec"),
+            Col("subset_mse_dec"),
+            "mnist/states",
+            "ours is the mean over a subset of this config's digits, the thesis' is one image",
         ),
-    ]
-    return headline(
-        rows,
-        "Why: the default runs use 1 797 8×8 digits instead of 60 000 MNIST images with shortened "
-        "training; the re-trained best runs reproduce the DEC section's numbers exactly.",
-        source_label="thesis (seed 000)",
-        **_fig(figures, "mnist/confusion", "confusion.png"),
-    )
+    ),
+    source_label="thesis (seed 000)",
+    figure=("mnist/confusion", "confusion.png"),
+)
 
 
 # ------------------------------------------------------------------------------- decentral/heart
-def decentral(tables: list[dict], figures: list[dict]) -> dict:
-    """Seed 004: §3.2 centralized baseline, Tables 3.2 and 4.1–4.3 (last table round, hospitals)."""
-    files = {
-        "accuracy": "_table_4_2_accuracy",
-        "auc_keras": "_table_4_3b_auc_keras",
-        "loss_total": "_table_4_1_loss",
-    }
-    split = "hospitals" if opt_tab(tables, "hospitals_table") else ""
-    describe = opt_tab(tables, "table_3_2_describe")
-
-    def c(metric: str) -> tuple[Any, Any]:
-        cen = _read(tab(tables, "centralized")).set_index("metric")
-        return cen.loc[metric, "thesis"], cen.loc[metric, "ours"]
-
-    def last(metric: str, column: str) -> tuple[Any, Any, int]:
-        t = _read(tab(tables, split + files[metric])).dropna(subset=[f"{column} thesis"])
-        r = t.iloc[-1]
-        return r[f"{column} thesis"], r[column], int(r["round"])
-
-    rows = []
-    for metric, name in (
-        ("test_accuracy", "centralized test accuracy"),
-        ("test_auc", "centralized test AUC"),
-    ):
-        try:
-            src, ours = c(metric)
-            rows.append(row(name, src, ours, "seed 004 §3.2"))
-        except (KeyError, FileNotFoundError) as err:
-            rows.append(row(name, None, None, f"not read: {err}"))
-    for metric, name in (
-        ("accuracy", "FL test accuracy"),
-        ("auc_keras", "FL test AUC (Keras)"),
-        ("loss_total", "FL test loss incl. penalty"),
-    ):
-        try:
-            src, ours, rnd = last(metric, "FL")
-            rows.append(row(f"{name}, round {rnd}", src, ours, f"{split or 'first'} split"))
-        except (KeyError, IndexError, FileNotFoundError) as err:
-            rows.append(row(name, None, None, f"not read: {err}"))
-    if describe:
-        rows.append(
-            safe_row(
-                "Table 3.2: largest |thesis − ours| of 40 describe() values",
-                0,
-                lambda: float(_read(describe)["difference"].abs().max()),
-                "printed to 2 decimals",
-                tol=0.005,
-            )
-        )
-    return headline(
-        rows,
-        "Why: the data are the thesis' own file; the per-round losses are dominated by the "
-        "L1/L2 penalty, whose decay depends on the Adam state (loss-gap paragraph), and reduced "
-        "default runs (few rounds and epochs) are far from converged.",
-        source_label="thesis (seed 004)",
-        **_fig(figures, "hospitals_fig4_1", "fig4_1"),
+def _epochs(s: Sel) -> str:
+    t = s.table.set_index("metric")
+    return (
+        f"centralized training with this config's {lead(t.loc['epochs', 'ours']):g} epochs "
+        f"and seeds, the thesis' {lead(t.loc['epochs', 'thesis']):g}"
     )
+
+
+def _fl(metric: str, name: str, cause: str) -> Line:
+    return Line(
+        name,
+        Col("FL thesis"),
+        Col("FL"),
+        (f"hospitals_table_{metric}", f"_table_{metric}"),
+        lambda s: (
+            f"one FL run with this config's rounds, epochs and seeds, compared at table round "
+            f"{int(s.row['round'])}, beside the thesis' run{cause}"
+        ),
+        where=lambda t: t.dropna(subset=["FL thesis"]),
+        pick="last",
+        label=lambda s: f"{name}, round {int(s.row['round'])}",
+        note=lambda s: f"{'hospitals' if 'hospitals_table' in s.path else 'first'} split",
+    )
+
+
+_PENALTY = "; the loss is dominated by the L1/L2 penalty, whose decay depends on the Adam state"
+DECENTRAL = Spec(
+    doc="Seed 004: §3.2 centralized baseline, Tables 3.2 and 4.1–4.3 (last table round).",
+    lines=(
+        Line(
+            "centralized test accuracy",
+            Col("thesis"),
+            Col("ours"),
+            "centralized",
+            _epochs,
+            where={"metric": "test_accuracy"},
+            note="seed 004 §3.2",
+        ),
+        Line(
+            "centralized test AUC",
+            Col("thesis"),
+            Col("ours"),
+            "centralized",
+            _epochs,
+            where={"metric": "test_auc"},
+            note="seed 004 §3.2",
+        ),
+        _fl("4_2_accuracy", "FL test accuracy", ""),
+        _fl("4_3b_auc_keras", "FL test AUC (Keras)", ""),
+        _fl("4_1_loss", "FL test loss incl. penalty", _PENALTY),
+        Line(
+            "Table 3.2: largest |thesis − ours| of 40 describe() values",
+            0,
+            lambda s: float(s.frame["difference"].abs().max()),
+            "table_3_2_describe",
+            "this run's data file differs from the thesis' heart-disease file",
+            note="printed to 2 decimals",
+            tol=0.005,
+        ),
+    ),
+    source_label="thesis (seed 004)",
+    figure=("hospitals_fig4_1", "fig4_1"),
+)
 
 
 # -------------------------------------------------------------------------------------- fedcref
-def fedcref(tables: list[dict], figures: list[dict]) -> dict:
-    """Seed 002 Tables 1 (Exp. 1) and 8 (Exp. 4); the paper's columns are in the same tables."""
-    rows = []
-    table1, table8 = opt_tab(tables, "table1."), opt_tab(tables, "table8.")
-    if table1:
-        t1 = _read(table1)
-        for col, paper, name in (
-            ("ACC init (local DEC)", "paper ACC init", "Exp. 1 ACC init (local DEC)"),
-            ("ACC end", "paper ACC end", "Exp. 1 ACC end (FedCRef)"),
-            ("wrong links", "paper wrong", "Exp. 1 wrong links"),
-        ):
-            try:
-                r = t1.iloc[0]
-                rows.append(
-                    row(
-                        name,
-                        lead(r[paper]),
-                        lead(r[col]),
-                        f"{r['dataset']} vs paper {r['paper dataset']}",
-                    )
-                )
-            except (KeyError, IndexError) as err:
-                rows.append(row(name, None, None, f"not read: {err}"))
-    if table8:
-        t8 = _read(table8)
-        try:
-            r = t8.iloc[-1]
-            rows.append(
-                row(
-                    f"Exp. 4 ACC end ({r['clients']} clients; paper {r['paper clients']})",
-                    lead(r["paper ACC end"]),
-                    lead(r["ACC end (ours)"]),
-                )
-            )
-            rows.append(
-                row(
-                    "Exp. 4 improvement over local DEC, %",
-                    lead(r["paper improvement %"]),
-                    lead(r["improvement %"]),
-                )
-            )
-        except (KeyError, IndexError) as err:
-            rows.append(row("Exp. 4", None, None, f"not read: {err}"))
-    return headline(
-        rows,
-        "Why: the default runs use small offline client systems (8×8 digits, few clients and "
-        "samples, 2 repetitions) instead of EMNIST at N = 25, S = 500, so K, wrong links and "
-        "accuracies are not comparable number for number (wide confidence intervals).",
-        source_label="paper (seed 002)",
-        **_fig(figures, "exp1_curves", "exp4_curves"),
+def _clients(s: Sel) -> str:
+    return (
+        f"this run's client systems on {s.row['dataset']}, {s.row.get('runs', '?')} run(s), "
+        "beside the paper's EMNIST at N = 25, S = 500"
     )
+
+
+def _t1(name: str, col: str, paper: str) -> Line:
+    return Line(
+        name,
+        Col(paper, lead),
+        Col(col, lead),
+        "table1.",
+        _clients,
+        note=lambda s: f"{s.row['dataset']} vs paper {s.row['paper dataset']}",
+    )
+
+
+def _t8(s: Sel) -> str:
+    return (
+        f"this run's {s.row['clients']} clients on {s.row['dataset']} beside the paper's "
+        f"{s.row['paper clients']}"
+    )
+
+
+FEDCREF = Spec(
+    doc="Seed 002 Tables 1 (Exp. 1) and 8 (Exp. 4); the paper's columns are in the same tables.",
+    lines=(
+        _t1("Exp. 1 ACC init (local DEC)", "ACC init (local DEC)", "paper ACC init"),
+        _t1("Exp. 1 ACC end (FedCRef)", "ACC end", "paper ACC end"),
+        _t1("Exp. 1 wrong links", "wrong links", "paper wrong"),
+        Line(
+            "Exp. 4 ACC end",
+            Col("paper ACC end", lead),
+            Col("ACC end (ours)", lead),
+            "table8.",
+            _t8,
+            pick="last",
+            label=lambda s: (
+                f"Exp. 4 ACC end ({s.row['clients']} clients; paper {s.row['paper clients']})"
+            ),
+        ),
+        Line(
+            "Exp. 4 improvement over local DEC, %",
+            Col("paper improvement %", lead),
+            Col("improvement %", lead),
+            "table8.",
+            _t8,
+            pick="last",
+        ),
+    ),
+    source_label="paper (seed 002)",
+    figure=("exp1_curves", "exp4_curves"),
+)
 
 
 # ------------------------------------------------------------------------------------- survival
-def survival(tables: list[dict], figures: list[dict]) -> dict:
-    """D6.2 Tables 8.1–8.3 (OS), C-index of each strategy; exact Cox-PH vs lifelines."""
+_COHORT = (
+    "this run's cohort, public IPSS-M or simulated (data section), is not D6.2's private "
+    "2043 EUROMDS patients"
+)
 
-    # D6.2's numbers are for OS: prefer the OS tables when several endpoints ran
-    def pick(name: str) -> str | None:
-        return opt_tab(tables, f"OS/{name}") or opt_tab(tables, name)
 
-    table81, table82, table83 = pick("table_8_1"), pick("table_8_2"), pick("table_8_3")
-    checks = opt_tab(tables, "reference_checks")
-    rows = [
-        safe_row(
+def _d62(label: str, prefix: str, table: str, strategy: str) -> Line:
+    sd = Col(f"{prefix}: SD (D6.2)", lead)
+    return Line(
+        f"{label}: {strategy.split(' (')[0]}",
+        Col(f"{prefix}: Concordance (D6.2)"),
+        Col(f"{prefix}: Concordance (ours)"),
+        (f"OS/{table}", table),  # D6.2's numbers are for OS: prefer OS when several endpoints
+        _COHORT,
+        where=_first_col(strategy),
+        note=lambda s: f"match = within D6.2's SD {v:g}" if (v := sd(s)) else "",
+        tol=lambda s: max(v, 0.005) if (v := sd(s)) else None,
+    )
+
+
+SURVIVAL = Spec(
+    doc="D6.2 Tables 8.1–8.3 (OS), C-index of each strategy; exact Cox-PH vs lifelines.",
+    lines=(
+        Line(
             "centralized C-index",
             0.75,
-            lambda: float(_read(table81 or tab(tables, "table_8_1"))["Concordance (ours)"].iloc[0]),
-            "D6.2 Table 8.1 (SD 0.02)",
+            Col("Concordance (ours)"),
+            ("OS/table_8_1", "table_8_1"),
+            _COHORT,
+            note="D6.2 Table 8.1 (SD 0.02)",
             tol=0.02,
-        )
-    ]
-
-    def cell(path: str | None, strategy: str, prefix: str) -> tuple[Any, Any, float | None]:
-        if path is None:
-            raise KeyError("table not in this section")
-        t = _read(path)
-        r = t[t.iloc[:, 0] == strategy].iloc[0]
-        sd = lead(r.get(f"{prefix}: SD (D6.2)"))
-        return r[f"{prefix}: Concordance (D6.2)"], r[f"{prefix}: Concordance (ours)"], sd
-
-    for path, prefix, label in (
-        (table82, "Balanced sizes", "IID balanced"),
-        (table83, "Non-IID survival times", "non-IID times"),
-        (table83, "Non-IID BMB", "non-IID BM_BLAST"),
-    ):
-        for strategy in ("Isolated nodes (Lower bound)", "Weights Averaging"):
-            name = f"{label}: {strategy.split(' (')[0]}"
-            try:
-                src, ours, sd = cell(path, strategy, prefix)
-                note = f"match = within D6.2's SD {sd:g}" if sd else ""
-                rows.append(row(name, src, ours, note, tol=max(sd, 0.005) if sd else None))
-            except (KeyError, IndexError, FileNotFoundError, ValueError) as err:
-                rows.append(row(name, None, None, f"not read: {err}"))
-    if checks:
-        rows.append(
-            safe_row(
-                "federated Cox-PH: max |Δβ| vs lifelines",
-                0,
-                lambda: float(_read(checks)["coxph_max_abs_diff"].max()),
-                "exact method: 0 up to Newton tolerance",
-                tol=1e-6,
+        ),
+        *(
+            _d62(label, prefix, table, strategy)
+            for table, prefix, label in (
+                ("table_8_2", "Balanced sizes", "IID balanced"),
+                ("table_8_3", "Non-IID survival times", "non-IID times"),
+                ("table_8_3", "Non-IID BMB", "non-IID BM_BLAST"),
             )
-        )
-    return headline(
-        rows,
-        "Why: the cohort is the public IPSS-M (or simulated) one, not D6.2's private 2043 "
-        "EUROMDS patients, so D6.2's columns are a layout and ordering reference, not a "
-        "numerical target; isolated and non-IID centres depend most on the cohort; the federated "
-        "Cox-PH is exact.",
-        source_label="D6.2 (seed 003)",
-        **_fig(figures, "km_risk_groups"),
-    )
+            for strategy in ("Isolated nodes (Lower bound)", "Weights Averaging")
+        ),
+        Line(
+            "federated Cox-PH: max |Δβ| vs lifelines",
+            0,
+            Agg("coxph_max_abs_diff", "max"),
+            "reference_checks",
+            "the federated Newton iteration stopped farther than 1e-6 from lifelines' optimum",
+            note="exact method: 0 up to Newton tolerance",
+            tol=1e-6,
+        ),
+    ),
+    source_label="D6.2 (seed 003)",
+    figure=("km_risk_groups",),
+)
 
 
 # ----------------------------------------------------------------------------------------- admm
-def admm(tables: list[dict], figures: list[dict]) -> dict:
-    """Seed 003 ch. 3 prints no numbers: the source value is the library reference f*."""
-    try:
-        s = _read(tab(tables, "summary"))
-        dist = s[s["mode"] == "distributed"]
-    except (KeyError, FileNotFoundError) as err:
-        dist, why = pd.DataFrame(), f"not read: {err}"
-    else:
-        why = "no distributed run"
-    rows = []
-    for _, r in dist.iterrows():
-        rows.append(
-            row(
-                f"{r['task']}: objective after {int(r['iterations'])} iterations "
-                f"({int(r['centers'])} centers)",
-                float(r["reference_objective"]),
-                float(r["objective"]),
-                f"relative gap {float(r['relative_gap']):.2g}",
-                digits=6,
-                tol=1e-4 * max(abs(float(r["reference_objective"])), 1e-12),
-            )
-        )
-    if not rows:
-        rows.append(row("distributed ADMM objective", None, None, why))
-    return headline(
-        rows,
-        "Why: D6.2 reports no ADMM numbers, so the source value is the library optimum "
-        "(closed form, scikit-learn, scipy), reached to the ADMM stopping tolerance.",
-        source_label="library reference f*",
-        **_fig(figures, "logistic_mds", ""),
+def _admm_cause(s: Sel) -> str:
+    conv = str(s.row.get("converged", "")).lower() == "true"
+    stop = "converged to its stopping tolerance" if conv else "stopped before converging"
+    return (
+        f"ADMM {stop} after {int(s.row['iterations'])} iterations "
+        f"(relative gap {float(s.row['relative_gap']):.2g})"
     )
+
+
+ADMM = Spec(
+    doc="Seed 003 ch. 3 prints no numbers: the source value is the library reference f*.",
+    lines=(
+        Line(
+            "distributed ADMM objective",
+            Col("reference_objective", float),
+            Col("objective", float),
+            "summary",
+            _admm_cause,
+            where={"mode": "distributed"},
+            each=True,
+            label=lambda s: (
+                f"{s.row['task']}: objective after {int(s.row['iterations'])} "
+                f"iterations ({int(s.row['centers'])} centers)"
+            ),
+            note=lambda s: f"relative gap {float(s.row['relative_gap']):.2g}",
+            digits=6,
+            tol=lambda s: 1e-4 * max(abs(float(s.row["reference_objective"])), 1e-12),
+        ),
+    ),
+    source_label="library reference f*",
+    figure=("logistic_mds", ""),
+)
 
 
 # ----------------------------------------------------------------------------------------- perf
-def perf(tables: list[dict], figures: list[dict] | None = None) -> dict:
-    """Issue 15 / seed 001 Table 4.1: the thesis gives complexity classes, no times."""
-    try:
-        t = _read(tables[0]["path"])
-    except (IndexError, KeyError, FileNotFoundError) as err:
-        t, why = pd.DataFrame(), f"not read: {err}"
-    else:
-        why = "no method timed"
-    expect = {
-        "gradual": "O(n²(d+n)), O(n) rounds",
-        "simultaneous": "as pooled, 1 round",
-        "genewise": "O(n_k d²) per center",
-        "projection": "as pooled",
-        "perturbation": "as pooled",
-    }
-    rows = []
-    for _, r in t.iterrows():
-        m = str(r.get("method", "?"))
-        rounds = f" ({int(r['rounds'])} round(s))" if pd.notna(r.get("rounds")) else ""
-        floats = r.get("floats_per_center_max")
-        note = f"{r.get('objects', '')}" + (
-            f", {floats:.0f} floats from the largest center" if pd.notna(floats) else ""
-        )
-        rows.append(
-            row(
-                f"{m}: time / pooled scipy{rounds}",
-                expect.get(m, "not reported"),
-                # read when the report is rendered: timings stay out of the section JSON
-                ref(tables[0]["path"], "ratio", {"method": m}),
-                note,
-            )
-        )
-    if not rows:
-        rows.append(row("time / pooled scipy", None, None, why))
-    return headline(
-        rows,
-        "Why: the thesis reports complexity classes but no run times; measured here, gradual "
-        "sharing pays for its O(n) rounds (ratios from one run on a shared machine).",
-        **(
-            _fig(figures, "")
-            if figures
-            else {
-                "figure": None,
-                "figure_caption": "Time of each federated method relative to "
-                "pooled scipy (this run; drawn from the rows above).",
-            }
-        ),
-        source_label="thesis (seed 001 Table 4.1)",
+_EXPECT = {
+    "gradual": "O(n²(d+n)), O(n) rounds",
+    "simultaneous": "as pooled, 1 round",
+    "genewise": "O(n_k d²) per center",
+    "projection": "as pooled",
+    "perturbation": "as pooled",
+}
+
+
+def _perf_note(s: Sel) -> str:
+    floats = s.row.get("floats_per_center_max")
+    return f"{s.row.get('objects', '')}" + (
+        f", {floats:.0f} floats from the largest center" if pd.notna(floats) else ""
     )
+
+
+def _perf_label(s: Sel) -> str:
+    r = s.row
+    rounds = f" ({int(r['rounds'])} round(s))" if pd.notna(r.get("rounds")) else ""
+    return f"{r.get('method', '?')}: time / pooled scipy{rounds}"
+
+
+PERF = Spec(
+    doc="Issue 15 / seed 001 Table 4.1: the thesis gives complexity classes, no times.",
+    lines=(
+        Line(
+            "time / pooled scipy",
+            lambda s: _EXPECT.get(str(s.row.get("method", "?")), "not reported"),
+            # read when the report is rendered: timings stay out of the section JSON
+            lambda s: ref(s.path, "ratio", {"method": str(s.row.get("method", "?"))}),
+            "",  # the section's only table
+            "the thesis gives a complexity class, no run time",
+            each=True,
+            label=_perf_label,
+            note=_perf_note,
+        ),
+    ),
+    source_label="thesis (seed 001 Table 4.1)",
+    no_figure_caption="Time of each federated method relative to pooled scipy (this run; drawn "
+    "from the rows above).",
+)
+
+SECTIONS: dict[str, Spec] = {
+    "data": DATA,
+    "hac": HAC,
+    "attacks": ATTACKS,
+    "dec": DEC,
+    "dec_figures": DEC_FIGURES,
+    "decentral": DECENTRAL,
+    "fedcref": FEDCREF,
+    "survival": SURVIVAL,
+    "admm": ADMM,
+    "perf": PERF,
+}
+
+
+# ------------------------------------------------------------------ the stages' entry points
+def data(tables: list[dict], figures: list[dict]) -> dict:
+    return build(DATA, tables, figures)
+
+
+def hac(tables: list[dict], figures: list[dict]) -> dict:
+    return build(HAC, tables, figures)
+
+
+def attacks(tables: list[dict], figures: list[dict]) -> dict:
+    return build(ATTACKS, tables, figures)
+
+
+def dec(tables: list[dict], figures: list[dict]) -> dict:
+    return build(DEC, tables, figures)
+
+
+def dec_figures(tables: list[dict], figures: list[dict]) -> dict:
+    return build(DEC_FIGURES, tables, figures)
+
+
+def decentral(tables: list[dict], figures: list[dict]) -> dict:
+    return build(DECENTRAL, tables, figures)
+
+
+def fedcref(tables: list[dict], figures: list[dict]) -> dict:
+    return build(FEDCREF, tables, figures)
+
+
+def survival(tables: list[dict], figures: list[dict]) -> dict:
+    return build(SURVIVAL, tables, figures)
+
+
+def admm(tables: list[dict], figures: list[dict]) -> dict:
+    return build(ADMM, tables, figures)
+
+
+def perf(tables: list[dict], figures: list[dict] | None = None) -> dict:
+    return build(PERF, tables, figures)

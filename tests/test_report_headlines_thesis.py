@@ -1,0 +1,431 @@
+"""Section headlines on thesis-shaped inputs (issue 16): the declared lines of every section
+(fedclust.report.headlines.SECTIONS) read the tables the thesis config writes (eight TCGA cohorts,
+the real IPSS-M / MNIST data, OS and LFS endpoints, every per-unit table merged), the sentence
+follows the rows, and a table a config does not write gives a "not run in this config" row.
+
+The tables are small synthetic ones with the paths and columns the stage rules declare (those
+of a thesis-smoke run, config/thesis-smoke.yaml, whose report inputs have these shapes)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedclust.report import headlines as H
+from fedclust.report.headline import MISSING_OURS, table_rows, verdict
+
+COHORTS = ["BRCA", "COAD", "PRAD", "LUAD", "LUSC", "KIRC", "THCA", "SKCM"]  # thesis: 8 cohorts
+
+
+def _centers(counts):
+    return ", ".join(f"c{i:02d}: {n}" for i, n in enumerate(counts))
+
+
+def _data():
+    rows = [
+        [
+            "rnaseq/" + c,
+            "real: TCGA (UCSC Xena)",
+            500 + i,
+            5000,
+            0,
+            "region",
+            _centers([120 + i, 100, 90, 80, 60, 30, 20]),
+        ]
+        for i, c in enumerate(COHORTS)
+    ]
+    for split, counts in (("uniform10", [296] * 9 + [293]), ("skewed10", [49, 479, 872, 708])):
+        rows.append(
+            [
+                "mds",
+                "real: IPSS-M cohort (Bernard et al. 2022)",
+                2957,
+                49,
+                0,
+                split,
+                _centers(counts),
+            ]
+        )
+    for ds in ("mnist", "bmnist"):
+        rows.append([ds, "real: MNIST", 60000, 784, 0, "uniform10", _centers([6000] * 10)])
+    cols = ["dataset", "source", "rows", "features", "nans_imputed", "split", "samples_per_center"]
+    return {"results/data/summary.tsv": pd.DataFrame(rows, columns=cols)}
+
+
+def _hac():
+    links = ["average", "average (δ≈d)", "complete", "single", "ward"]
+    nmin = pd.DataFrame(
+        [
+            [c, "vst", "euclidean", k, 500, 50, 0.9, 0.96, 0.9, 0.1, 3, 0.9]
+            for c in COHORTS
+            for k in links
+        ],
+        columns=[
+            "cohort",
+            "prep",
+            "metric",
+            "linkage",
+            "n",
+            "n_min",
+            "ccc",
+            "fmi",
+            "ari",
+            "rel_error",
+            "inversions",
+            "ccc_monotone",
+        ],
+    )
+    exact = pd.DataFrame(
+        [
+            [f"genewise {m} (Alg. 3)", 1e-13, 1e-14, 200, 0.0, 7, 1000, 1, c]
+            for c in COHORTS
+            for m in ("euclidean", "cosine")
+        ],
+        columns=[
+            "method",
+            "max_abs_dist_error",
+            "max_abs_cophenetic_error",
+            "objects",
+            "abstentions",
+            "messages",
+            "floats",
+            "rounds",
+            "cohort",
+        ],
+    )
+    outlier = pd.DataFrame(
+        [
+            ["without the outlier", 0.0, 8.9e-05, 100],
+            ["with the outlier (merged last)", 0.72, 0.71, 100],
+        ],
+        columns=["comparison", "mean CCC (ours)", "mean CCC (thesis App. A)", "shufflings"],
+    )
+    cohorts = pd.DataFrame({"cohort": COHORTS, "n": 500})
+    return {
+        "results/hac/tables/table41.tsv": pd.DataFrame({"method": ["gradual"], "x": [1]}),
+        "results/hac/tables/cohorts.tsv": cohorts,
+        "results/hac/tables/outlier.tsv": outlier,
+        "results/hac/tables/nmin10.tsv": nmin,
+        "results/hac/tables/exact.tsv": exact,
+    }
+
+
+def _attacks():
+    q = [
+        ("known I/O", "size_factors: share of points with ε_x < 10 % at 50 % known", "0.800"),
+        ("property inference", "none none: test accuracy", "0.771 ± 0.020"),
+        ("property inference", "orthogonal invariant: test accuracy", "0.512 ± 0.030"),
+        (
+            "reconstruction",
+            "fig4_18 size_factors gaussian k=1000 linear (pinv): median rel. error",
+            "0.610 ± 0.010",
+        ),
+        (
+            "reconstruction",
+            "fig4_18 size_factors gaussian k=10000 linear (pinv): median rel. error",
+            "0.520 ± 0.010",
+        ),
+        ("combined", "sex accuracy on originals", "0.880 ± 0.010"),
+        ("combined", "sex accuracy on reconstructions", "0.560 ± 0.020"),
+    ]
+    summ = pd.DataFrame(q, columns=["attack", "quantity", "measured (mean ± sd)"])
+    summ["thesis"] = "x"
+    return {"results/attacks/summary.tsv": summ}
+
+
+def _dec():
+    out = {}
+    for ds in ("mnist", "bmnist", "mds"):
+        out[f"results/dec/{ds}/centralized/results.tsv"] = pd.DataFrame(
+            {"optimizer": ["adam", "yogi"], "accuracy": [0.85, 0.87], "sil_data": [0.2, 0.24]}
+        )
+        out[f"results/dec/{ds}/centralized/reference_scores.tsv"] = pd.DataFrame(
+            {"labels": ["reference"], "sil_data": [0.16]}
+        )
+        out[f"results/dec/{ds}/splits.tsv"] = pd.DataFrame({"split": ["uniform10"]})
+    out["results/dec/federated_summary.tsv"] = pd.DataFrame(
+        {"dataset": ["mds", "mds", "mnist"], "split": "uniform10", "accuracy": [0.6, 0.61, 0.9]}
+    )
+    return out
+
+
+def _dec_figures():
+    conf = pd.DataFrame(np.eye(10, dtype=int) * 9 + 1, columns=[str(i) for i in range(10)])
+    conf.insert(0, "true", range(10))
+    states = pd.DataFrame(
+        {
+            "dataset": ["mnist"],
+            "setting": ["adam α=9 none"],
+            "subset": [800],
+            "subset_mse_tsae": [0.015],
+            "subset_mse_dec": [0.12],
+            "accuracy_rerun": [0.88],
+            "accuracy_stage": [0.88],
+        }
+    )
+    return {
+        "results/dec/figures/headline.tsv": pd.DataFrame({"x": [1]}),
+        "results/dec/figures/mnist/confusion.tsv": conf,
+        "results/dec/figures/bmnist/confusion.tsv": conf,
+        "results/dec/figures/mnist/states.tsv": states,
+        "results/dec/figures/mds/states.tsv": states.assign(dataset="mds"),
+    }
+
+
+def _decentral():
+    cen = pd.DataFrame(
+        {
+            "metric": ["epochs", "test_accuracy", "test_auc"],
+            "ours": [38.0, 0.80, 0.90],
+            "thesis": [38.0, 0.7913, 0.8948],
+        }
+    )
+    out = {
+        "results/decentral/tables/centralized.tsv": cen,
+        "results/decentral/eda/table_3_2_describe.tsv": pd.DataFrame(
+            {
+                "variable": ["Age"],
+                "statistic": ["count"],
+                "thesis": [918.0],
+                "ours": [918.0],
+                "difference": [0.0],
+            }
+        ),
+    }
+    for split in ("hospitals", "sources"):
+        for t in ("4_1_loss", "4_2_accuracy", "4_3b_auc_keras"):
+            rounds = np.arange(1, 101)
+            thesis = np.where(rounds % 10 == 0, 0.8, np.nan)  # printed every 10th round
+            out[f"results/decentral/tables/{split}_table_{t}.tsv"] = pd.DataFrame(
+                {"round": rounds, "FL thesis": thesis, "FL": 0.79, "FL_SMA": 0.78}
+            )
+    return out
+
+
+def _fedcref():
+    t1 = pd.DataFrame(
+        {
+            "dataset": ["EMNIST-Digits", "KMNIST"],
+            "ACC init (local DEC)": ["0.780 (±0.04)"] * 2,
+            "ACC end": ["0.890 (±0.03)"] * 2,
+            "wrong links": ["1.2 (±1.5)"] * 2,
+            "runs": 10,
+            "paper dataset": ["EMNIST", "KMNIST"],
+            "paper ACC init": ["0.781 (±0.045)"] * 2,
+            "paper ACC end": ["0.894 (±0.031)"] * 2,
+            "paper wrong": ["1.1 (±1.6)"] * 2,
+        }
+    )
+    t8 = pd.DataFrame(
+        {
+            "dataset": "EMNIST-Digits",
+            "clients": [20, 30, 40, 50],
+            "ACC end (ours)": ["0.870 (±0.03)"] * 4,
+            "improvement %": ["24.0 (±4.0)"] * 4,
+            "paper clients": [20, 30, 40, 50],
+            "paper ACC end": ["0.869 (±0.03)"] * 4,
+            "paper improvement %": ["24.143 (±4.286)"] * 4,
+        }
+    )
+    return {"results/fedcref/tables/table1.tsv": t1, "results/fedcref/tables/table8.tsv": t8}
+
+
+def _survival():
+    strategies = ["Isolated nodes (Lower bound)", "Sequential", "Weights Averaging"]
+
+    def d62(first, prefixes):
+        df = pd.DataFrame({first: strategies})
+        for p in prefixes:
+            df[f"{p}: Concordance (ours)"] = [0.63, 0.74, 0.745]
+            df[f"{p}: SD (ours)"] = 0.01
+            df[f"{p}: Concordance (D6.2)"] = [0.62, 0.75, 0.75]
+            df[f"{p}: SD (D6.2)"] = [0.06, 0.02, 0.01]
+        return df
+
+    out = {
+        "results/survival/reference_checks.tsv": pd.DataFrame(
+            {"endpoint": ["OS", "LFS"], "scenario": "iid_balanced", "coxph_max_abs_diff": 1e-9}
+        )
+    }
+    for ep in ("OS", "LFS"):  # the thesis runs both endpoints: OS first in the section
+        out[f"results/survival/{ep}/table_8_1.tsv"] = pd.DataFrame(
+            {"Case": ["Centralized case (Upper bound)"], "Concordance (ours)": [0.751]}
+        )
+        out[f"results/survival/{ep}/table_8_2.tsv"] = d62(
+            "IID centres", ["Balanced sizes", "Unbalanced sizes"]
+        )
+        out[f"results/survival/{ep}/table_8_3.tsv"] = d62(
+            "Non-IID centres", ["Non-IID survival times", "Non-IID BMB"]
+        )
+    return out
+
+
+def _admm():
+    tasks = [
+        "ridge_diabetes",
+        "lasso_diabetes",
+        "logistic_breast_cancer",
+        "svm_breast_cancer",
+        "logistic_mds_os",
+        "logistic_mds_lfs",
+    ]
+    rows = []
+    for t in tasks:
+        for mode, centers in (("centralized", 1), ("distributed", 8)):
+            rows.append([t, mode, centers, 500, True, 0.5 + 1e-7, 0.5, 2e-7])
+    cols = [
+        "task",
+        "mode",
+        "centers",
+        "iterations",
+        "converged",
+        "objective",
+        "reference_objective",
+        "relative_gap",
+    ]
+    return {"results/admm/tables/summary.tsv": pd.DataFrame(rows, columns=cols)}
+
+
+def _perf():
+    return {
+        "results/benchmarks/perf/hac.tsv": pd.DataFrame(
+            {
+                "method": ["gradual", "simultaneous", "genewise", "projection", "perturbation"],
+                "objects": "500 samples",
+                "ratio": [3.0, 0.2, 0.3, 0.3, 2.0],
+                "floats_per_center_max": 1000.0,
+                "rounds": [499, 1, 1, 1, 1],
+            }
+        )
+    }
+
+
+THESIS = {
+    "data": _data,
+    "hac": _hac,
+    "attacks": _attacks,
+    "dec": _dec,
+    "dec_figures": _dec_figures,
+    "decentral": _decentral,
+    "fedcref": _fedcref,
+    "survival": _survival,
+    "admm": _admm,
+    "perf": _perf,
+}
+
+
+def _write(root, frames):
+    tables = []
+    for rel, df in frames.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(path, sep="\t", index=False)
+        tables.append({"path": str(path), "caption": "t"})
+    return tables
+
+
+def _build(section, tables):
+    fn = getattr(H, section)
+    return fn(tables) if section == "perf" else fn(tables, [])
+
+
+def test_every_section_has_a_builder_and_every_line_a_documented_cause():
+    assert set(THESIS) == set(H.SECTIONS)
+    for name, spec in H.SECTIONS.items():
+        assert callable(getattr(H, name))
+        for line in spec.lines:
+            assert line.cause, f"{name}: {line.quantity} declares no cause"
+
+
+@pytest.mark.parametrize("section", sorted(THESIS))
+def test_thesis_shaped_tables_fill_every_row(tmp_path, section):
+    tables = _write(tmp_path, THESIS[section]())
+    h = _build(section, tables)
+    assert h["rows"]
+    shown = table_rows(h)
+    for r, s in zip(h["rows"], shown, strict=True):
+        ours = r["ours"]
+        assert ours is not None, f"{section}: {r['quantity']} empty ({r['note']})"
+        if isinstance(ours, float):
+            assert not math.isnan(ours)
+        assert s["ours"] != MISSING_OURS
+        assert r["source"] is not None
+    # the sentence names no undocumented cause and counts every row
+    assert "cause not documented" not in h["sentence"]
+    assert "not run in this config" not in h["sentence"]
+
+
+def test_thesis_shapes_read_the_right_unit(tmp_path):
+    """OS before LFS, the last printed FL round, the largest Exp. 4 system, every cohort."""
+    surv = _build("survival", _write(tmp_path, _survival()))
+    assert math.isclose(surv["rows"][0]["ours"], 0.751)
+    dec = _build("decentral", _write(tmp_path, _decentral()))
+    q = [r["quantity"] for r in dec["rows"]]
+    assert "FL test accuracy, round 100" in q
+    fed = _build("fedcref", _write(tmp_path, _fedcref()))
+    assert any("50 clients; paper 50" in r["quantity"] for r in fed["rows"])
+    admm = _build("admm", _write(tmp_path, _admm()))
+    assert len(admm["rows"]) == 6 and all(verdict(r) == "match" for r in admm["rows"])
+    hac = _build("hac", _write(tmp_path, _hac()))
+    assert "LUAD" in hac["sentence"] or all(verdict(r) == "match" for r in hac["rows"])
+    data = _build("data", _write(tmp_path, _data()))
+    ours = {r["quantity"]: r["ours"] for r in data["rows"]}
+    assert ours["MNIST images"] == 60000 and ours["MDS patients"] == 2957
+
+
+@pytest.mark.parametrize("section", sorted(THESIS))
+def test_missing_optional_tables_give_a_stated_row(tmp_path, section):
+    """Drop each table in turn: never an exception, the rows it fed say 'not run in this
+    config' (in the note and the sentence), the others stay filled."""
+    frames = THESIS[section]()
+    full = _build(section, _write(tmp_path / "all", frames))
+    for i, rel in enumerate(frames):
+        rest = {k: v for k, v in frames.items() if k != rel}
+        h = _build(section, _write(tmp_path / f"w{i}", rest))
+        assert len(h["rows"]) >= 1
+        for r in h["rows"]:
+            if r["ours"] is None:
+                assert r["note"].startswith(H.NOT_RUN) and r.get("missing") == H.NOT_RUN
+        if any(r["ours"] is None for r in h["rows"]):
+            assert H.NOT_RUN in h["sentence"]
+    assert all(r["ours"] is not None for r in full["rows"])
+    h = _build(section, [])  # a config that runs nothing of the section
+    assert all(r["ours"] is None and r["note"].startswith(H.NOT_RUN) for r in h["rows"])
+
+
+def _data_default(mnist_rows):
+    df = _data()["results/data/summary.tsv"]
+    df.loc[df["dataset"] == "mnist", "rows"] = mnist_rows
+    df.loc[df["dataset"] == "mnist", "source"] = "real: scikit-learn 8x8 digits"
+    return {"results/data/summary.tsv": df}
+
+
+def test_flipping_a_row_from_matching_to_differing_changes_the_sentence(tmp_path):
+    ok = _build("data", _write(tmp_path / "a", _data_default(60000)))
+    bad = _build("data", _write(tmp_path / "b", _data_default(1797)))
+    row_ok = next(r for r in ok["rows"] if r["quantity"] == "MNIST images")
+    row_bad = next(r for r in bad["rows"] if r["quantity"] == "MNIST images")
+    assert verdict(row_ok) == "match" and verdict(row_bad) == "differs"
+    # matching: named among the matches, its cause not quoted
+    assert "MNIST images" in ok["sentence"].split(";")[0]
+    assert "1797 images" not in ok["sentence"] and "60000 images" not in ok["sentence"]
+    # differing: named with its documented cause, read from the table
+    assert (
+        "MNIST images (this run's MNIST is real: scikit-learn 8x8 digits (1797 images)"
+        in (bad["sentence"])
+    )
+    assert "MNIST images" not in bad["sentence"].split(";")[0]
+    n_ok = int(ok["sentence"].split(" of ")[0])
+    n_bad = int(bad["sentence"].split(" of ")[0])
+    assert n_bad == n_ok - 1
+
+    # survival: the row's tolerance (D6.2's SD) decides; the sentence follows
+    frames = _survival()
+    t = frames["results/survival/OS/table_8_2.tsv"]
+    good = _build("survival", _write(tmp_path / "c", frames))
+    t.loc[t.iloc[:, 0] == "Weights Averaging", "Balanced sizes: Concordance (ours)"] = 0.70
+    worse = _build("survival", _write(tmp_path / "d", frames))
+    name = "IID balanced: Weights Averaging"
+    assert "differ" not in good["sentence"]
+    assert f"differ: {name} (this run's cohort" in worse["sentence"]
