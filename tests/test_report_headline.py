@@ -81,6 +81,8 @@ def test_verdict_tolerances_and_sentence():
     assert h["sentence"] == (
         "3 of 3 rows differ from the source: a (cause not documented), b and d (c)."
     )
+    h = headline([row(f"t{i}", "O(n)", 1.0, cause="no run time printed") for i in range(5)])
+    assert h["sentence"] == "5 not compared (no run time printed)."
 
 
 def test_shared_captions_said_once():

@@ -166,6 +166,8 @@ def _by_reason(rows: list[tuple[str, str]]) -> str:
     groups: dict[str, list[str]] = {}
     for name, reason in rows:
         groups.setdefault(reason, []).append(name)
+    if len(groups) == 1 and len(rows) > 4:  # "5 not compared (reason)"
+        return f"({next(iter(groups))})"
     return ", ".join(
         f"{_names(names) if len(names) <= 4 else f'{len(names)} rows'} ({reason})"
         for reason, names in groups.items()
@@ -210,9 +212,11 @@ def sentence_for(rows: list[dict[str, Any]], why: str = "") -> str:
     if differs:
         k = len(differs)
         lead = f"{k} differ" if match else f"{k} of {n} rows differ from the source"
-        parts.append(f"{lead}: {_by_reason(differs)}")
+        text = _by_reason(differs)
+        parts.append(f"{lead}{' ' if text.startswith('(') else ': '}{text}")
     if other:
-        parts.append(f"{len(other)} not compared: {_by_reason(other)}")
+        text = _by_reason(other)
+        parts.append(f"{len(other)} not compared{' ' if text.startswith('(') else ': '}{text}")
     text = "; ".join(parts) or "no rows"
     text = text[0].upper() + text[1:] + "."
     return f"{text} {why}".strip() if why else text
