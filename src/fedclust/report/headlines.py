@@ -278,27 +278,27 @@ DATA = Spec(
     lines=(
         Line(
             "MDS patients",
-            2043,
-            Col("rows", int),
-            "summary",
-            _mds_cohort,
+            source=2043,
+            ours=Col("rows", int),
+            table="summary",
+            cause=_mds_cohort,
             where={"dataset": "mds"},
             note="EUROMDS (private) vs ours",
         ),
         Line(
             "MDS binary features",
-            54,
-            Col("features", int),
-            "summary",
-            _mds_cohort,
+            source=54,
+            ours=Col("features", int),
+            table="summary",
+            cause=_mds_cohort,
             where={"dataset": "mds"},
         ),
         Line(
             "largest center of the skewed MDS split",
-            495,
-            lambda s: max(_counts(s.row["samples_per_center"])),
-            "summary",
-            lambda s: (
+            source=495,
+            ours=lambda s: max(_counts(s.row["samples_per_center"])),
+            table="summary",
+            cause=lambda s: (
                 f"the skewed split of this run's {int(s.row['rows'])} patients is drawn with "
                 "this config's seed, not Fig 4.2's draw of EUROMDS' 2043"
             ),
@@ -309,10 +309,10 @@ DATA = Spec(
         ),
         Line(
             "MNIST images",
-            60000,
-            Col("rows", int),
-            "summary",
-            lambda s: (
+            source=60000,
+            ours=Col("rows", int),
+            table="summary",
+            cause=lambda s: (
                 f"this run's MNIST is {s.row['source']} ({int(s.row['rows'])} images), "
                 "not the full 60 000"
             ),
@@ -321,14 +321,14 @@ DATA = Spec(
         ),
         Line(
             "biggest center share, % (RNA-seq)",
-            "22–58",
-            lambda s: (
+            source="22–58",
+            ours=lambda s: (
                 100
                 * max(_counts(s.row["samples_per_center"]))
                 / sum(_counts(s.row["samples_per_center"]))
             ),
-            "summary",
-            lambda s: (
+            table="summary",
+            cause=lambda s: (
                 f"{s.row['dataset']} is {s.row['source']}: its centers are not the thesis' "
                 "TCGA regions"
             ),
@@ -357,42 +357,42 @@ HAC = Spec(
     lines=(
         Line(
             "gradual sharing FMI at n_min = 10 %, average linkage (mean over cohorts)",
-            "> 0.95",
-            Agg("fmi", "mean"),
+            source="> 0.95",
+            ours=Agg("fmi", "mean"),
             where={"linkage": "average"},
             note="thesis: real TCGA; ours: simulated cohorts",
             **_NMIN,
         ),
         Line(
             "gradual sharing CCC at n_min = 10 %, average linkage",
-            "> 0.8",
-            Agg("ccc", "mean"),
+            source="> 0.8",
+            ours=Agg("ccc", "mean"),
             where={"linkage": "average"},
             **_NMIN,
         ),
         Line(
             "gradual sharing CCC at n_min = 10 %, single linkage",
-            "> 0.9",
-            Agg("ccc", "mean"),
+            source="> 0.9",
+            ours=Agg("ccc", "mean"),
             where={"linkage": "single"},
             **_NMIN,
         ),
         Line(
             "exact methods: largest |federated − pooled| distance",
-            0,
-            Agg("max_abs_dist_error", "max"),
-            "exact",
-            "floating-point error above 1e-8: the exact methods differ from pooled only by "
+            source=0,
+            ours=Agg("max_abs_dist_error", "max"),
+            table="exact",
+            cause="floating-point error above 1e-8: the exact methods differ from pooled only by "
             "rounding, so this is a defect to report",
             note="genewise (Alg. 3) and orthogonal perturbation (Alg. 2); 0 in exact arithmetic",
             tol=1e-8,
         ),
         Line(
             "App. A: mean CCC of shuffled trees with the outlier",
-            0.71,
-            Col("mean CCC (ours)"),
-            "outlier",
-            lambda s: (
+            source=0.71,
+            ours=Col("mean CCC (ours)"),
+            table="outlier",
+            cause=lambda s: (
                 f"another draw of {s.row.get('shufflings', 'the')} shufflings than the thesis'"
             ),
             pick="last",
@@ -423,27 +423,27 @@ ATTACKS = Spec(
     lines=(
         Line(
             "sex accuracy without projection",
-            0.765,
+            source=0.765,
             cause=_SIMULATED_SEX,
             **_attack("none none: test accuracy"),
         ),
         Line(
             "sex accuracy, projection-invariant classifier (orthogonal)",
-            "0.4–0.6",
+            source="0.4–0.6",
             cause="the projection-invariant classifier on this run's cohort falls outside the "
             "thesis' chance band",
             **_attack("orthogonal invariant"),
         ),
         Line(
             "known I/O: share with ε_x < 10 % at 50 % known (size factors)",
-            "≥ 0.5",
+            source="≥ 0.5",
             cause="known-I/O recovery depends on this run's number of genes and samples "
             "(attacks.known_io)",
             **_attack("size_factors: share"),
         ),
         Line(
             "median reconstruction error, linear decoder with pinv init, trained (size factors)",
-            "≈ 0.5",
+            source="≈ 0.5",
             cause="ours is at the largest sketch size k this config runs, the thesis' at "
             "k = 10 000",
             note="thesis at k = 10 000, ours at the largest k run",
@@ -451,13 +451,13 @@ ATTACKS = Spec(
         ),
         Line(
             "combined: sex accuracy on originals",
-            0.90,
+            source=0.90,
             cause=_SIMULATED_SEX,
             **_attack("sex accuracy on originals"),
         ),
         Line(
             "combined: sex accuracy on reconstructions",
-            0.57,
+            source=0.57,
             cause=_SIMULATED_SEX + ", and the reconstructions come from this run's sketches",
             **_attack("sex accuracy on reconstructions"),
         ),
@@ -482,47 +482,47 @@ DEC = Spec(
     lines=(
         Line(
             "MNIST best Hungarian accuracy",
-            0.8824,
-            Agg("accuracy", "max"),
-            "dec/mnist/centralized/results",
-            _DIGITS,
+            source=0.8824,
+            ours=Agg("accuracy", "max"),
+            table="dec/mnist/centralized/results",
+            cause=_DIGITS,
             note="thesis 60 000 28×28 images; default: 1797 8×8 digits",
         ),
         Line(
             "BMNIST best Hungarian accuracy",
-            0.8932,
-            Agg("accuracy", "max"),
-            "dec/bmnist/centralized/results",
-            _DIGITS,
+            source=0.8932,
+            ours=Agg("accuracy", "max"),
+            table="dec/bmnist/centralized/results",
+            cause=_DIGITS,
         ),
         Line(
             "MDS best centralized accuracy vs reference",
-            0.61527,
-            Agg("accuracy", "max"),
-            "dec/mds/centralized/results",
-            _MDS,
+            source=0.61527,
+            ours=Agg("accuracy", "max"),
+            table="dec/mds/centralized/results",
+            cause=_MDS,
             note="thesis: EUROMDS vs HDP labels; default: simulated MDS",
         ),
         Line(
             "MDS best centralized Silh_data",
-            0.23511,
-            Agg("sil_data", "max"),
-            "dec/mds/centralized/results",
-            _MDS,
+            source=0.23511,
+            ours=Agg("sil_data", "max"),
+            table="dec/mds/centralized/results",
+            cause=_MDS,
         ),
         Line(
             "MDS Silh_data of the reference labels",
-            0.1505,
-            Col("sil_data"),
-            "dec/mds/centralized/reference_scores",
-            _MDS,
+            source=0.1505,
+            ours=Col("sil_data"),
+            table="dec/mds/centralized/reference_scores",
+            cause=_MDS,
         ),
         Line(
             "MDS best federated accuracy",
-            0.60842,
-            Agg("accuracy", "max"),
-            "federated_summary",
-            _MDS + " and this config's federated rounds",
+            source=0.60842,
+            ours=Agg("accuracy", "max"),
+            table="federated_summary",
+            cause=_MDS + " and this config's federated rounds",
             where={"dataset": "mds"},
         ),
     ),
@@ -530,39 +530,40 @@ DEC = Spec(
     figure=("mds/centralized/km", "km.png"),
 )
 
+_SUBSET = "ours is the mean over a subset of this config's digits, the thesis' is one image"
 DEC_FIGURES = Spec(
     doc="Seed 000 figures: Fig 5.5 / B.1 confusion-matrix accuracies (0.8824 / 0.8932), Fig 5.15 "
     'reconstruction loss of a "4" at the end of the TSAE (0.014) and of clustering (0.13).',
     lines=(
         Line(
             "Fig 5.5: MNIST accuracy of the confusion matrix",
-            0.8824,
-            Col("accuracy_rerun"),
-            "mnist/states",
-            _DIGITS,
+            source=0.8824,
+            ours=Col("accuracy_rerun"),
+            table="mnist/states",
+            cause=_DIGITS,
             note="the best run re-trained with the stage's seeds; default: 8×8 digits",
         ),
         Line(
             "Fig B.1: BMNIST accuracy of the confusion matrix",
-            0.8932,
-            _trace_share,
-            "bmnist/confusion",
-            _DIGITS,
+            source=0.8932,
+            ours=_trace_share,
+            table="bmnist/confusion",
+            cause=_DIGITS,
         ),
         Line(
             "Fig 5.15: reconstruction MSE after TSAE training",
-            0.014,
-            Col("subset_mse_tsae"),
-            "mnist/states",
-            "ours is the mean over a subset of this config's digits, the thesis' is one image",
+            source=0.014,
+            ours=Col("subset_mse_tsae"),
+            table="mnist/states",
+            cause=_SUBSET,
             note="ours: mean over a subset, the thesis: one image",
         ),
         Line(
             "Fig 5.15: reconstruction MSE after clustering",
-            0.13,
-            Col("subset_mse_dec"),
-            "mnist/states",
-            "ours is the mean over a subset of this config's digits, the thesis' is one image",
+            source=0.13,
+            ours=Col("subset_mse_dec"),
+            table="mnist/states",
+            cause=_SUBSET,
         ),
     ),
     source_label="thesis (seed 000)",
@@ -582,10 +583,10 @@ def _epochs(s: Sel) -> str:
 def _fl(metric: str, name: str, cause: str) -> Line:
     return Line(
         name,
-        Col("FL thesis"),
-        Col("FL"),
-        (f"hospitals_table_{metric}", f"_table_{metric}"),
-        lambda s: (
+        source=Col("FL thesis"),
+        ours=Col("FL"),
+        table=(f"hospitals_table_{metric}", f"_table_{metric}"),
+        cause=lambda s: (
             f"one FL run with this config's rounds, epochs and seeds, compared at table round "
             f"{int(s.row['round'])}, beside the thesis' run{cause}"
         ),
@@ -602,19 +603,19 @@ DECENTRAL = Spec(
     lines=(
         Line(
             "centralized test accuracy",
-            Col("thesis"),
-            Col("ours"),
-            "centralized",
-            _epochs,
+            source=Col("thesis"),
+            ours=Col("ours"),
+            table="centralized",
+            cause=_epochs,
             where={"metric": "test_accuracy"},
             note="seed 004 §3.2",
         ),
         Line(
             "centralized test AUC",
-            Col("thesis"),
-            Col("ours"),
-            "centralized",
-            _epochs,
+            source=Col("thesis"),
+            ours=Col("ours"),
+            table="centralized",
+            cause=_epochs,
             where={"metric": "test_auc"},
             note="seed 004 §3.2",
         ),
@@ -623,10 +624,10 @@ DECENTRAL = Spec(
         _fl("4_1_loss", "FL test loss incl. penalty", _PENALTY),
         Line(
             "Table 3.2: largest |thesis − ours| of 40 describe() values",
-            0,
-            lambda s: float(s.frame["difference"].abs().max()),
-            "table_3_2_describe",
-            "this run's data file differs from the thesis' heart-disease file",
+            source=0,
+            ours=lambda s: float(s.frame["difference"].abs().max()),
+            table="table_3_2_describe",
+            cause="this run's data file differs from the thesis' heart-disease file",
             note="printed to 2 decimals",
             tol=0.005,
         ),
@@ -647,10 +648,10 @@ def _clients(s: Sel) -> str:
 def _t1(name: str, col: str, paper: str) -> Line:
     return Line(
         name,
-        Col(paper, lead),
-        Col(col, lead),
-        "table1.",
-        _clients,
+        source=Col(paper, lead),
+        ours=Col(col, lead),
+        table="table1.",
+        cause=_clients,
         note=lambda s: f"{s.row['dataset']} vs paper {s.row['paper dataset']}",
     )
 
@@ -670,10 +671,10 @@ FEDCREF = Spec(
         _t1("Exp. 1 wrong links", "wrong links", "paper wrong"),
         Line(
             "Exp. 4 ACC end",
-            Col("paper ACC end", lead),
-            Col("ACC end (ours)", lead),
-            "table8.",
-            _t8,
+            source=Col("paper ACC end", lead),
+            ours=Col("ACC end (ours)", lead),
+            table="table8.",
+            cause=_t8,
             pick="last",
             label=lambda s: (
                 f"Exp. 4 ACC end ({s.row['clients']} clients; paper {s.row['paper clients']})"
@@ -681,10 +682,10 @@ FEDCREF = Spec(
         ),
         Line(
             "Exp. 4 improvement over local DEC, %",
-            Col("paper improvement %", lead),
-            Col("improvement %", lead),
-            "table8.",
-            _t8,
+            source=Col("paper improvement %", lead),
+            ours=Col("improvement %", lead),
+            table="table8.",
+            cause=_t8,
             pick="last",
         ),
     ),
@@ -704,10 +705,10 @@ def _d62(label: str, prefix: str, table: str, strategy: str) -> Line:
     sd = Col(f"{prefix}: SD (D6.2)", lead)
     return Line(
         f"{label}: {strategy.split(' (')[0]}",
-        Col(f"{prefix}: Concordance (D6.2)"),
-        Col(f"{prefix}: Concordance (ours)"),
-        (f"OS/{table}", table),  # D6.2's numbers are for OS: prefer OS when several endpoints
-        _COHORT,
+        source=Col(f"{prefix}: Concordance (D6.2)"),
+        ours=Col(f"{prefix}: Concordance (ours)"),
+        table=(f"OS/{table}", table),  # D6.2's numbers are for OS: prefer OS when several endpoints
+        cause=_COHORT,
         where=_first_col(strategy),
         note=lambda s: f"match = within D6.2's SD {v:g}" if (v := sd(s)) else "",
         tol=lambda s: max(v, 0.005) if (v := sd(s)) else None,
@@ -719,10 +720,10 @@ SURVIVAL = Spec(
     lines=(
         Line(
             "centralized C-index",
-            0.75,
-            Col("Concordance (ours)"),
-            ("OS/table_8_1", "table_8_1"),
-            _COHORT,
+            source=0.75,
+            ours=Col("Concordance (ours)"),
+            table=("OS/table_8_1", "table_8_1"),
+            cause=_COHORT,
             note="D6.2 Table 8.1 (SD 0.02)",
             tol=0.02,
         ),
@@ -737,10 +738,11 @@ SURVIVAL = Spec(
         ),
         Line(
             "federated Cox-PH: max |Δβ| vs lifelines",
-            0,
-            Agg("coxph_max_abs_diff", "max"),
-            "reference_checks",
-            "the federated Newton iteration stopped farther than 1e-6 from lifelines' optimum",
+            source=0,
+            ours=Agg("coxph_max_abs_diff", "max"),
+            table="reference_checks",
+            cause="the federated Newton iteration stopped farther than 1e-6 from lifelines' "
+            "optimum",
             note="exact method: 0 up to Newton tolerance",
             tol=1e-6,
         ),
@@ -765,10 +767,10 @@ ADMM = Spec(
     lines=(
         Line(
             "distributed ADMM objective",
-            Col("reference_objective", float),
-            Col("objective", float),
-            "summary",
-            _admm_cause,
+            source=Col("reference_objective", float),
+            ours=Col("objective", float),
+            table="summary",
+            cause=_admm_cause,
             where={"mode": "distributed"},
             each=True,
             label=lambda s: (
@@ -813,11 +815,11 @@ PERF = Spec(
     lines=(
         Line(
             "time / pooled scipy",
-            lambda s: _EXPECT.get(str(s.row.get("method", "?")), "not reported"),
+            source=lambda s: _EXPECT.get(str(s.row.get("method", "?")), "not reported"),
             # read when the report is rendered: timings stay out of the section JSON
-            lambda s: ref(s.path, "ratio", {"method": str(s.row.get("method", "?"))}),
-            "",  # the section's only table
-            "the thesis gives a complexity class, no run time",
+            ours=lambda s: ref(s.path, "ratio", {"method": str(s.row.get("method", "?"))}),
+            table="",  # the section's only table
+            cause="the thesis gives a complexity class, no run time",
             each=True,
             label=_perf_label,
             note=_perf_note,
