@@ -29,6 +29,14 @@ def rnaseq_raw(data: dict[str, Any], kind: str) -> str:
     return f"{data['download_dir']}/tcga/TCGA-{{cohort}}.{kind}.tsv.gz"
 
 
+def tss_sites(data: dict[str, Any]) -> str:
+    """The TSS → region table of the RNA-seq cohorts: the simulated site table (source
+    simulated) or the real TCGA table (download rule ``download_tcga_sites`` / mirror)."""
+    if data["rnaseq"]["source"] == "simulated":
+        return "results/data/raw/rnaseq/tss_sites.csv"
+    return f"{data['download_dir']}/tcga/centers.csv"
+
+
 def mds_inputs(data: dict[str, Any]) -> dict[str, str]:
     if data["mds"]["source"] != "ipssm":
         return {}
