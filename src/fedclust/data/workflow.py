@@ -139,11 +139,19 @@ def texts(data: dict[str, Any]) -> list[str]:
         )
     else:
         mds_text = "MDS source: simulated (stand-in for the private EUROMDS cohort)."
+    if rna["source"] == "simulated":
+        sites = (
+            "the simulated site table (synthetic TSS codes; per-region site numbers and sample "
+            "shares summarising the real TSS table of fedpydeseq2-datasets 0.1.0, config "
+            "data.rnaseq.sites)"
+        )
+    else:
+        sites = "the TSS table of fedpydeseq2-datasets 0.1.0 (downloaded, sha256-checked)"
     return [
         f"RNA-seq source: {rna['source']} (cohorts {', '.join(rna['cohorts'])}). Xena files are "
         "parsed from log2(count+1) back to integer counts; only primary tumours (sample type "
         "01), one sample per patient; TSS code from the barcode mapped to 7 region centers "
-        "with the TSS table of fedpydeseq2-datasets 0.1.0 (seed 001 §3.1.1).",
+        f"with {sites} (seed 001 §3.1.1).",
         mds_text,
         f"MNIST source: {mn['source']}; BMNIST = pixels >= {mn['binarise_threshold']} after "
         "scaling to [0, 1].",
