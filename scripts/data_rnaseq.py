@@ -16,7 +16,9 @@ from fedclust.seeds import derive_seed  # noqa: E402
 
 def main() -> None:
     out = snakemake.output
-    counts, obs = load_xena_cohort(snakemake.input.counts, snakemake.input.clinical)
+    counts, obs = load_xena_cohort(
+        snakemake.input.counts, snakemake.input.clinical, snakemake.input.sites
+    )
     expressed = counts.columns[(counts > 0).any(axis=0)]
     logging.info("%d samples, %d genes (%d with a non-zero count)", *counts.shape, len(expressed))
     sf, vst = preprocess_rnaseq(

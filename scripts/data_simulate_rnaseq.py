@@ -6,7 +6,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir)))
 from _common import run  # noqa: E402
 
-from fedclust.data.simulate import simulate_rnaseq  # noqa: E402
+from fedclust.data.simulate import simulate_rnaseq, site_shares  # noqa: E402
+from fedclust.data.tcga import tss_table  # noqa: E402
 
 
 def main() -> None:
@@ -15,6 +16,8 @@ def main() -> None:
         snakemake.output.clinical,
         name=snakemake.wildcards.cohort,
         seed=snakemake.params.seed,
+        sites=tss_table(snakemake.input.sites),
+        region_shares=site_shares(snakemake.params.sites),
         **snakemake.params.cfg,
     )
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import logging
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from fedclust.data.simulate import simulate_rnaseq
+from fedclust.config import load_yaml
+from fedclust.data.simulate import simulate_rnaseq, write_simulated_site_table
 from fedclust.data.tcga import (
     REGIONS,
     counts_from_log2,
@@ -17,11 +17,21 @@ from fedclust.data.tcga import (
     read_xena_clinical,
     read_xena_counts,
     select_primary,
-    tss_code,
-    tss_region,
     tss_table,
 )
 from fedclust.errors import InputDataError
+
+# The TSS → region tables (real and simulated) are tested in tests/test_data_sites.py.
+
+
+@pytest.fixture
+def sites(tmp_path, repo) -> str:
+    """The default config's simulated site table, written as the rule simulate_tss_sites does."""
+    path = str(tmp_path / "tss_sites.csv")
+    write_simulated_site_table(
+        path, load_yaml(repo / "config" / "config.yaml")["data"]["rnaseq"]["sites"]
+    )
+    return path
 
 
 def _write_counts(path, counts: dict[str, list[float]], genes, fmt="%.10g", raw=False):
@@ -29,29 +39,6 @@ def _write_counts(path, counts: dict[str, list[float]], genes, fmt="%.10g", raw=
     if not raw:
         df = np.log2(df + 1.0)
     df.to_csv(path, sep="\t", compression="gzip", float_format=fmt)
-
-
-def test_tss_table_shipped_with_licence():
-    t = tss_table()
-    assert len(t) == 265 and set(t["Region"]) == set(REGIONS)
-    assert t.loc["05", "Source Site"] == "Indivumed"  # written as "5" in the file
-    from importlib import resources
-
-    assets = resources.files("fedclust.data") / "assets"
-    assert "MIT License" in (assets / "tcga_tss_regions.LICENSE").read_text()
-    assert "fedpydeseq2-datasets 0.1.0" in (assets / "tcga_tss_regions.SOURCE").read_text()
-
-
-def test_tss_to_region_known_barcodes(caplog):
-    barcodes = ["TCGA-05-4244-01A", "TCGA-18-3406-01A", "TCGA-A1-A0SB-01A", "TCGA-22-4593-01A"]
-    codes = [tss_code(b) for b in barcodes]
-    assert codes == ["05", "18", "A1", "22"]
-    assert tss_region(codes).tolist() == ["Europe", "Canada", "West", "Midwest"]
-    with caplog.at_level(logging.WARNING):
-        assert tss_region(["ZZ", "21"]).tolist() == ["Other", "Northeast"]
-    assert "ZZ" in caplog.text and "Other" in caplog.text
-    with pytest.raises(InputDataError, match="not a TCGA sample barcode"):
-        tss_code("sample_1")
 
 
 def test_counts_roundtrip_exact(tmp_path):
@@ -100,29 +87,35 @@ def test_primary_one_per_patient():
     assert select_primary(b) == ["TCGA-05-4244-01A", "TCGA-A1-A0SC-01A"]
 
 
-def test_simulated_cohort_through_the_xena_parser(tmp_path):
+def test_simulated_cohort_through_the_xena_parser(tmp_path, sites):
     c, k = str(tmp_path / "c.tsv.gz"), str(tmp_path / "k.tsv.gz")
-    simulate_rnaseq(c, k, "SIMX", seed=3, n_samples=60, n_genes=80, extra_sample_fraction=0.2)
+    table = tss_table(sites)
+    simulate_rnaseq(
+        c, k, "SIMX", seed=3, sites=table, n_samples=60, n_genes=80, extra_sample_fraction=0.2
+    )
     raw = pd.read_csv(c, sep="\t", index_col=0)
     assert raw.index.name == "Ensembl_ID" and raw.shape[1] > 60  # extra 01B / 11A samples
-    counts, obs = load_xena_cohort(c, k)
+    counts, obs = load_xena_cohort(c, k, sites)
     assert counts.shape == (60, 80)
     assert all(s.endswith("-01A") for s in counts.index)
     assert list(obs.columns) == ["tss", "center", "sex", "true_cluster"]
     assert set(obs["center"]) <= set(REGIONS) and obs["center"].nunique() >= 4
+    assert (obs["center"] == table.loc[obs["tss"], "Region"].to_numpy()).all()
     assert set(obs["sex"]) <= {"female", "male", "NA"}
     assert obs["true_cluster"].nunique() == 4
     lib = counts.sum(axis=1)
     assert lib.std() / lib.mean() > 0.2  # library-size variation (log-normal sd 0.4)
     # the parsed integers are exactly the simulated ones (file written with 10 digits)
     assert np.array_equal(np.rint(np.exp2(raw[counts.index].T.to_numpy()) - 1), counts.to_numpy())
-    again, _ = load_xena_cohort(*_resim(tmp_path))
+    again, _ = load_xena_cohort(*_resim(tmp_path, table), sites)
     assert again.equals(counts)  # same seed → identical cohort
 
 
-def _resim(tmp_path):
+def _resim(tmp_path, table):
     c, k = str(tmp_path / "c2.tsv.gz"), str(tmp_path / "k2.tsv.gz")
-    simulate_rnaseq(c, k, "SIMX", seed=3, n_samples=60, n_genes=80, extra_sample_fraction=0.2)
+    simulate_rnaseq(
+        c, k, "SIMX", seed=3, sites=table, n_samples=60, n_genes=80, extra_sample_fraction=0.2
+    )
     return c, k
 
 
@@ -134,14 +127,16 @@ def test_non_numeric_counts_rejected(tmp_path):
         read_xena_counts(str(path))
 
 
-def test_simulated_sex_signal_is_planted_and_switchable(tmp_path):
+def test_simulated_sex_signal_is_planted_and_switchable(tmp_path, sites):
     """The attacks need a sex signal: male − female log expression differs by 2·sex_lfc on the
     sex genes and by ~0 elsewhere; sex_genes=0 removes it."""
 
     def gap(**kw):
         c, k = str(tmp_path / "c.tsv.gz"), str(tmp_path / "k.tsv.gz")
-        simulate_rnaseq(c, k, "SIMS", seed=4, n_samples=200, n_genes=100, **kw)
-        counts, obs = load_xena_cohort(c, k)
+        simulate_rnaseq(
+            c, k, "SIMS", seed=4, sites=tss_table(sites), n_samples=200, n_genes=100, **kw
+        )
+        counts, obs = load_xena_cohort(c, k, sites)
         logc = np.log1p(counts.to_numpy() / counts.sum(axis=1).to_numpy()[:, None] * 1e6)
         male, female = (obs["sex"] == "male").to_numpy(), (obs["sex"] == "female").to_numpy()
         return np.sort(logc[male].mean(0) - logc[female].mean(0))[::-1]

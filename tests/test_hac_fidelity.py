@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,29 +11,34 @@ import pytest
 from scipy.cluster.hierarchy import cophenet, linkage
 
 from fedclust.config import load_yaml, validate_config
-from fedclust.data.simulate import simulate_rnaseq, tss_region_shares
-from fedclust.data.tcga import REGIONS, tss_table
+from fedclust.data.simulate import simulate_rnaseq, simulated_site_table, site_shares
+from fedclust.data.tcga import REGIONS
 from fedclust.errors import ConfigError
 from fedclust.hac import appendix
 from fedclust.hac.figures import cohort_shape
 from fedclust.hac.gradual import count_inversions
 
+CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+SITES = load_yaml(CONFIG)["data"]["rnaseq"]["sites"]
+TABLE = simulated_site_table(SITES).set_index("TSS Code")  # the default simulated site table
+
 
 def _simulate(tmp_path, name, **kw):
     counts, clinical = tmp_path / f"{name}.c.tsv.gz", tmp_path / f"{name}.k.tsv.gz"
-    simulate_rnaseq(str(counts), str(clinical), name=name, seed=7, n_genes=50, **kw)
+    kw = {"region_shares": site_shares(SITES)} | kw
+    simulate_rnaseq(str(counts), str(clinical), name=name, seed=7, n_genes=50, sites=TABLE, **kw)
     k = pd.read_csv(clinical, sep="\t")
     k = k[k["sample"].str.endswith("-01A")].copy()
-    k["center"] = k["sample"].str[5:7].map(tss_table()["Region"])
+    k["center"] = k["sample"].str[5:7].map(TABLE["Region"])
     return k
 
 
-def test_region_shares_come_from_the_real_tss_table():
-    shares = tss_region_shares()
-    counts = tss_table()["Region"].value_counts()
-    assert set(shares) == set(REGIONS) and sum(shares.values()) == pytest.approx(1.0)
-    assert shares["South"] == pytest.approx(counts["South"] / counts.sum())
-    # inside the thesis' ranges for the real cohorts (smallest 0.59-7.9 %, biggest 22-58 %)
+def test_configured_region_shares_are_tcga_like():
+    """The simulated site table's shares (they summarise the real table: checked against it in
+    tests/test_data_sites.py) lie in the thesis' ranges for the real cohorts."""
+    shares = site_shares(SITES)
+    assert set(shares) == set(REGIONS) and sum(shares.values()) == pytest.approx(1.0, abs=1e-4)
+    # smallest 0.59-7.9 %, biggest 22-58 % (seed 001 §3.1.1)
     assert 0.0059 <= min(shares.values()) <= 0.079 and 0.22 <= max(shares.values()) <= 0.58
 
 
@@ -42,7 +48,7 @@ def test_tcga_shape_meets_the_thesis_condition_and_the_hard_case_does_not(tmp_pa
         tmp_path, "T", shape="tcga", n_samples=1000, n_clusters=5, cluster_proportions=props
     )
     share = tcga["center"].value_counts(normalize=True)
-    want = pd.Series(tss_region_shares())
+    want = pd.Series(site_shares(SITES))
     np.testing.assert_allclose(share.reindex(want.index).to_numpy(), want.to_numpy(), atol=0.04)
     np.testing.assert_allclose(
         tcga["true_cluster"].value_counts(normalize=True).sort_index(), props, atol=0.04

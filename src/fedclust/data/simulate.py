@@ -5,8 +5,10 @@
   config runs the same parser, sample filter and TSS → region mapping as the real data.
   Counts are negative binomial with cluster structure (cluster-specific log fold changes on a
   subset of genes), per-center batch effects and log-normal library-size variation — so size
-  factors and VST matter. TSS codes are drawn from the shipped TSS table with unequal weights,
-  giving realistic unequal region centers.
+  factors and VST matter. TSS codes are drawn from a TSS → region table with unequal weights,
+  giving realistic unequal region centers: in the workflow the *simulated site table*
+  (:func:`simulated_site_table`, config ``data.rnaseq.sites``: per region a number of synthetic
+  sites and a share of the samples, both summarising the real TCGA table, seed 001 §3.1.1).
 * :func:`simulate_mds` gives an MDS-like cohort (seed 000 §2.5): binary mutations/cytogenetics
   from a Bernoulli mixture with k components, injected NaNs, and Weibull OS / LFS times with
   cluster-dependent hazards and uniform censoring.
@@ -20,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..io import write_table
+from ..io import atomic_path, write_table
 from ..seeds import rng as make_rng
-from .tcga import REGIONS, tss_table
+from .tcga import REGIONS
 
 # Seed 000 Table 3.1 (row-major): the 54 EUROMDS model inputs, used as simulated feature names.
 TABLE_3_1 = [
@@ -38,35 +40,87 @@ TABLE_3_1 = [
 ]  # fmt: skip
 
 
-def tss_region_shares() -> dict[str, float]:
-    """Share of each region among the TSS codes of the real TSS → region table (TCGA-like shape).
+#: characters of the synthetic TSS codes, in sort order (as real codes: digits and capitals)
+CODE_ALPHABET = string.digits + string.ascii_uppercase
+SITE_COLUMNS = ["TSS Code", "Source Site", "Country", "State", "Region"]
 
-    South 26 %, Northeast 20 %, Midwest 19 %, West 14 %, Europe 9 %, Canada 6 %, Other 6 %: the
-    smallest and biggest center then hold 6 % and 26 % of a cohort, inside the ranges the thesis
-    reports for the real cohorts (smallest 0.59–7.9 %, biggest 22–58 %, seed 001 §3.1.1).
+
+def simulated_site_table(sites: dict) -> pd.DataFrame:
+    """The simulated TSS table: per region (in :data:`REGIONS` order) ``sites[region]["sites"]``
+    synthetic sites with unique 2-character codes ``00``, ``01``, … (base 36, in sort order),
+    in the columns of the real table (``TSS Code`` as column, as in the file).
+
+    ``sites`` is config ``data.rnaseq.sites`` ({region: {sites, share}}): the numbers summarise
+    the real TSS → region table (the number of its TSS codes per region); the codes and site
+    names are synthetic and mean nothing in the real table.
     """
-    counts = tss_table()["Region"].value_counts()
+    unknown = sorted(set(sites) - set(REGIONS))
+    counts = [int(sites[r]["sites"]) for r in REGIONS if r in sites]
+    if unknown or not counts or min(counts) < 1 or sum(counts) > len(CODE_ALPHABET) ** 2:
+        raise ConfigError(
+            f"bad simulated site table {sites!r}",
+            where="data.rnaseq.sites",
+            fix=f"give regions among {list(REGIONS)}, each with sites >= 1 "
+            f"(at most {len(CODE_ALPHABET) ** 2} sites in all: unique 2-character codes)",
+        )
+    rows, n = [], 0
+    for region in (r for r in REGIONS if r in sites):
+        for j in range(int(sites[region]["sites"])):
+            code = CODE_ALPHABET[n // len(CODE_ALPHABET)] + CODE_ALPHABET[n % len(CODE_ALPHABET)]
+            rows.append(
+                [code, f"simulated {region} site {j + 1}", "simulated", "simulated", region]
+            )
+            n += 1
+    return pd.DataFrame(rows, columns=SITE_COLUMNS)
+
+
+def write_simulated_site_table(path: str, sites: dict) -> None:
+    """Write :func:`simulated_site_table` as CSV (read by :func:`fedclust.data.tcga.tss_table`)."""
+    with atomic_path(path) as tmp:
+        simulated_site_table(sites).to_csv(tmp, index=False)
+
+
+def site_shares(sites: dict) -> dict[str, float]:
+    """Region → configured share of the samples (``data.rnaseq.sites.<region>.share``)."""
+    return {r: float(sites[r]["share"]) for r in REGIONS if r in sites}
+
+
+def tss_region_shares(table: pd.DataFrame) -> dict[str, float]:
+    """Share of each region among the TSS codes of a TSS → region table (:func:`tss_table`).
+
+    Of the real table: South 26 %, Northeast 20 %, Midwest 19 %, West 14 %, Europe 9 %, Canada
+    6 %, Other 6 % — the smallest and biggest center then hold 6 % and 26 % of a cohort, inside
+    the ranges the thesis reports for the real cohorts (smallest 0.59–7.9 %, biggest 22–58 %,
+    seed 001 §3.1.1). The defaults of ``data.rnaseq.sites`` are these numbers.
+    """
+    counts = table["Region"].value_counts()
     return {r: float(counts.get(r, 0)) / float(counts.sum()) for r in REGIONS}
 
 
 def _site_weights(
-    gen: np.random.Generator, shape: str, tss_per_region: int, region_weights: dict | None
+    gen: np.random.Generator,
+    shape: str,
+    tss_per_region: int,
+    region_weights: dict | None,
+    table: pd.DataFrame,
+    region_shares: dict | None = None,
 ) -> tuple[list, np.ndarray]:
-    """TSS codes and their sampling weights: ``random`` (hard case) or ``tcga`` (region shares)."""
-    table = tss_table()
+    """TSS codes and their sampling weights: ``random`` (hard case) or ``tcga`` (region shares:
+    ``region_weights``, else ``region_shares``, else the table's share of codes per region)."""
     codes: list = []
     if shape == "random":
         for region in REGIONS:
             pool = sorted(table.index[table["Region"] == region])
-            codes += list(gen.choice(pool, size=min(tss_per_region, len(pool)), replace=False))
+            if pool:
+                codes += list(gen.choice(pool, size=min(tss_per_region, len(pool)), replace=False))
         return codes, gen.dirichlet(np.full(len(codes), 0.8))
     if shape != "tcga":
         raise ConfigError(
             f"unknown simulator shape {shape!r}",
             where="data.rnaseq.simulate.shape",
-            fix="use 'tcga' (real region shares) or 'random' (the hard case)",
+            fix="use 'tcga' (TCGA-like region shares) or 'random' (the hard case)",
         )
-    shares = dict(region_weights or tss_region_shares())
+    shares = dict(region_weights or region_shares or tss_region_shares(table))
     unknown = sorted(set(shares) - set(REGIONS))
     if unknown or sum(shares.values()) <= 0 or min(shares.values()) < 0:
         raise ConfigError(
@@ -81,6 +135,12 @@ def _site_weights(
         if share <= 0:
             continue
         pool = sorted(table.index[table["Region"] == region])
+        if not pool:
+            raise ConfigError(
+                f"region {region} has a share of the samples but no site in the site table",
+                where="data.rnaseq.sites",
+                fix=f"give {region} sites >= 1, or share 0",
+            )
         pick = list(gen.choice(pool, size=min(tss_per_region, len(pool)), replace=False))
         codes += pick
         weights += list(share * gen.dirichlet(np.full(len(pick), 2.0)))
@@ -91,11 +151,13 @@ def _barcodes(
     n: int,
     gen: np.random.Generator,
     tss_per_region: int,
+    table: pd.DataFrame,
     shape: str = "random",
     region_weights: dict | None = None,
+    region_shares: dict | None = None,
 ) -> tuple[list[str], list]:
     """``n`` unique patients with TSS codes drawn unequally from the TSS table (all regions)."""
-    codes, weights = _site_weights(gen, shape, tss_per_region, region_weights)
+    codes, weights = _site_weights(gen, shape, tss_per_region, region_weights, table, region_shares)
     site = gen.choice(len(codes), size=n, p=weights)
     alphabet = np.array(list(string.ascii_uppercase[:26] + string.digits))
     seen: set[str] = set()
@@ -116,6 +178,9 @@ def simulate_rnaseq(
     clinical_path: str,
     name: str,
     seed: int,
+    *,
+    sites: pd.DataFrame,
+    region_shares: dict | None = None,
     n_samples: int = 250,
     n_genes: int = 2000,
     n_clusters: int = 4,
@@ -140,15 +205,20 @@ def simulate_rnaseq(
     ``extra_sample_fraction`` of the patients also get a solid-normal sample (type 11) and as
     many a second primary vial (01B): the parser must drop them (one primary per patient).
 
-    ``shape`` picks the center sizes: ``random`` (the hard case: Dirichlet(0.8) weights over
-    ``tss_per_region`` random sites per region, so most region × cluster cells hold a handful of
-    samples) or ``tcga`` (region shares of the real TSS → region table, :func:`tss_region_shares`,
-    or ``region_weights``). ``cluster_proportions`` fixes the subtype shares (e.g. TCGA BRCA
-    PAM50); ``None`` draws them from Dirichlet(4).
+    ``sites`` is the TSS → region table the codes are drawn from (:func:`fedclust.data.tcga.
+    tss_table` of the simulated site table, or of the real one). ``shape`` picks the center
+    sizes: ``random`` (the hard case: Dirichlet(0.8) weights over ``tss_per_region`` random
+    sites per region, so most region × cluster cells hold a handful of samples) or ``tcga``
+    (region shares ``region_weights``, else ``region_shares`` — config ``data.rnaseq.sites``,
+    :func:`site_shares` — else the table's share of codes per region, :func:`tss_region_shares`).
+    ``cluster_proportions`` fixes the subtype shares (e.g. TCGA BRCA PAM50); ``None`` draws them
+    from Dirichlet(4).
     """
     gen = make_rng(seed, "simulate_rnaseq", name)
-    patients, tss = _barcodes(n_samples, gen, tss_per_region, shape, region_weights)
-    region = dict(zip(tss_table().index, tss_table()["Region"], strict=True))
+    patients, tss = _barcodes(
+        n_samples, gen, tss_per_region, sites, shape, region_weights, region_shares
+    )
+    region = dict(zip(sites.index, sites["Region"], strict=True))
     cluster = gen.choice(
         n_clusters, size=n_samples, p=_cluster_shares(gen, n_clusters, cluster_proportions)
     )
@@ -216,7 +286,7 @@ def _cluster_shares(gen: np.random.Generator, k: int, proportions: list | None) 
 
 
 def _write_gz_tsv(path: str, df: pd.DataFrame, index: bool, float_format: str | None = None):
-    from ..io import atomic_path, to_tsv_gz
+    from ..io import to_tsv_gz
 
     with atomic_path(path) as tmp:  # reproducible gzip bytes (no time or name in the header)
         to_tsv_gz(df, tmp, index=index, float_format=float_format)

@@ -9,14 +9,18 @@ values log2(count + 1). :func:`read_xena_counts` inverts to integer counts and c
 Sample selection [OURS, documented in the report]: only primary tumours (sample type ``01``) and
 one sample per patient (the first barcode in sorted order, i.e. vial A before B), so that each
 patient counts once, as in the cohort sizes of seed 001 Table 3.1 (which count primary tumours).
+
+Centers: the TSS code (2nd barcode field) → region table is a *rule input*, never a package file:
+the real table ``<download_dir>/tcga/centers.csv`` (downloaded from the fedpydeseq2-datasets 0.1.0
+wheel or copied from the data mirror, :mod:`fedclust.data.registry`) or, for simulated cohorts,
+the simulated site table (:func:`fedclust.data.simulate.simulated_site_table`) in the same format.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from functools import cache
-from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,13 +38,50 @@ SEX_COLUMNS = ("gender.demographic", "demographic.gender", "gender")
 MAX_COUNT = 2**32
 
 
-@cache
-def tss_table() -> pd.DataFrame:
-    """The shipped TSS table (fedpydeseq2-datasets 0.1.0, MIT): index = 2-char TSS code."""
-    path = resources.files("fedclust.data") / "assets" / "tcga_tss_regions.csv"
-    with path.open() as fh:
-        df = pd.read_csv(fh, index_col=0, dtype=str)
+#: columns the TSS table needs (the real file also has Source Site, Country, State)
+TSS_COLUMNS = ("TSS Code", "Region")
+_TSS_FIX = (
+    "use the TCGA TSS table of the download rule (download_tcga_sites: "
+    "<download_dir>/tcga/centers.csv, from the fedpydeseq2-datasets 0.1.0 wheel or the data "
+    "mirror's tcga/centers.csv) or the simulated site table of rule simulate_tss_sites "
+    "(columns 'TSS Code' and 'Region')"
+)
+
+
+def tss_table(path: str | Path) -> pd.DataFrame:
+    """The TSS table at ``path`` (columns ``TSS Code``, ``Region``, optional others), indexed by
+    the 2-character TSS code (zero-padded: the real file writes ``05`` as ``5``)."""
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise InputDataError(
+            "the TSS → region table is missing", where=str(path), fix=_TSS_FIX
+        ) from None
+    except (OSError, ValueError, pd.errors.ParserError) as err:
+        raise InputDataError(
+            f"cannot read the TSS → region table ({err})", where=str(path), fix=_TSS_FIX
+        ) from None
+    missing = [c for c in TSS_COLUMNS if c not in df.columns]
+    if missing:
+        raise InputDataError(
+            f"the TSS → region table lacks the column(s) {', '.join(map(repr, missing))} "
+            f"(has {', '.join(map(repr, df.columns))})",
+            where=str(path),
+            fix=_TSS_FIX,
+        )
+    df = df.drop(columns=[c for c in df.columns if c.startswith("Unnamed:") or c == ""])
     df["TSS Code"] = df["TSS Code"].str.strip().str.zfill(2)
+    bad = sorted(set(df["Region"]) - set(REGIONS))
+    dup = sorted(set(df["TSS Code"][df["TSS Code"].duplicated()]))
+    if bad or dup or df.empty:
+        what = (
+            f"regions {bad} outside {list(REGIONS)}"
+            if bad
+            else f"duplicated TSS codes {dup}"
+            if dup
+            else "no rows"
+        )
+        raise InputDataError(f"the TSS → region table has {what}", where=str(path), fix=_TSS_FIX)
     return df.set_index("TSS Code")
 
 
@@ -56,11 +97,11 @@ def tss_code(barcode: str) -> str:
     return m.group(1)
 
 
-def tss_region(codes: pd.Series | list[str]) -> pd.Series:
-    """Region (one of :data:`REGIONS`) per TSS code; unknown codes → ``Other`` with a warning."""
+def tss_region(codes: pd.Series | list[str], table: pd.DataFrame) -> pd.Series:
+    """Region (one of :data:`REGIONS`) per TSS code by ``table`` (:func:`tss_table`); unknown
+    codes → ``Other`` with a warning."""
     codes = pd.Series(codes, dtype=str).str.zfill(2)
-    table = tss_table()["Region"]
-    region = codes.map(table)
+    region = codes.map(table["Region"])
     unknown = sorted(set(codes[region.isna()]))
     if unknown:
         log.warning("TSS codes not in the TSS table, mapped to 'Other': %s", ", ".join(unknown))
@@ -203,11 +244,15 @@ def read_xena_clinical(path: str) -> pd.DataFrame:
     return out
 
 
-def load_xena_cohort(counts_path: str, clinical_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Counts (primary tumours, one per patient) and ``obs`` (tss, center, sex[, true_cluster]).
+def load_xena_cohort(
+    counts_path: str, clinical_path: str, sites_path: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Counts (primary tumours, one per patient) and ``obs`` (tss, center, sex[, true_cluster]);
+    centers by the TSS → region table at ``sites_path`` (:func:`tss_table`).
 
     Cached downloads are checked against their pinned sha256 first (simulated files are not)."""
-    verify_downloads([counts_path, clinical_path])
+    verify_downloads([counts_path, clinical_path, sites_path])
+    sites = tss_table(sites_path)
     counts = read_xena_counts(counts_path)
     keep = select_primary(counts.index)
     if not keep:
@@ -221,7 +266,7 @@ def load_xena_cohort(counts_path: str, clinical_path: str) -> tuple[pd.DataFrame
     clin = read_xena_clinical(clinical_path)
     obs = pd.DataFrame(index=counts.index)
     obs["tss"] = [tss_code(b) for b in obs.index]
-    obs["center"] = tss_region(obs["tss"]).to_numpy()
+    obs["center"] = tss_region(obs["tss"], sites).to_numpy()
     obs["sex"] = clin["sex"].reindex(obs.index).fillna("NA")
     if "true_cluster" in clin.columns:
         obs["true_cluster"] = clin["true_cluster"].reindex(obs.index)

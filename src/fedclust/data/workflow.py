@@ -29,6 +29,14 @@ def rnaseq_raw(data: dict[str, Any], kind: str) -> str:
     return f"{data['download_dir']}/tcga/TCGA-{{cohort}}.{kind}.tsv.gz"
 
 
+def tss_sites(data: dict[str, Any]) -> str:
+    """The TSS → region table of the RNA-seq cohorts: the simulated site table (source
+    simulated) or the real TCGA table (download rule ``download_tcga_sites`` / mirror)."""
+    if data["rnaseq"]["source"] == "simulated":
+        return "results/data/raw/rnaseq/tss_sites.csv"
+    return f"{data['download_dir']}/tcga/centers.csv"
+
+
 def mds_inputs(data: dict[str, Any]) -> dict[str, str]:
     if data["mds"]["source"] != "ipssm":
         return {}
@@ -131,11 +139,19 @@ def texts(data: dict[str, Any]) -> list[str]:
         )
     else:
         mds_text = "MDS source: simulated (stand-in for the private EUROMDS cohort)."
+    if rna["source"] == "simulated":
+        sites = (
+            "the simulated site table (synthetic TSS codes; per-region site numbers and sample "
+            "shares summarising the real TSS table of fedpydeseq2-datasets 0.1.0, config "
+            "data.rnaseq.sites)"
+        )
+    else:
+        sites = "the TSS table of fedpydeseq2-datasets 0.1.0 (downloaded, sha256-checked)"
     return [
         f"RNA-seq source: {rna['source']} (cohorts {', '.join(rna['cohorts'])}). Xena files are "
         "parsed from log2(count+1) back to integer counts; only primary tumours (sample type "
         "01), one sample per patient; TSS code from the barcode mapped to 7 region centers "
-        "with the TSS table of fedpydeseq2-datasets 0.1.0 (seed 001 §3.1.1).",
+        f"with {sites} (seed 001 §3.1.1).",
         mds_text,
         f"MNIST source: {mn['source']}; BMNIST = pixels >= {mn['binarise_threshold']} after "
         "scaling to [0, 1].",
