@@ -6,9 +6,10 @@ Order (the thesis' procedure, §4.1 and §3.8):
 1. ``lr`` — TSAE learning rate per optimizer × LR scheduler (Tables A.1–A.3), LRs log-uniform
    in [lr_min, lr_max]; selected per optimizer: the lowest validation MSE among the runs with
    ``select_scheduler`` (the thesis kept the no-scheduler rows, §4.2) → ``autoencoder_lr``.
-2. ``batch`` — batch size × (hidden, final) activation at the selected LR (Table A.4); per
-   optimizer the lowest validation MSE → ``autoencoder_batch_size`` (activations are reported;
-   the thesis found ReLU/ReLU everywhere).
+2. ``batch`` — batch size × (hidden, final) activation at the selected LR (Table A.4): the
+   activation pair (one per dataset, :func:`select_activations`) → ``model`` (``hidden_act``,
+   ``final_act``), then per optimizer the lowest validation MSE at that pair →
+   ``autoencoder_batch_size`` (the thesis found ReLU/ReLU everywhere).
 3. ``regularizers`` — input corruption, hidden dropout, Gaussian σ, modified-loss β at the
    selected LR and batch (Tables A.5–A.8); reported only: the thesis found the losses
    "comparable" and its final models use none of them.
@@ -52,7 +53,8 @@ PREVIOUS = {"lr": None, "batch": "lr", "regularizers": "batch", "cluster": "batc
 REGULARIZERS = {"corruption": (0.0, 0.5), "dropout": (0.0, 0.5), "sigma": (0.0, 0.2),
                 "beta": (0.0, 0.5)}  # fmt: skip
 #: settings keys each grid selects (regularizers: none, reported only)
-SELECTS = {"lr": ["autoencoder_lr"], "batch": ["autoencoder_batch_size"], "regularizers": [],
+SELECTS = {"lr": ["autoencoder_lr"], "batch": ["autoencoder_batch_size", "model"],
+           "regularizers": [],
            "cluster": ["clustering_lr", "clustering_batch_size"]}  # fmt: skip
 
 
@@ -196,6 +198,10 @@ def select(
         chosen = dict(zip(best.optimizer, best.lr, strict=True))
         settings["autoencoder_lr"] = {**settings.get("autoencoder_lr", {}), **chosen}
     elif grid == "batch":
+        acts = select_activations(t)
+        if acts is not None:  # one TSAE shape per dataset: the batch is chosen at these
+            t = t[(t["hidden_act"] == acts["hidden_act"]) & (t["final_act"] == acts["final_act"])]
+            settings["model"] = {**settings.get("model", {}), **acts}
         best = t.sort_values("loss", kind="mergesort").groupby("optimizer", sort=False).head(1)
         settings["autoencoder_batch_size"] = {
             **settings.get("autoencoder_batch_size", {}),
@@ -219,6 +225,37 @@ def select(
     best = best.sort_values("optimizer", key=lambda s: s.map(order), kind="mergesort")
     settings = {k: _plain(v) for k, v in settings.items()}
     return settings, best.reset_index(drop=True)
+
+
+def reuse_settings(previous: dict | None, source: dict, grid: str) -> dict:
+    """``dec.tuning.reuse``: the dataset's own settings before ``grid`` with the keys ``grid``
+    selects taken from the source dataset's settings after it (the thesis ran BMNIST's Step 2
+    with MNIST's values, seed 000 §5.1 note to Table B.5)."""
+    settings = copy.deepcopy(previous or {})
+    for key in SELECTS[grid]:
+        if key in source:
+            settings[key] = copy.deepcopy(source[key])
+    return {k: _plain(v) for k, v in settings.items()}
+
+
+def select_activations(table: pd.DataFrame) -> dict[str, str] | None:
+    """The (hidden, final) activation pair of the batch grid (Table A.4) fed forward as
+    ``model.hidden_act`` / ``model.final_act``: the model's activations are one setting per
+    dataset (every optimizer's TSAE, the DEC model and the federated runs share it), so the
+    pair is the one most optimizers' best rows chose, ties broken by the lower best loss
+    (the thesis: ReLU/ReLU for every optimizer). None when the table has no activation columns
+    or no finite loss."""
+    if not {"hidden_act", "final_act"} <= set(table.columns):
+        return None
+    t = table[np.isfinite(table["loss"].astype(float))]
+    if t.empty:
+        return None
+    best = t.sort_values("loss", kind="mergesort").groupby("optimizer", sort=False).head(1)
+    votes = (best.groupby(["hidden_act", "final_act"], sort=False)["loss"]
+             .agg(["size", "min"]).reset_index())  # fmt: skip
+    votes = votes.sort_values(["size", "min"], ascending=[False, True], kind="mergesort")
+    top = votes.iloc[0]
+    return {"hidden_act": str(top["hidden_act"]), "final_act": str(top["final_act"])}
 
 
 def _plain(v: Any) -> Any:
