@@ -325,7 +325,7 @@ rule dec_tune_figure:
     wildcard_constraints:
         dataset=DEC_WILDCARDS["dataset"],
         grid="lr|regularizers",
-        panel="[a-z]+",
+        panel="[a-z]+(_[a-z]+)?",
     conda:
         "../envs/fedclust.yaml"
     threads: job_threads("dec_tune_figure")

@@ -69,7 +69,13 @@ def grid_points(cfg: dict, dataset: str, grid: str, seed: int) -> list[dict[str,
     s1, s2 = t["step1"], t["step2"]
     pts: list[dict[str, Any]] = []
     for opt in t["optimizers"]:
-        if grid == "lr":
+        if grid == "lr" and architectures(cfg, dataset):
+            for arch in architectures(cfg, dataset):  # Table A.3's architecture axis
+                g = rng(seed, "dec", "tuning", dataset, grid, opt, arch)
+                lrs = _log_uniform(int(s1["n_lr"]), float(s1["lr_min"]), float(s1["lr_max"]), g)
+                pts += [{"optimizer": opt, "architecture": arch, "scheduler": sc, "lr": lr}
+                        for sc in s1["schedulers"] for lr in lrs]  # fmt: skip
+        elif grid == "lr":
             g = rng(seed, "dec", "tuning", dataset, grid, opt)
             lrs = _log_uniform(int(s1["n_lr"]), float(s1["lr_min"]), float(s1["lr_max"]), g)
             pts += [{"optimizer": opt, "scheduler": sc, "lr": lr}
@@ -93,6 +99,29 @@ def grid_points(cfg: dict, dataset: str, grid: str, seed: int) -> list[dict[str,
     return pts
 
 
+def architectures(cfg: dict, dataset: str) -> list[str]:
+    """The TSAE architectures of ``dataset``'s LR grid (``dec.tuning.step1.architectures``;
+    thesis: EUROMDS "DEC", "CURVES", "GOOGLE", Table A.3); empty: the config's model only."""
+    return list(((cfg["tuning"]["step1"].get("architectures") or {}).get(dataset)) or [])
+
+
+def selected_architecture(cfg: dict, dataset: str) -> str:
+    """The architecture whose LR rows are selected: the one the training rules build
+    (``dec.model.arch``); the others are reported (Figs A.7–A.10). A list-valued model arch
+    (a reduced shape: thesis-smoke) selects from the first listed architecture's rows."""
+    arch = cfg["model"]["arch"]
+    archs = architectures(cfg, dataset)
+    if not isinstance(arch, str) and archs:
+        return archs[0]
+    if arch not in archs:
+        raise ConfigError(
+            f"dec.model.arch {arch!r} is not among the tuned architectures {archs} of {dataset}",
+            where=f"dec.tuning.step1.architectures.{dataset}",
+            fix="list the model's architecture name (DEC, CURVES or GOOGLE) there",
+        )
+    return arch
+
+
 def point_ids(cfg: dict, dataset: str, grid: str, seed: int) -> dict[str, list[int]]:
     """unit id → point indices: ``all`` (``dec.fanout.tuning: grid``) or ``p<i>`` per point."""
     n = len(grid_points(cfg, dataset, grid, seed))
@@ -110,6 +139,8 @@ def _point_cfg(cfg: dict, dataset: str, p: dict[str, Any], grid: str) -> dict:
     if grid == "lr":
         ds["autoencoder_lr"] = {**(ds.get("autoencoder_lr") or {}), opt: p["lr"]}
         c["autoencoder"]["lr_scheduler"] = p["scheduler"]
+        if "architecture" in p:
+            c["model"]["arch"] = p["architecture"]
     elif grid == "batch":
         ds["autoencoder_batch_size"] = {**_per_opt(ds.get("autoencoder_batch_size")),
                                         opt: p["batch_size"]}  # fmt: skip
@@ -194,6 +225,8 @@ def select(
     if grid == "lr":
         sched = cfg["tuning"]["step1"]["select_scheduler"]
         t = t[t["scheduler"] == sched]
+        if "architecture" in t.columns and architectures(cfg, dataset):
+            t = t[t["architecture"] == selected_architecture(cfg, dataset)]
         best = t.sort_values("loss", kind="mergesort").groupby("optimizer", sort=False).head(1)
         chosen = dict(zip(best.optimizer, best.lr, strict=True))
         settings["autoencoder_lr"] = {**settings.get("autoencoder_lr", {}), **chosen}
@@ -363,6 +396,18 @@ THESIS: dict[tuple[str, str], list[dict[str, Any]]] = {
         )
     ],  # fmt: skip
 }
+#: Table A.3's CURVES and GOOGLE rows (seed 000 §4.3; "4.0641" read as 4.0641e-05, §4.2)
+THESIS_ARCH: dict[str, list[dict[str, Any]]] = {
+    arch: [{"optimizer": o, "scheduler": s, "lr": lr, "loss": lo} for o, s, lr, lo in rows]
+    for arch, rows in (
+        ("CURVES", (("adam", "none", 0.0001, 0.0086), ("sgd", "none", 0.0415, 0.0103),
+                    ("yogi", "none", 0.0010, 0.0089), ("adam", "plateau", 0.0002, 0.0100),
+                    ("sgd", "plateau", 0.0373, 0.0103), ("yogi", "plateau", 0.0020, 0.0103))),
+        ("GOOGLE", (("adam", "none", 0.0001, 0.0042), ("sgd", "none", 0.0065, 0.0043),
+                    ("yogi", "none", 0.0008, 0.0042), ("adam", "plateau", 4.0641e-05, 0.0043),
+                    ("sgd", "plateau", 0.0140, 0.0055), ("yogi", "plateau", 0.0014, 0.0047))),
+    )
+}  # fmt: skip
 #: the thesis table each (dataset, grid) reproduces
 SOURCES = {("mnist", "lr"): "Table A.1", ("bmnist", "lr"): "Table A.2",
            ("mds", "lr"): "Table A.3 (DEC)", ("mds", "batch"): "Table A.4 (DEC)",

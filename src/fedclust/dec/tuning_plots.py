@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .tuning import REGULARIZERS, THESIS  # noqa: E402
+from .tuning import REGULARIZERS, THESIS, THESIS_ARCH, architectures  # noqa: E402
 
 COLOURS = {"sgd": "tab:blue", "adam": "tab:orange", "yogi": "tab:green"}
 #: grids with thesis figures, and the column of their x axis
@@ -26,6 +26,9 @@ THESIS_FIGURES = {
     ("mnist", "lr", "plateau"): "Fig. A.1", ("mnist", "lr", "none"): "Fig. A.2",
     ("bmnist", "lr", "plateau"): "Fig. A.3", ("bmnist", "lr", "none"): "Fig. A.4",
     ("mds", "lr", "plateau"): "Fig. A.5", ("mds", "lr", "none"): "Fig. A.6",
+    ("mds", "lr", "plateau_dec"): "Fig. A.5", ("mds", "lr", "none_dec"): "Fig. A.6",
+    ("mds", "lr", "plateau_curves"): "Fig. A.7", ("mds", "lr", "none_curves"): "Fig. A.8",
+    ("mds", "lr", "plateau_google"): "Fig. A.9", ("mds", "lr", "none_google"): "Fig. A.10",
     ("mds", "regularizers", "dropout"): "Fig. 5.1",
     ("mds", "regularizers", "corruption"): "Fig. 5.2",
     ("mds", "regularizers", "sigma"): "Fig. 5.3",
@@ -54,14 +57,20 @@ def dataset_label(dataset: str, source: str | None = None) -> str:
 def figure_panels(cfg: dict, dataset: str, grid: str) -> list[str]:
     """The figures of one grid: one per LR scheduler (lr), one per regulariser."""
     if grid == "lr":
-        return list(cfg["tuning"]["step1"]["schedulers"])
+        scheds = list(cfg["tuning"]["step1"]["schedulers"])
+        archs = architectures(cfg, dataset)
+        return [f"{s}_{a.lower()}" for a in archs for s in scheds] if archs else scheds
     if grid == "regularizers":
         return list(REGULARIZERS)
     return []
 
 
 def panel_rows(table: pd.DataFrame, grid: str, panel: str) -> pd.DataFrame:
-    """The rows of ``table`` one figure shows."""
+    """The rows of ``table`` one figure shows (lr: ``<scheduler>[_<architecture>]``)."""
+    if grid == "lr" and "_" in panel:
+        sched, arch = panel.split("_", 1)
+        return table[(table["scheduler"].astype(str) == sched)
+                     & (table["architecture"].astype(str).str.lower() == arch)]  # fmt: skip
     col = {"lr": "scheduler", "regularizers": "kind"}[grid]
     return table[table[col].astype(str) == panel]
 
@@ -69,23 +78,34 @@ def panel_rows(table: pd.DataFrame, grid: str, panel: str) -> pd.DataFrame:
 def best_rows(table: pd.DataFrame, x: str) -> pd.DataFrame:
     """Each optimizer's lowest finite loss (first on ties, table order)."""
     t = table[np.isfinite(table["loss"].astype(float))]
-    return t.sort_values("loss", kind="mergesort").groupby("optimizer", sort=False).head(1)[
-        ["optimizer", x, "loss"]
-    ]
+    return (
+        t.sort_values("loss", kind="mergesort")
+        .groupby("optimizer", sort=False)
+        .head(1)[["optimizer", x, "loss"]]
+    )
 
 
 def thesis_rows(dataset: str, grid: str, panel: str) -> pd.DataFrame:
     """The thesis' best value and loss per optimizer for one figure (empty where it prints
     none), columns optimizer, x, loss."""
     rows = pd.DataFrame(THESIS.get((dataset, grid), []))
+    if grid == "lr" and "_" in panel:  # Table A.3 per architecture ("dec": THESIS' rows)
+        panel, arch = panel.split("_", 1)
+        if arch != "dec":
+            rows = pd.DataFrame(THESIS_ARCH.get(arch.upper(), []) if dataset == "mds" else [])
     if rows.empty or grid not in FIGURE_GRIDS:
         return pd.DataFrame(columns=["optimizer", "x", "loss"])
     rows = panel_rows(rows, grid, panel)
     return rows.rename(columns={FIGURE_GRIDS[grid]: "x"})[["optimizer", "x", "loss"]]
 
 
+def _lr_panel(panel: str) -> str:
+    sched, _, arch = panel.partition("_")
+    return f"LR scheduler {sched}" + (f', architecture "{arch.upper()}"' if arch else "")
+
+
 def _fmt(v: float) -> str:
-    return f"{v:.3g}" if 1e-3 <= abs(v) < 1e3 or v == 0 else f"{v:.2e}"
+    return f"{v:.3g}"
 
 
 def tuning_figure(
@@ -106,7 +126,7 @@ def tuning_figure(
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     finite = table[np.isfinite(table["loss"].astype(float))]
     best = best_rows(table, x).set_index("optimizer")
-    th = (thesis if thesis is not None else pd.DataFrame(columns=["optimizer", "x", "loss"]))
+    th = thesis if thesis is not None else pd.DataFrame(columns=["optimizer", "x", "loss"])
     th = th.set_index("optimizer")
     for o in opts:
         c = COLOURS.get(o, None)
@@ -146,7 +166,7 @@ def grid_figure(
     x = FIGURE_GRIDS[grid]
     rows = panel_rows(table, grid, panel)
     fig_no = THESIS_FIGURES.get((dataset, grid, panel), "no thesis figure")
-    what = (f"LR, scheduler {panel}" if grid == "lr" else XLABELS[panel])
+    what = _lr_panel(panel) if grid == "lr" else XLABELS[panel]
     return tuning_figure(
         rows, x, log_x=grid == "lr", xlabel=XLABELS["lr" if grid == "lr" else panel],
         title=f"{dataset}: TSAE tuning, {what} ({fig_no})",
@@ -185,10 +205,9 @@ def figure_caption(
             s += f" | thesis {_fmt(float(t['x']))}, loss {float(t['loss']):.4g}"
         parts.append(s)
     fig = THESIS_FIGURES.get((dataset, grid, panel), "no thesis figure")
-    what = f"learning rate with LR scheduler '{panel}'" if grid == "lr" else name
+    what = f"learning rate, {_lr_panel(panel)}" if grid == "lr" else name
     return (
         f"{fig}: TSAE final validation loss against the {what}, one point per run, "
         f"dashed line at each optimizer's best. Data set: {dataset_label(dataset, source)}. "
         f"Best per optimizer — {'; '.join(parts) or 'no finite run'}."
     )
-
