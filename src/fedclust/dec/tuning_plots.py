@@ -12,8 +12,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
-from .tuning import REGULARIZERS, THESIS, THESIS_ARCH, architectures  # noqa: E402
+from .tuning_spec import REGULARIZERS, THESIS, THESIS_ARCH, architectures  # noqa: E402
 
 COLOURS = {"sgd": "tab:blue", "adam": "tab:orange", "yogi": "tab:green"}
 #: grids with thesis figures, and the column of their x axis
@@ -147,6 +148,12 @@ def tuning_figure(
                        linewidths=0.6, label=f"thesis {o}: {_fmt(tx)}, loss {ty:.4g}")  # fmt: skip
     if log_x:
         ax.set_xscale("log")
+        xs = np.concatenate([finite[x].to_numpy(float), th["x"].to_numpy(float)])
+        xs = xs[xs > 0]
+        if len(xs) and np.log10(xs.max() / xs.min()) <= 2:  # few decades: label 1-2-5
+            ax.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     losses = np.concatenate([finite["loss"].to_numpy(float), th["loss"].to_numpy(float)])
     if len(losses) and losses.min() > 0 and losses.max() / losses.min() > 20:
         ax.set_yscale("log")
