@@ -263,3 +263,21 @@ def test_architecture_axis_of_the_lr_grid(cfg):
     assert _gids(ax, "best:")["adam"].get_ydata()[0] == 0.001
     assert "thesis adam: 0.0001, loss 0.0042" in ax.get_legend_handles_labels()[1]  # GOOGLE row
     plt.close(fig)
+
+
+def test_report_section_lists_the_figures_with_both_best_values(tmp_path, monkeypatch):
+    from fedclust.dec.report import tuning_entries
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results/dec/mnist/tuning").mkdir(parents=True)
+    _lr_table().to_csv("results/dec/mnist/tuning/lr.tsv", sep="\t", index=False)
+    paths = ["results/dec/mnist/tuning/lr_best.tsv",
+             "results/dec/mnist/tuning/figures/lr_plateau.png"]  # fmt: skip
+    figures, tables = tuning_entries(paths, {"mnist": "idx"}, False)
+    assert [t["path"] for t in tables] == paths[:1] and len(figures) == 1
+    assert figures[0]["reproduces"] == "seed 000 Fig. A.1"
+    assert (
+        "adam: ours learning rate 0.0007, loss 0.001 | thesis 0.0007, loss 0.0113"
+        in (figures[0]["caption"])
+    )
+    assert "MNIST (the 60 000 training images)" in figures[0]["caption"]

@@ -258,19 +258,43 @@ def build_section(
                     "reproduces": "seed 000 §4.2 federated training",
                 }
             )
-    for path in [p for p in tuning or [] if p.endswith(".png")]:  # Figs 5.1–5.4, A.1–A.10
+    tuning_figures, tuning_tables = tuning_entries(tuning or [], sources or {}, default_config)
+    figures += tuning_figures
+    tables += tuning_tables
+    write_section(
+        section_path,
+        Section(
+            id="dec",
+            title="Federated deep embedded clustering (seed 000)",
+            order=30,
+            text=text,
+            figures=figures,
+            tables=tables,
+            headline=headlines.dec(tables, figures),
+        ),
+    )
+
+
+def tuning_entries(
+    tuning: list[str], sources: dict[str, str | None], default_config: bool
+) -> tuple[list[dict], list[dict]]:
+    """The tuning grids' figures (Figs 5.1–5.4, A.1–A.10; captions with our best values beside
+    the thesis', read from results/dec/<dataset>/tuning/<grid>.tsv) and best tables."""
+    figures: list[dict] = []
+    tables: list[dict] = []
+    for path in [p for p in tuning if p.endswith(".png")]:  # Figs 5.1–5.4, A.1–A.10
         ds, grid_panel = path.split("/")[2], path.rsplit("/", 1)[-1].removesuffix(".png")
         grid, panel = grid_panel.split("_", 1)
         table = pd.read_csv(f"results/dec/{ds}/tuning/{grid}.tsv", sep="\t")
         figures.append(
             {
                 "path": path,
-                "caption": figure_caption(table, ds, grid, panel, (sources or {}).get(ds)),
+                "caption": figure_caption(table, ds, grid, panel, sources.get(ds)),
                 "reproduces": "seed 000 "
                 + THESIS_FIGURES.get((ds, grid, panel), "§4.1 tuning (no thesis figure)"),
             }
         )
-    for path in [p for p in tuning or [] if not p.endswith(".png")]:  # issue 16: selections
+    for path in [p for p in tuning if not p.endswith(".png")]:  # issue 16: selections
         name = path.rsplit("/", 1)[-1].removesuffix("_best.tsv")
         tables.append(
             {
@@ -289,15 +313,4 @@ def build_section(
                 ),
             }
         )
-    write_section(
-        section_path,
-        Section(
-            id="dec",
-            title="Federated deep embedded clustering (seed 000)",
-            order=30,
-            text=text,
-            figures=figures,
-            tables=tables,
-            headline=headlines.dec(tables, figures),
-        ),
-    )
+    return figures, tables
