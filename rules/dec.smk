@@ -2,6 +2,7 @@
 # Fan-out (issue 14): dec.fanout picks one job per dataset/optimizer/configuration (centralized)
 # and per split/strategy/aggregation (federated); merges write the tables the report reads.
 from fedclust.dec import dag as DEC_DAG
+from fedclust.dec import tuning_plots as DEC_TUNE_PLOTS
 
 DEC = config.get("dec", {})
 DEC_DATASETS = list(DEC.get("datasets", {}))
@@ -290,6 +291,55 @@ rule dec_tune_select:
         "../scripts/dec_tune_select.py"
 
 
+rule dec_tune_reuse:
+    input:
+        unpack(lambda w: DEC_DAG.reuse_inputs(DEC, w)),
+    output:
+        settings="results/dec/{dataset}/tuning/{grid}_reused.json",
+    log:
+        "results/logs/dec/dec_tune_reuse_{dataset}_{grid}.log",
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
+        grid="lr|batch|regularizers|cluster",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_tune_reuse")
+    resources:
+        **job_resources("dec_tune_reuse"),
+    script:
+        "../scripts/dec_tune_reuse.py"
+
+
+rule dec_tune_figure:
+    input:
+        table="results/dec/{dataset}/tuning/{grid}.tsv",
+    output:
+        figure=report(
+            "results/dec/{dataset}/tuning/figures/{grid}_{panel}.png",
+            caption="../report/dec_tuning.rst",
+            category="DEC",
+            subcategory="tuning {dataset}",
+        ),
+    log:
+        "results/logs/dec/dec_tune_figure_{dataset}_{grid}_{panel}.log",
+    wildcard_constraints:
+        dataset=DEC_WILDCARDS["dataset"],
+        grid="lr|regularizers",
+        panel="[a-z]+(_[a-z]+)?",
+    conda:
+        "../envs/fedclust.yaml"
+    threads: job_threads("dec_tune_figure")
+    resources:
+        **job_resources("dec_tune_figure"),
+    params:
+        cfg=DEC,
+        thesis=lambda w: DEC_TUNE_PLOTS.thesis_caption(
+            w.dataset, w.grid, w.panel, DEC_DAG.data_source(config, w.dataset)
+        ),
+    script:
+        "../scripts/dec_tune_figure.py"
+
+
 rule dec_report:
     input:
         central=expand(
@@ -337,6 +387,7 @@ rule dec_report:
         cfg=DEC,
         datasets=DEC_DATASETS,
         federated=DEC_FED,
+        sources={d: DEC_DAG.data_source(config, d) for d in DEC_DATASETS},
     script:
         "../scripts/dec_report.py"
 

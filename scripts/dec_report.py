@@ -20,6 +20,7 @@ def main() -> None:
         bool(snakemake.input.survival),
         bool(snakemake.params.cfg["reduced"]),
         list(snakemake.input.tuning),
+        dict(snakemake.params.get("sources", {})),
     )
 
 

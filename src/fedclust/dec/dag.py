@@ -60,6 +60,12 @@ def federated_unit_files(cfg: dict, w: Any, name: str) -> list[str]:
     return [f"{base}/units/{u}/{name}" for u in federated_unit_ids(cfg)]
 
 
+def data_source(config: dict, dataset: str) -> str | None:
+    """``data.<mds|mnist>.source`` of a DEC data set (bmnist is binarised mnist)."""
+    key = "mnist" if dataset == "bmnist" else dataset
+    return ((config.get("data") or {}).get(key) or {}).get("source")
+
+
 # ------------------------------------------------------------------ tuning (issue 16)
 TUNING = "results/dec/{dataset}/tuning"
 
@@ -69,19 +75,65 @@ def tuned_datasets(cfg: dict) -> list[str]:
     return list(t.get("datasets", [])) if t.get("enabled") else []
 
 
+def reuse_source(cfg: dict, dataset: str, grid: str) -> str | None:
+    """The dataset whose ``grid`` selection ``dataset`` reuses (``dec.tuning.reuse``; the thesis
+    reused MNIST's Step-2 settings for BMNIST, seed 000 Table B.5 note), or None."""
+    r = ((cfg or {}).get("tuning") or {}).get("reuse") or {}
+    spec = r.get(dataset) if dataset in tuned_datasets(cfg) else None
+    return str(spec["source"]) if spec and grid in spec.get("grids", []) else None
+
+
+def check_reuse(cfg: dict) -> None:
+    """A tuned dataset's reuse source must be tuned too (and another dataset); entries of
+    datasets not tuned are ignored (a config layered over thesis.yaml may tune fewer)."""
+    from fedclust.errors import ConfigError
+
+    tuned = tuned_datasets(cfg)
+    for d, spec in (((cfg or {}).get("tuning") or {}).get("reuse") or {}).items():
+        src = spec["source"]
+        if d in tuned and (src not in tuned or src == d):
+            raise ConfigError(
+                f"dec.tuning.reuse.{d}: {d} and its source {src} must be two datasets of "
+                f"dec.tuning.datasets {tuned}",
+                where=f"dec.tuning.reuse.{d}",
+                fix="add both to dec.tuning.datasets or drop the entry",
+            )
+        for g in spec.get("grids", []):
+            if reuse_source(cfg, src, g):
+                raise ConfigError(
+                    f"dec.tuning.reuse: {d} reuses {src}'s {g!r} grid, which {src} reuses too",
+                    where=f"dec.tuning.reuse.{d}",
+                    fix=f"point {d} at the dataset that runs the {g!r} grid",
+                )
+
+
+def selected_file(cfg: dict, dataset: str, grid: str) -> str:
+    """The settings file after ``grid`` for ``dataset``: its own selection, or — for a reused
+    grid — its previous settings with the source's selected keys (rule dec_tune_reuse)."""
+    name = "reused" if reuse_source(cfg, dataset, grid) else "selected"
+    return f"{TUNING.format(dataset=dataset)}/{grid}_{name}.json"
+
+
+def tuned_grids(cfg: dict, dataset: str) -> list[str]:
+    """The grids whose points run for ``dataset`` (the reused ones do not)."""
+    from .tuning import GRIDS
+
+    return [g for g in GRIDS if not reuse_source(cfg, dataset, g)]
+
+
 def final_settings(cfg: dict, w: Any) -> list[str]:
     """The settings file the training rules read: the last tuning selection, when the dataset
     is tuned and ``dec.tuning.apply`` is on (the default config runs the grids but keeps its
     settings, so its tables stay those of the all-in-one run)."""
     if w.dataset in tuned_datasets(cfg) and cfg["tuning"].get("apply", True):
-        return [f"{TUNING.format(dataset=w.dataset)}/cluster_selected.json"]
+        return [selected_file(cfg, w.dataset, "cluster")]
     return []
 
 
 def step1_settings(cfg: dict, w: Any) -> list[str]:
     """dec_tsae reads only the Step-1 selection (its TSAE then serves the Step-2 grid too)."""
     if w.dataset in tuned_datasets(cfg) and cfg["tuning"].get("apply", True):
-        return [f"{TUNING.format(dataset=w.dataset)}/batch_selected.json"]
+        return [selected_file(cfg, w.dataset, "batch")]
     return []
 
 
@@ -89,7 +141,16 @@ def tune_previous(cfg: dict, w: Any) -> list[str]:
     from .tuning import PREVIOUS
 
     prev = PREVIOUS[w.grid]
-    return [f"{TUNING.format(dataset=w.dataset)}/{prev}_selected.json"] if prev else []
+    return [selected_file(cfg, w.dataset, prev)] if prev else []
+
+
+def reuse_inputs(cfg: dict, w: Any) -> dict[str, list[str]]:
+    """Rule dec_tune_reuse: the dataset's own settings before the grid and the source's
+    settings after it."""
+    src = reuse_source(cfg, w.dataset, w.grid)
+    if src is None:
+        raise ValueError(f"{w.dataset} does not reuse the {w.grid!r} grid (dec.tuning.reuse)")
+    return {"settings": tune_previous(cfg, w), "source": [selected_file(cfg, src, w.grid)]}
 
 
 def tune_tsae(cfg: dict, w: Any, seed: int) -> list[str]:
@@ -114,6 +175,14 @@ def tune_points(cfg: dict, w: Any, seed: int) -> list[str]:
 
 
 def tuning_targets(cfg: dict) -> list[str]:
-    from .tuning import GRIDS
+    """Each tuned grid's best table and its figures (Figs 5.1–5.4, A.1–A.10)."""
+    from .tuning_plots import figure_panels
 
-    return [f"{TUNING.format(dataset=d)}/{g}_best.tsv" for d in tuned_datasets(cfg) for g in GRIDS]
+    check_reuse(cfg)
+    out = []
+    for d in tuned_datasets(cfg):
+        for g in tuned_grids(cfg, d):
+            out.append(f"{TUNING.format(dataset=d)}/{g}_best.tsv")
+            out += [f"{TUNING.format(dataset=d)}/figures/{g}_{p}.png"
+                    for p in figure_panels(cfg, d, g)]  # fmt: skip
+    return out

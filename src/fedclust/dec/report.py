@@ -7,6 +7,8 @@ import pandas as pd
 from fedclust.io import save_figure, write_table
 from fedclust.report import Section, headlines, write_section
 
+from .tuning_plots import THESIS_FIGURES, figure_caption
+
 THESIS_NOTE = (
     "Thesis reference (seed 000 §8): best Hungarian accuracy 0.8824 (MNIST, α=9, normal-l1, Yogi) "
     "and 0.8932 (BMNIST, α=9, normal-l2, Yogi) on the 60 000 MNIST training images, against 0.843 "
@@ -55,6 +57,7 @@ def build_section(
     survival: bool,
     default_config: bool,
     tuning: list[str] | None = None,
+    sources: dict[str, str | None] | None = None,
 ) -> None:
     fed = [
         pd.read_csv(f"results/dec/{d}/federated/{s}/results.tsv", sep="\t").assign(dataset=d)
@@ -255,7 +258,43 @@ def build_section(
                     "reproduces": "seed 000 §4.2 federated training",
                 }
             )
-    for path in tuning or []:  # issue 16: the tuning grids' selections, thesis values beside
+    tuning_figures, tuning_tables = tuning_entries(tuning or [], sources or {}, default_config)
+    figures += tuning_figures
+    tables += tuning_tables
+    write_section(
+        section_path,
+        Section(
+            id="dec",
+            title="Federated deep embedded clustering (seed 000)",
+            order=30,
+            text=text,
+            figures=figures,
+            tables=tables,
+            headline=headlines.dec(tables, figures),
+        ),
+    )
+
+
+def tuning_entries(
+    tuning: list[str], sources: dict[str, str | None], default_config: bool
+) -> tuple[list[dict], list[dict]]:
+    """The tuning grids' figures (Figs 5.1–5.4, A.1–A.10; captions with our best values beside
+    the thesis', read from results/dec/<dataset>/tuning/<grid>.tsv) and best tables."""
+    figures: list[dict] = []
+    tables: list[dict] = []
+    for path in [p for p in tuning if p.endswith(".png")]:  # Figs 5.1–5.4, A.1–A.10
+        ds, grid_panel = path.split("/")[2], path.rsplit("/", 1)[-1].removesuffix(".png")
+        grid, panel = grid_panel.split("_", 1)
+        table = pd.read_csv(f"results/dec/{ds}/tuning/{grid}.tsv", sep="\t")
+        figures.append(
+            {
+                "path": path,
+                "caption": figure_caption(table, ds, grid, panel, sources.get(ds)),
+                "reproduces": "seed 000 "
+                + THESIS_FIGURES.get((ds, grid, panel), "§4.1 tuning (no thesis figure)"),
+            }
+        )
+    for path in [p for p in tuning if not p.endswith(".png")]:  # issue 16: selections
         name = path.rsplit("/", 1)[-1].removesuffix("_best.tsv")
         tables.append(
             {
@@ -274,15 +313,4 @@ def build_section(
                 ),
             }
         )
-    write_section(
-        section_path,
-        Section(
-            id="dec",
-            title="Federated deep embedded clustering (seed 000)",
-            order=30,
-            text=text,
-            figures=figures,
-            tables=tables,
-            headline=headlines.dec(tables, figures),
-        ),
-    )
+    return figures, tables

@@ -6,9 +6,10 @@ Order (the thesis' procedure, §4.1 and §3.8):
 1. ``lr`` — TSAE learning rate per optimizer × LR scheduler (Tables A.1–A.3), LRs log-uniform
    in [lr_min, lr_max]; selected per optimizer: the lowest validation MSE among the runs with
    ``select_scheduler`` (the thesis kept the no-scheduler rows, §4.2) → ``autoencoder_lr``.
-2. ``batch`` — batch size × (hidden, final) activation at the selected LR (Table A.4); per
-   optimizer the lowest validation MSE → ``autoencoder_batch_size`` (activations are reported;
-   the thesis found ReLU/ReLU everywhere).
+2. ``batch`` — batch size × (hidden, final) activation at the selected LR (Table A.4): the
+   activation pair (one per dataset, :func:`select_activations`) → ``model`` (``hidden_act``,
+   ``final_act``), then per optimizer the lowest validation MSE at that pair →
+   ``autoencoder_batch_size`` (the thesis found ReLU/ReLU everywhere).
 3. ``regularizers`` — input corruption, hidden dropout, Gaussian σ, modified-loss β at the
    selected LR and batch (Tables A.5–A.8); reported only: the thesis found the losses
    "comparable" and its final models use none of them.
@@ -43,17 +44,18 @@ from .pipeline import (
     sort_results,
     train_central_tsae,
 )
+from .tuning_spec import (  # noqa: F401 (re-exported)
+    GRIDS,
+    PREVIOUS,
+    REGULARIZERS,
+    SELECTS,
+    SOURCES,
+    THESIS,
+    THESIS_ARCH,
+    architectures,
+)
 
 log = logging.getLogger(__name__)
-
-GRIDS = ("lr", "batch", "regularizers", "cluster")
-#: the grid whose selected settings a grid's points start from
-PREVIOUS = {"lr": None, "batch": "lr", "regularizers": "batch", "cluster": "batch"}
-REGULARIZERS = {"corruption": (0.0, 0.5), "dropout": (0.0, 0.5), "sigma": (0.0, 0.2),
-                "beta": (0.0, 0.5)}  # fmt: skip
-#: settings keys each grid selects (regularizers: none, reported only)
-SELECTS = {"lr": ["autoencoder_lr"], "batch": ["autoencoder_batch_size"], "regularizers": [],
-           "cluster": ["clustering_lr", "clustering_batch_size"]}  # fmt: skip
 
 
 def _log_uniform(n: int, low: float, high: float, g: np.random.Generator) -> list[float]:
@@ -67,7 +69,13 @@ def grid_points(cfg: dict, dataset: str, grid: str, seed: int) -> list[dict[str,
     s1, s2 = t["step1"], t["step2"]
     pts: list[dict[str, Any]] = []
     for opt in t["optimizers"]:
-        if grid == "lr":
+        if grid == "lr" and architectures(cfg, dataset):
+            for arch in architectures(cfg, dataset):  # Table A.3's architecture axis
+                g = rng(seed, "dec", "tuning", dataset, grid, opt, arch)
+                lrs = _log_uniform(int(s1["n_lr"]), float(s1["lr_min"]), float(s1["lr_max"]), g)
+                pts += [{"optimizer": opt, "architecture": arch, "scheduler": sc, "lr": lr}
+                        for sc in s1["schedulers"] for lr in lrs]  # fmt: skip
+        elif grid == "lr":
             g = rng(seed, "dec", "tuning", dataset, grid, opt)
             lrs = _log_uniform(int(s1["n_lr"]), float(s1["lr_min"]), float(s1["lr_max"]), g)
             pts += [{"optimizer": opt, "scheduler": sc, "lr": lr}
@@ -91,6 +99,23 @@ def grid_points(cfg: dict, dataset: str, grid: str, seed: int) -> list[dict[str,
     return pts
 
 
+def selected_architecture(cfg: dict, dataset: str) -> str:
+    """The architecture whose LR rows are selected: the one the training rules build
+    (``dec.model.arch``); the others are reported (Figs A.7–A.10). A list-valued model arch
+    (a reduced shape: thesis-smoke) selects from the first listed architecture's rows."""
+    arch = cfg["model"]["arch"]
+    archs = architectures(cfg, dataset)
+    if not isinstance(arch, str) and archs:
+        return archs[0]
+    if arch not in archs:
+        raise ConfigError(
+            f"dec.model.arch {arch!r} is not among the tuned architectures {archs} of {dataset}",
+            where=f"dec.tuning.step1.architectures.{dataset}",
+            fix="list the model's architecture name (DEC, CURVES or GOOGLE) there",
+        )
+    return arch
+
+
 def point_ids(cfg: dict, dataset: str, grid: str, seed: int) -> dict[str, list[int]]:
     """unit id → point indices: ``all`` (``dec.fanout.tuning: grid``) or ``p<i>`` per point."""
     n = len(grid_points(cfg, dataset, grid, seed))
@@ -108,6 +133,8 @@ def _point_cfg(cfg: dict, dataset: str, p: dict[str, Any], grid: str) -> dict:
     if grid == "lr":
         ds["autoencoder_lr"] = {**(ds.get("autoencoder_lr") or {}), opt: p["lr"]}
         c["autoencoder"]["lr_scheduler"] = p["scheduler"]
+        if "architecture" in p:
+            c["model"]["arch"] = p["architecture"]
     elif grid == "batch":
         ds["autoencoder_batch_size"] = {**_per_opt(ds.get("autoencoder_batch_size")),
                                         opt: p["batch_size"]}  # fmt: skip
@@ -192,10 +219,16 @@ def select(
     if grid == "lr":
         sched = cfg["tuning"]["step1"]["select_scheduler"]
         t = t[t["scheduler"] == sched]
+        if "architecture" in t.columns and architectures(cfg, dataset):
+            t = t[t["architecture"] == selected_architecture(cfg, dataset)]
         best = t.sort_values("loss", kind="mergesort").groupby("optimizer", sort=False).head(1)
         chosen = dict(zip(best.optimizer, best.lr, strict=True))
         settings["autoencoder_lr"] = {**settings.get("autoencoder_lr", {}), **chosen}
     elif grid == "batch":
+        acts = select_activations(t)
+        if acts is not None:  # one TSAE shape per dataset: the batch is chosen at these
+            t = t[(t["hidden_act"] == acts["hidden_act"]) & (t["final_act"] == acts["final_act"])]
+            settings["model"] = {**settings.get("model", {}), **acts}
         best = t.sort_values("loss", kind="mergesort").groupby("optimizer", sort=False).head(1)
         settings["autoencoder_batch_size"] = {
             **settings.get("autoencoder_batch_size", {}),
@@ -221,117 +254,43 @@ def select(
     return settings, best.reset_index(drop=True)
 
 
+def reuse_settings(previous: dict | None, source: dict, grid: str) -> dict:
+    """``dec.tuning.reuse``: the dataset's own settings before ``grid`` with the keys ``grid``
+    selects taken from the source dataset's settings after it (the thesis ran BMNIST's Step 2
+    with MNIST's values, seed 000 §5.1 note to Table B.5)."""
+    settings = copy.deepcopy(previous or {})
+    for key in SELECTS[grid]:
+        if key in source:
+            settings[key] = copy.deepcopy(source[key])
+    return {k: _plain(v) for k, v in settings.items()}
+
+
+def select_activations(table: pd.DataFrame) -> dict[str, str] | None:
+    """The (hidden, final) activation pair of the batch grid (Table A.4) fed forward as
+    ``model.hidden_act`` / ``model.final_act``: the model's activations are one setting per
+    dataset (every optimizer's TSAE, the DEC model and the federated runs share it), so the
+    pair is the one most optimizers' best rows chose, ties broken by the lower best loss
+    (the thesis: ReLU/ReLU for every optimizer). None when the table has no activation columns
+    or no finite loss."""
+    if not {"hidden_act", "final_act"} <= set(table.columns):
+        return None
+    t = table[np.isfinite(table["loss"].astype(float))]
+    if t.empty:
+        return None
+    best = t.sort_values("loss", kind="mergesort").groupby("optimizer", sort=False).head(1)
+    votes = (best.groupby(["hidden_act", "final_act"], sort=False)["loss"]
+             .agg(["size", "min"]).reset_index())  # fmt: skip
+    votes = votes.sort_values(["size", "min"], ascending=[False, True], kind="mergesort")
+    top = votes.iloc[0]
+    return {"hidden_act": str(top["hidden_act"]), "final_act": str(top["final_act"])}
+
+
 def _plain(v: Any) -> Any:
     if isinstance(v, dict):
         return {str(k): _plain(x) for k, x in v.items()}
     if isinstance(v, np.generic):
         return v.item()
     return v
-
-
-# ------------------------------------------------------------------ the thesis' values
-#: Best values printed in the thesis (seed 000 §4.3, §5.1; DEC architecture rows), keyed by
-#: (dataset, grid) → rows with the keys our best table has. A.3's Adam LR is printed "9.5743"
-#: (exponent lost; spec §4.2): shown as 9.5743e-05.
-THESIS: dict[tuple[str, str], list[dict[str, Any]]] = {
-    ("mnist", "lr"): [
-        {"optimizer": "adam", "scheduler": s, "lr": lr, "loss": lo}
-        for s, lr, lo in (("plateau", 0.0007, 0.0113), ("none", 0.0003, 0.0122))
-    ]
-    + [
-        {"optimizer": "sgd", "scheduler": s, "lr": lr, "loss": lo}
-        for s, lr, lo in (("plateau", 0.6546, 0.0138), ("none", 0.4784, 0.0137))
-    ]
-    + [
-        {"optimizer": "yogi", "scheduler": s, "lr": lr, "loss": lo}
-        for s, lr, lo in (("plateau", 0.0644, 0.0115), ("none", 0.0369, 0.0125))
-    ],
-    ("bmnist", "lr"): [
-        {"optimizer": o, "scheduler": s, "lr": lr, "loss": lo}
-        for o, s, lr, lo in (
-            ("adam", "plateau", 0.0007, 0.0227),
-            ("sgd", "plateau", 0.3999, 0.0268),
-            ("yogi", "plateau", 0.0699, 0.0232),
-            ("adam", "none", 0.0002, 0.0240),
-            ("sgd", "none", 0.7243, 0.0244),
-            ("yogi", "none", 0.0241, 0.0248),
-        )
-    ],
-    ("mds", "lr"): [
-        {"optimizer": o, "scheduler": s, "lr": lr, "loss": lo}
-        for o, s, lr, lo in (
-            ("adam", "none", 9.5743e-05, 0.0035),
-            ("sgd", "none", 0.0036, 0.0040),
-            ("yogi", "none", 0.0009, 0.0032),
-            ("adam", "plateau", 9.7019e-05, 0.0042),
-            ("sgd", "plateau", 0.0080, 0.0047),
-            ("yogi", "plateau", 0.0003, 0.0039),
-        )
-    ],
-    ("mds", "batch"): [
-        {"optimizer": o, "batch_size": b, "hidden_act": "relu", "final_act": "relu", "loss": lo}
-        for o, b, lo in (("adam", 16, 0.0044), ("sgd", 16, 0.0195), ("yogi", 8, 0.0082))
-    ],
-    ("mds", "regularizers"): [
-        {"optimizer": o, "kind": k, "value": v, "loss": lo}
-        for k, rows in (
-            (
-                "corruption",
-                (("adam", 0.0806, 0.00306), ("sgd", 0.11924, 0.00479), ("yogi", 0.16963, 0.00311)),
-            ),
-            (
-                "dropout",
-                (("adam", 0.12112, 0.00344), ("sgd", 0.03004, 0.00904), ("yogi", 0.04302, 0.00353)),
-            ),
-            (
-                "sigma",
-                (("adam", 0.18134, 0.00274), ("sgd", 0.08128, 0.003), ("yogi", 0.17921, 0.00309)),
-            ),
-            (
-                "beta",
-                (("adam", 0.1809, 0.00501), ("sgd", 0.04614, 0.00546), ("yogi", 0.0161, 0.00398)),
-            ),
-        )
-        for o, v, lo in rows
-    ],  # fmt: skip
-    ("mnist", "cluster"): [
-        {
-            "optimizer": o,
-            "batch_size": b,
-            "lr": lr,
-            "accuracy": a,
-            "cycle_accuracy": ca,
-            "recon_loss": lo,
-        }
-        for o, b, lr, a, ca, lo in (
-            ("sgd", 64, 0.0427, 0.86775, 0.80772, 77.65878),
-            ("yogi", 64, 0.00148, 0.8019, 0.84267, 13.21794),
-            ("adam", 256, 0.00102, 0.85807, 0.60787, 2.80548),
-        )
-    ],  # fmt: skip
-    ("mds", "cluster"): [
-        {
-            "optimizer": o,
-            "batch_size": b,
-            "lr": lr,
-            "accuracy": a,
-            "cycle_accuracy": ca,
-            "recon_loss": lo,
-            "sil_data": sd,
-            "sil_feat": sf,
-        }
-        for o, b, lr, a, ca, lo, sd, sf in (
-            ("yogi", 64, 0.003, 0.61527, 0.99853, 0.46623, 0.23511, 0.90038),
-            ("sgd", 64, 0.02881, 0.558, 0.99755, 1.39768, 0.22552, 0.89419),
-        )
-    ],  # fmt: skip
-}
-#: the thesis table each (dataset, grid) reproduces
-SOURCES = {("mnist", "lr"): "Table A.1", ("bmnist", "lr"): "Table A.2",
-           ("mds", "lr"): "Table A.3 (DEC)", ("mds", "batch"): "Table A.4 (DEC)",
-           ("mds", "regularizers"): "Tables A.5–A.8 (DEC)",
-           ("mnist", "cluster"): "Tables B.1–B.3 (top rows)",
-           ("mds", "cluster"): "Table B.6 (dec, best per optimizer)"}  # fmt: skip
 
 
 def with_thesis(best: pd.DataFrame, dataset: str, grid: str) -> pd.DataFrame:

@@ -88,13 +88,17 @@ def unit_needs_tsae(level: str) -> bool:
 def apply_settings(cfg: dict, dataset: str, settings: dict | None) -> dict:
     """``cfg`` with ``settings`` (a selection rule's output: per-dataset keys such as
     ``autoencoder_lr``, ``clustering_lr``, ``clustering_batch_size``) laid over
-    ``dec.datasets.<dataset>``; per-optimizer dicts are merged key by key."""
+    ``dec.datasets.<dataset>``; per-optimizer dicts are merged key by key. ``model`` (the batch
+    grid's activations, Table A.4) is laid over ``dec.model``: a job reads one dataset, so its
+    copy of the model section is that dataset's."""
     if not settings:
         return cfg
     out = copy.deepcopy(cfg)
     ds = out["datasets"].setdefault(dataset, {})
     for key, value in settings.items():
-        if isinstance(value, dict) and isinstance(ds.get(key), dict):
+        if key == "model":
+            out["model"] = {**out["model"], **value}
+        elif isinstance(value, dict) and isinstance(ds.get(key), dict):
             ds[key] = {**ds[key], **value}
         else:
             ds[key] = value
