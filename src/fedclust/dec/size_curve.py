@@ -269,7 +269,7 @@ def size_curve_figure(points: pd.DataFrame, summary: pd.DataFrame, title: str): 
         ylabel="Hungarian accuracy",
         title="accuracy vs training size",
     )
-    axes[0].legend(fontsize=6, loc="lower right")
+    axes[0].legend(fontsize=6, loc="upper left")
     axes[1].set(
         xscale="log",
         yscale="log",
