@@ -187,6 +187,19 @@ def test_thesis_config_runs_the_curve_on_full_mnist_as_gpu_jobs(repo):
     assert dfw.curve_inputs(curve, True, "m.tsv") == pts
 
 
+def test_committed_measurement_is_a_nested_curve(repo):
+    """docs/dec_size_curve/points.tsv (the default report's curve): the point columns, 3 seeds
+    per (schedule, size), the thesis' best setting, accuracies above chance."""
+    pts = pd.read_csv(repo / "docs" / "dec_size_curve" / "points.tsv", sep="\t")
+    assert list(pts.columns) == sc.POINT_COLUMNS
+    assert (pts.groupby(["schedule", "size"]).rep.nunique() == 3).all()
+    assert set(pts.optimizer) == {"yogi"} and set(pts.alpha) == {9.0}
+    assert set(pts.scaler) == {"normal-l1"} and pts.accuracy.between(0.2, 1).all()
+    assert {1000, 2000, 5000} <= set(pts["size"])
+    e = pts[pts.schedule == "fixed_epochs"]
+    assert (e.ae_epochs == 50).all() and len(sc.fit_trend(e)) == 1
+
+
 def test_schedule_epochs_steps():
     assert sc.schedule_epochs({"epochs": 7}, 1000, 256) == 7
     # fixed steps: 1000 steps at batch 256 → 1000 images need 250 epochs, 5000 need 50
