@@ -17,7 +17,7 @@ def main() -> None:
         list(p.states),
         list(p.fed),
         bool(p.mnist_bmnist),
-        bool(p.size_curve),
+        str(p.size_curve),
         bool(p.reduced),
         str(p.source),
         snakemake.output.headline,

@@ -7,7 +7,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))
 import pandas as pd  # noqa: E402
 from _common import run  # noqa: E402
 
-from fedclust.dec.size_curve import size_curve_figure, summarise  # noqa: E402
+from fedclust.dec.size_curve import fit_trend, size_curve_figure, summarise  # noqa: E402
 from fedclust.io import save_figure, write_table  # noqa: E402
 
 
@@ -17,7 +17,9 @@ def main() -> None:
     summary = summarise(points)
     write_table(snakemake.output.points, points.round(5), index=False)
     write_table(snakemake.output.summary, summary.round(5), index=False)
-    src = snakemake.params.source
+    write_table(snakemake.output.trend, fit_trend(points).round(5), index=False)
+    measured = snakemake.params.mode == "measured"
+    src = "mlxtend5k, committed measurement" if measured else snakemake.params.source
     save_figure(
         size_curve_figure(points, summary, f"MNIST ({src}): Hungarian accuracy vs training size"),
         snakemake.output.figure,

@@ -129,6 +129,77 @@ def test_subsample_is_seeded_and_checked():
         sc.subsample(100, 101, 1, 0)
 
 
+def test_subsets_are_nested_per_seed():
+    """One permutation per (seed, rep): the 1 000 lie inside the 2 000, which lie inside the
+    5 000; at the full size only the order differs between reps (issue 16)."""
+    for rep in range(3):
+        s1, s2, s5 = (sc.subsample(5000, n, 4, rep) for n in (1000, 2000, 5000))
+        np.testing.assert_array_equal(s2[:1000], s1)
+        np.testing.assert_array_equal(s5[:2000], s2)
+        assert set(s1) < set(s2) < set(s5) == set(range(5000))
+    a, b = sc.subsample(5000, 5000, 4, 0), sc.subsample(5000, 5000, 4, 1)
+    assert set(a) == set(b) and not np.array_equal(a, b)
+    # different reps draw different 1 000s (overlap ≈ 1000²/5000 = 200, not 1000)
+    overlap = len(set(sc.subsample(5000, 1000, 4, 0)) & set(sc.subsample(5000, 1000, 4, 1)))
+    assert 120 < overlap < 300
+
+
+def test_fit_trend_matches_scipy_linregress():
+    from scipy.stats import linregress
+
+    pts = pd.DataFrame(
+        {
+            "schedule": ["a"] * 6 + ["b"] * 2 + ["c"],
+            "size": [1000, 1000, 2000, 2000, 5000, 5000, 1000, 4000, 1000],
+            "accuracy": [0.50, 0.56, 0.55, 0.60, 0.62, 0.64, 0.5, 0.6, 0.7],
+        }
+    )
+    t = sc.fit_trend(pts).set_index("schedule")
+    assert list(t.index) == ["a", "b"]  # c has one size: no trend
+    a = pts[pts.schedule == "a"]
+    ref = linregress(np.log10(a["size"]), a["accuracy"])
+    r = t.loc["a"]
+    assert r.slope_log10 == pytest.approx(ref.slope) and r.intercept == pytest.approx(ref.intercept)
+    assert r.r2 == pytest.approx(ref.rvalue**2)
+    assert r.accuracy_at == pytest.approx(ref.intercept + ref.slope * np.log10(60000))
+    assert r.gap_at == pytest.approx(0.8824 - r.accuracy_at) and r.points == 6
+    # two points, one doubling apart twice: +0.05 per doubling exactly
+    assert t.loc["b"].per_doubling == pytest.approx(0.05)
+    assert t.loc["b"].accuracy_at == pytest.approx(0.5 + 0.05 * np.log2(60))
+
+
+def test_thesis_config_runs_the_curve_on_full_mnist_as_gpu_jobs(repo):
+    """config/thesis.yaml: the curve subsamples the data stage's IDX MNIST (60 000 training
+    images) in one GPU job per (schedule, size, rep), up to the full 60 000."""
+    from fedclust.dec import figures_workflow as dfw
+
+    th = load_yaml(repo / "config" / "thesis.yaml")
+    assert th["data"]["mnist"]["source"] == "idx" and th["data"]["mnist"]["idx_split"] == "train"
+    curve = th["dec"]["size_curve"]
+    assert curve["enabled"] and curve["source"] == "dataset"
+    assert dfw.size_inputs(curve)["features"] == "results/data/mnist/features.parquet"
+    pts = dfw.size_points(curve)
+    assert len(pts) == len(set(pts)) == 39  # (2 schedules × 5 sizes + 3 sizes) × 3 reps
+    assert "results/dec/size_curve/thesis/n60000_r2.tsv" in pts
+    assert th["resources"]["rules"]["dec_size_point"]["gpu"] == 1
+    # without the jobs the default report reads the committed measurement
+    assert dfw.curve_inputs(curve, False, "m.tsv") == ["m.tsv"]
+    assert dfw.curve_inputs(curve, True, "m.tsv") == pts
+
+
+def test_committed_measurement_is_a_nested_curve(repo):
+    """docs/dec_size_curve/points.tsv (the default report's curve): the point columns, 3 seeds
+    per (schedule, size), the thesis' best setting, accuracies above chance."""
+    pts = pd.read_csv(repo / "docs" / "dec_size_curve" / "points.tsv", sep="\t")
+    assert list(pts.columns) == sc.POINT_COLUMNS
+    assert (pts.groupby(["schedule", "size"]).rep.nunique() == 3).all()
+    assert set(pts.optimizer) == {"yogi"} and set(pts.alpha) == {9.0}
+    assert set(pts.scaler) == {"normal-l1"} and pts.accuracy.between(0.2, 1).all()
+    assert {1000, 2000, 5000} <= set(pts["size"])
+    e = pts[pts.schedule == "fixed_epochs"]
+    assert (e.ae_epochs == 50).all() and len(sc.fit_trend(e)) == 1
+
+
 def test_schedule_epochs_steps():
     assert sc.schedule_epochs({"epochs": 7}, 1000, 256) == 7
     # fixed steps: 1000 steps at batch 256 → 1000 images need 250 epochs, 5000 need 50
@@ -282,3 +353,21 @@ def test_figures_section_lists_thesis_numbers_beside_ours(tmp_path, monkeypatch)
     assert "accuracy 0.8333 on 6 images" in head.loc[1, "ours shows"]
     assert "true 1 → cluster '2' (1 images)" in head.loc[1, "ours shows"]
     assert "0.8824" in head.loc[1, "thesis shows"]
+
+
+@pytest.mark.parametrize("mode", ["run", "measured"])
+def test_figures_section_shows_the_size_curve(tmp_path, monkeypatch, mode):
+    from fedclust.dec.figures_report import build_figures_section
+    from fedclust.io import read_json
+
+    monkeypatch.chdir(tmp_path)
+    build_figures_section("s.json", [], [], [], False, mode, True, "mlxtend5k")
+    sec = read_json("s.json")
+    assert [f["path"] for f in sec["figures"]] == ["results/dec/size_curve/size_curve.png"]
+    assert [t["path"] for t in sec["tables"]] == [
+        "results/dec/size_curve/summary.tsv",
+        "results/dec/size_curve/trend.tsv",
+    ]
+    text = " ".join(sec["text"])
+    assert ("committed measurement" in text) == (mode == "measured")
+    assert "docs/dec_size_curve/README.md" in text or mode == "run"

@@ -230,5 +230,10 @@ def test_dec_figures_headline_reads_the_rerun_tables(tmp_path):
     h = headlines.dec_figures(tables, [{"path": "x/mnist/confusion.png"}])
     ours = {r["quantity"].split(":")[0]: r["ours"] for r in h["rows"]}
     assert ours["Fig 5.5"] == 0.75 and ours["Fig B.1"] == 0.85
-    assert [r["ours"] for r in h["rows"][2:]] == [0.02, 0.2]
+    assert [r["ours"] for r in h["rows"][2:4]] == [0.02, 0.2]
     assert h["figure"] == "x/mnist/confusion.png"
+    trend = tmp_path / "size_curve" / "trend.tsv"
+    trend.parent.mkdir()
+    trend.write_text("schedule\tpoints\taccuracy_at\na\t9\t0.71\nb\t6\t0.65\n")
+    h = headlines.dec_figures([*tables, {"path": str(trend)}], [])
+    assert h["rows"][4]["ours"] == 0.71  # the schedule with the most points

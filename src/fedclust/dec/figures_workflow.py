@@ -15,6 +15,11 @@ def size_points(sc: dict[str, Any]) -> list[str]:
     return out
 
 
+def curve_inputs(sc: dict[str, Any], run: bool, measured: str) -> list[str]:
+    """Points of the curve's summary: this run's jobs, or the committed measurement."""
+    return size_points(sc) if run else [measured]
+
+
 def size_inputs(sc: dict[str, Any]) -> dict[str, str]:
     """The data stage's MNIST tables when the curve subsamples them (source: dataset)."""
     if sc.get("source") == "dataset":
@@ -45,6 +50,7 @@ def section_inputs(
         out["size_curve"] = [
             "results/dec/size_curve/summary.tsv",
             "results/dec/size_curve/size_curve.png",
+            "results/dec/size_curve/trend.tsv",
         ]
     return out
 

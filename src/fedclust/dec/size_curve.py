@@ -54,15 +54,18 @@ THESIS_STEPS = 500 * math.ceil(THESIS_SIZE / 256)
 
 
 def subsample(n_total: int, size: int, seed: int, rep: int) -> np.ndarray:
-    """Indices of a seeded random subset of ``size`` of ``n_total`` samples, in drawn
-    (random) order, so that unshuffled minibatches do not follow a class-sorted file."""
+    """Indices of a seeded random subset of ``size`` of ``n_total`` samples: the first
+    ``size`` entries of one permutation per (seed, rep), so the subsets of one repetition are
+    nested (the 1 000 images lie inside the 2 000) and a size difference is data, not sample
+    luck. In drawn (random) order, so unshuffled minibatches do not follow a class-sorted
+    file; at ``size == n_total`` only the order (and the initialisation) varies by rep."""
     if not 0 < size <= n_total:
         raise ConfigError(
             f"size-curve size {size} outside 1..{n_total} (the data have {n_total} samples)",
             where="dec.size_curve.sizes",
             fix=f"use sizes ≤ {n_total}, or source 'dataset' with the full MNIST (thesis config)",
         )
-    return rng(seed, "dec", "size_curve", "subset", size, rep).permutation(n_total)[:size]
+    return rng(seed, "dec", "size_curve", "subset", rep).permutation(n_total)[:size]
 
 
 def schedule_epochs(schedule: dict[str, Any], size: int, batch_size: int) -> int:
@@ -125,13 +128,13 @@ def size_point(
     schedule = sc["schedules"][schedule_name]
     idx = subsample(len(x), size, seed, rep)
     cfg, name, epochs = curve_config(dec_cfg, sc, schedule, size)
-    # same subset and initial weights for every schedule of one (size, rep)
+    # same initial weights (and nested subsets) for every size and schedule of one rep
     res = run_centralized(
         x[idx],
         np.asarray(y)[idx].astype(str),
         cfg,
         name,
-        derive_seed(seed, "size_curve", size, rep),
+        derive_seed(seed, "size_curve", rep),
     )
     row = res.table.iloc[0]
     s = sc["setting"]
@@ -170,16 +173,56 @@ def summarise(points: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def fit_trend(points: pd.DataFrame, at: int = THESIS_SIZE) -> pd.DataFrame:
+    """Least-squares log-linear trend per schedule, accuracy = a + b·log10(n), fitted on every
+    seed's point (a schedule needs ≥ 2 sizes), and its extrapolation to ``at`` images (the
+    thesis' 60 000). ``per_doubling`` = b·log10 2; ``gap_at`` = thesis − extrapolation."""
+    rows = []
+    for name, g in points.groupby("schedule", sort=True):
+        if g["size"].nunique() < 2:
+            continue
+        lx = np.log10(g["size"].to_numpy(float))
+        acc = g["accuracy"].to_numpy(float)
+        b, a = np.polyfit(lx, acc, 1)
+        resid = acc - (a + b * lx)
+        ss = float(((acc - acc.mean()) ** 2).sum())
+        pred = float(a + b * np.log10(at))
+        rows.append(
+            {
+                "schedule": name,
+                "points": len(g),
+                "sizes": ",".join(str(int(n)) for n in sorted(g["size"].unique())),
+                "intercept": float(a),
+                "slope_log10": float(b),
+                "per_doubling": float(b * np.log10(2)),
+                "r2": 1 - float((resid**2).sum()) / ss if ss > 0 else float("nan"),
+                "extrapolate_to": int(at),
+                "accuracy_at": pred,
+                "thesis_accuracy": THESIS_ACCURACY,
+                "gap_at": THESIS_ACCURACY - pred,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "schedule", "points", "sizes", "intercept", "slope_log10", "per_doubling", "r2",
+            "extrapolate_to", "accuracy_at", "thesis_accuracy", "gap_at",
+        ],
+    )  # fmt: skip
+
+
 def size_curve_figure(points: pd.DataFrame, summary: pd.DataFrame, title: str):  # noqa: ANN201
-    """Accuracy vs training size (log x) per schedule: seeds as dots, mean ± SD as a line;
-    the thesis' 0.8824 at 60 000 images as a star; right panel TSAE loss vs steps."""
+    """Accuracy vs training size (log x) per schedule: seeds as dots, mean ± SD with error
+    bars, the log-linear trend (:func:`fit_trend`) dashed out to 60 000 images, the thesis'
+    0.8824 at 60 000 as a star; right panel TSAE loss vs steps."""
     import matplotlib.pyplot as plt
 
+    trend = fit_trend(points).set_index("schedule")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for j, (name, g) in enumerate(summary.groupby("schedule", sort=True)):
         c = plt.cm.tab10(j)
         p = points[points.schedule == name]
-        axes[0].scatter(p["size"], p["accuracy"], s=12, color=c, alpha=0.6)
+        axes[0].scatter(p["size"], p["accuracy"], s=12, color=c, alpha=0.5)
         axes[0].errorbar(
             g["size"],
             g["accuracy_mean"],
@@ -187,7 +230,7 @@ def size_curve_figure(points: pd.DataFrame, summary: pd.DataFrame, title: str): 
             color=c,
             marker="o",
             capsize=3,
-            label=f"{name} (DEC)",
+            label=f"{name} (DEC, mean ± SD)",
         )
         axes[0].plot(
             g["size"],
@@ -197,22 +240,36 @@ def size_curve_figure(points: pd.DataFrame, summary: pd.DataFrame, title: str): 
             marker=".",
             label=f"{name} (k-means init)",
         )
+        if name in trend.index:
+            t = trend.loc[name]
+            xs = np.geomspace(float(g["size"].min()), THESIS_SIZE, 50)
+            axes[0].plot(
+                xs,
+                t.intercept + t.slope_log10 * np.log10(xs),
+                color=c,
+                ls="--",
+                lw=1,
+                label=f"{name} trend: {t.per_doubling:+.3f}/doubling, "
+                f"{t.accuracy_at:.2f} at {THESIS_SIZE:,}",
+            )
+            axes[0].scatter([THESIS_SIZE], [t.accuracy_at], marker="D", s=25, color=c)
         axes[1].scatter(p["ae_steps"], p["ae_loss"], color=c, s=14, label=name)
     axes[0].scatter(
         [THESIS_SIZE],
         [THESIS_ACCURACY],
         marker="*",
-        s=120,
+        s=140,
         color="k",
-        label="thesis (60 000, 500 epochs)",
+        zorder=5,
+        label=f"thesis {THESIS_ACCURACY} (60 000, 500 epochs)",
     )
     axes[0].set(
         xscale="log",
-        xlabel="training images",
+        xlabel="training images (log)",
         ylabel="Hungarian accuracy",
         title="accuracy vs training size",
     )
-    axes[0].legend(fontsize=6)
+    axes[0].legend(fontsize=6, loc="upper left")
     axes[1].set(
         xscale="log",
         yscale="log",
