@@ -6,20 +6,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))
 import pandas as pd  # noqa: E402
-import torch  # noqa: E402
 from _common import run  # noqa: E402
 
 from fedclust.dec.figures_extra import (  # noqa: E402
+    best_states_inputs,
     centralized_states,
-    labelled_dataset,
     write_best_states,
 )
 
 
 def main() -> None:
-    torch.set_num_threads(max(1, int(snakemake.threads)))
-    cfg, seed, ds = snakemake.params.cfg, int(snakemake.params.seed), snakemake.wildcards.dataset
-    x, _, y = labelled_dataset(snakemake.input.features, snakemake.input.obs)
+    cfg, seed, ds, x, _, y = best_states_inputs(snakemake)
     results = pd.read_csv(snakemake.input.results, sep="\t")
     st = centralized_states(x, y, cfg, ds, seed, results, int(cfg["evaluate"]["tsne_max_points"]))
     stage = {

@@ -6,22 +6,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))
 import pandas as pd  # noqa: E402
-import torch  # noqa: E402
 from _common import run  # noqa: E402
 
 from fedclust.dec.figures_extra import (  # noqa: E402
     best_federated,
+    best_states_inputs,
     federated_states,
-    labelled_dataset,
     write_best_states,
 )
 from fedclust.dec.io import load_centers  # noqa: E402
 
 
 def main() -> None:
-    torch.set_num_threads(max(1, int(snakemake.threads)))
-    cfg, seed, ds = snakemake.params.cfg, int(snakemake.params.seed), snakemake.wildcards.dataset
-    x, obs, y = labelled_dataset(snakemake.input.features, snakemake.input.obs)
+    cfg, seed, ds, x, obs, y = best_states_inputs(snakemake)
     tables = [pd.read_csv(p, sep="\t") for p in snakemake.input.results]
     best = best_federated(tables, cfg["datasets"][ds]["selection"])
     split = str(best["split"])

@@ -410,12 +410,16 @@ def save_states(path: str, states: dict) -> None:
     write_npz(path, **{k: np.asarray(v) for k, v in states.items() if k not in ("row", "key")})
 
 
-def labelled_dataset(features: str, obs: str) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
-    """(x, obs, labels as strings) of a DEC dataset: the set-up of the best-states rules."""
+def best_states_inputs(smk: Any) -> tuple[dict, int, str, np.ndarray, pd.DataFrame, np.ndarray]:
+    """The set-up of rules ``dec_best_states`` / ``dec_fed_best_states`` (``smk``: the script's
+    ``snakemake`` object): torch's threads, then (cfg, seed, dataset, x, obs, labels as
+    strings)."""
     from .io import load_dataset
 
-    x, table, _ = load_dataset(features, obs)
-    return x, table, table["label"].astype(str).to_numpy()
+    torch.set_num_threads(max(1, int(smk.threads)))
+    x, obs, _ = load_dataset(smk.input.features, smk.input.obs)
+    y = obs["label"].astype(str).to_numpy()
+    return smk.params.cfg, int(smk.params.seed), smk.wildcards.dataset, x, obs, y
 
 
 def write_best_states(
