@@ -6,24 +6,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))
 import pandas as pd  # noqa: E402
-import torch  # noqa: E402
 from _common import run  # noqa: E402
 
 from fedclust.dec.figures_extra import (  # noqa: E402
     best_federated,
-    density_figure,
+    best_states_inputs,
     federated_states,
-    save_states,
+    write_best_states,
 )
-from fedclust.dec.io import load_centers, load_dataset  # noqa: E402
-from fedclust.io import save_figure, write_table  # noqa: E402
+from fedclust.dec.io import load_centers  # noqa: E402
 
 
 def main() -> None:
-    torch.set_num_threads(max(1, int(snakemake.threads)))
-    cfg, seed, ds = snakemake.params.cfg, int(snakemake.params.seed), snakemake.wildcards.dataset
-    x, obs, _ = load_dataset(snakemake.input.features, snakemake.input.obs)
-    y = obs["label"].astype(str).to_numpy()
+    cfg, seed, ds, x, obs, y = best_states_inputs(snakemake)
     tables = [pd.read_csv(p, sep="\t") for p in snakemake.input.results]
     best = best_federated(tables, cfg["datasets"][ds]["selection"])
     split = str(best["split"])
@@ -41,26 +36,14 @@ def main() -> None:
         seed,
         int(cfg["evaluate"]["tsne_max_points"]),
     )
-    save_states(snakemake.output.states, st)
-    summary = {
-        "dataset": ds,
-        "setting": st["key"],
-        "subset": len(st["idx"]),
-        "subset_mse_tsae": st["mse_ae"],
-        "subset_mse_dec": st["mse_dec"],
+    stage = {
         "sil_data_rerun": st["row"].get("sil_data"),
         "sil_data_stage": best["sil_data"],
         "accuracy_rerun": st["row"].get("accuracy"),
         "accuracy_stage": best.get("accuracy", float("nan")),
     }
-    write_table(snakemake.output.table, pd.DataFrame([summary]).round(6), index=False)
-    fig = density_figure(
-        st["emb_dec"],
-        st["emb_ae"],
-        f"{ds}: t-SNE density, best federated run ({st['key']}; pooled "
-        f"evaluation, {len(st['idx'])} points)",
-    )
-    save_figure(fig, snakemake.output.density)
+    title = f"{ds}: t-SNE density, best federated run ({st['key']}; pooled evaluation"
+    write_best_states(snakemake.output, ds, st, stage, title)
 
 
 run(main, snakemake)

@@ -22,3 +22,45 @@ def mirror() -> Path:
     if not path.is_dir():
         pytest.skip(f"offline data mirror not found at {path}")
     return path
+
+
+@pytest.fixture(scope="session")
+def dec_toy_cfg(repo):
+    """Factory of tiny DEC configs (the set-up the DEC pipeline/figures/flower tests share): the
+    validated default ``dec`` block on one dataset ``toy`` (k 3, selection accuracy), arch
+    [16, 4], the toy learning rates, 3 clustering epochs × 3 inits. ``epochs``: TSAE epochs (batch
+    16); ``grid=True``: Adam only, α ∈ {1, 9}, no scaler; ``federated``: updates dec.federated."""
+    import copy
+
+    from fedclust.config import load_yaml, validate_config
+
+    base = validate_config(load_yaml(repo / "config" / "config.yaml"), repo / "config/schema.yaml")
+
+    def make(epochs: int | None = None, grid: bool = False, **federated) -> dict:
+        d = copy.deepcopy(base["dec"])
+        d["datasets"] = {"toy": {"k": 3, "selection": "accuracy"}}
+        d["model"]["arch"] = [16, 4]
+        if epochs is not None:
+            d["autoencoder"].update(epochs=epochs, batch_size=16)
+        d["autoencoder"]["lr"] = {"sgd": 0.1, "adam": 0.01, "yogi": 0.01}
+        d["clustering"].update(max_epochs=3, n_init=3)
+        if grid:
+            d["grid"] = {"optimizers": ["adam"], "alphas": [1, 9], "scalers": ["none"]}
+        d["federated"].update(federated)
+        return d
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def toy_blobs():
+    """Factory: ``make_blobs(n, d, 3 centers, std, seed)`` min-max scaled to [0, 1], as float32,
+    with its labels."""
+    import numpy as np
+    from sklearn.datasets import make_blobs
+
+    def make(n: int, d: int, std: float, seed: int) -> tuple:
+        x, y = make_blobs(n, n_features=d, centers=3, cluster_std=std, random_state=seed)
+        return ((x - x.min()) / (x.max() - x.min())).astype(np.float32), y
+
+    return make

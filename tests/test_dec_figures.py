@@ -5,7 +5,6 @@ through Snakemake (one job per (schedule, size, repetition))."""
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 import subprocess
@@ -15,10 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from sklearn.datasets import make_blobs
 from sklearn.metrics import confusion_matrix
 
-from fedclust.config import load_yaml, validate_config
+from fedclust.config import load_yaml
 from fedclust.dec import figures_extra as fx
 from fedclust.dec import size_curve as sc
 from fedclust.dec.pipeline import run_centralized, run_federated
@@ -27,16 +25,10 @@ from fedclust.metrics.assignment import hungarian_accuracy
 
 
 @pytest.fixture(scope="module")
-def cfg(repo):
-    c = validate_config(load_yaml(repo / "config" / "config.yaml"), repo / "config/schema.yaml")
-    d = copy.deepcopy(c["dec"])
-    d["datasets"] = {"toy": {"k": 3, "selection": "accuracy"}}
-    d["model"]["arch"] = [16, 4]
-    d["autoencoder"].update(epochs=8, batch_size=16)
-    d["autoencoder"]["lr"] = {"sgd": 0.1, "adam": 0.01, "yogi": 0.01}
-    d["clustering"].update(max_epochs=3, n_init=3)
-    d["grid"] = {"optimizers": ["adam"], "alphas": [1, 9], "scalers": ["none"]}
-    d["federated"].update(
+def cfg(dec_toy_cfg):
+    d = dec_toy_cfg(
+        epochs=8,
+        grid=True,
         strategies=["fedadam"],
         ae_rounds=2,
         dec_rounds=2,
@@ -48,10 +40,9 @@ def cfg(repo):
 
 
 @pytest.fixture(scope="module")
-def toy():
-    x, y = make_blobs(150, n_features=16, centers=3, cluster_std=0.7, random_state=1)
-    x = (x - x.min()) / (x.max() - x.min())
-    return x.astype(np.float32), y.astype(str)
+def toy(toy_blobs):
+    x, y = toy_blobs(150, 16, 0.7, 1)
+    return x, y.astype(str)
 
 
 # ---- confusion matrix -----------------------------------------------------------------------

@@ -6,7 +6,6 @@ import copy
 
 import numpy as np
 import pytest
-from sklearn.datasets import make_blobs
 
 from fedclust.config import load_yaml, validate_config
 from fedclust.dec.pipeline import check_features, run_centralized, run_federated
@@ -14,26 +13,20 @@ from fedclust.errors import ConfigError, InputDataError
 
 
 @pytest.fixture(scope="module")
-def cfg(repo):
-    c = validate_config(load_yaml(repo / "config" / "config.yaml"), repo / "config/schema.yaml")
-    d = copy.deepcopy(c["dec"])
-    d["datasets"] = {"toy": {"k": 3, "selection": "accuracy"}}
-    d["model"]["arch"] = [16, 4]
-    d["autoencoder"].update(epochs=15, batch_size=16)
-    d["autoencoder"]["lr"] = {"sgd": 0.1, "adam": 0.01, "yogi": 0.01}
-    d["clustering"].update(max_epochs=3, n_init=3)
-    d["grid"] = {"optimizers": ["adam"], "alphas": [1, 9], "scalers": ["none"]}
-    d["federated"].update(
-        strategies=["fedavg", "fedyogi"], ae_rounds=3, dec_rounds=2, ae_batch_size=16
+def cfg(dec_toy_cfg):
+    return dec_toy_cfg(
+        epochs=15,
+        grid=True,
+        strategies=["fedavg", "fedyogi"],
+        ae_rounds=3,
+        dec_rounds=2,
+        ae_batch_size=16,
     )
-    return d
 
 
 @pytest.fixture(scope="module")
-def toy():
-    x, y = make_blobs(300, n_features=12, centers=3, cluster_std=0.6, random_state=0)
-    x = (x - x.min()) / (x.max() - x.min())
-    return x.astype(np.float32), y
+def toy(toy_blobs):
+    return toy_blobs(300, 12, 0.6, 0)
 
 
 def test_both_configs_validate(repo):

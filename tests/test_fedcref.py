@@ -252,7 +252,7 @@ def test_fedcref_loop_runs_and_ledger_carries_models_only():
     assert {"local_models", "association_stats"} <= set(t.kind)
     nparams = sum(a.size for a in get_parameters(make_ae(64, p.hidden, 0)))
     lm = t[t.kind == "local_models"]
-    assert (lm.floats % nparams == 0).all()  # whole models only
+    assert (lm.floats % (nparams + 1) == 0).all()  # whole models, each with its count n
     assert len(res.edges) > 0  # θ = 1 links every pair: one giant group
     assert res.history[1]["groups"] >= 1
 

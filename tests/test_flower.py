@@ -7,8 +7,6 @@ to 1e-6 (they agree bit for bit: Flower moves .npy bytes and the core does the a
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,9 +14,7 @@ import torch
 
 pytest.importorskip("flwr")
 
-from sklearn.datasets import make_blobs  # noqa: E402
 
-from fedclust.config import load_yaml, validate_config  # noqa: E402
 from fedclust.errors import ConfigError, DisclosureError  # noqa: E402
 from fedclust.federation import Ledger, fit_protocol  # noqa: E402
 from fedclust.flower.engine import check_engine, use_engine  # noqa: E402
@@ -34,23 +30,15 @@ def _one_thread():
 
 
 @pytest.fixture(scope="module")
-def toy():
-    x, y = make_blobs(200, n_features=12, centers=3, cluster_std=0.6, random_state=0)
-    x = ((x - x.min()) / (x.max() - x.min())).astype(np.float32)
+def toy(toy_blobs):
+    x, y = toy_blobs(200, 12, 0.6, 0)
     return x, y, np.repeat(["a", "b"], 100)
 
 
 @pytest.fixture(scope="module")
-def cfg(repo):
-    c = validate_config(load_yaml(repo / "config" / "config.yaml"), repo / "config/schema.yaml")
-    d = copy.deepcopy(c["dec"])
-    d["datasets"] = {"toy": {"k": 3, "selection": "accuracy"}}
-    d["model"]["arch"] = [16, 4]
-    d["autoencoder"]["lr"] = {"sgd": 0.1, "adam": 0.01, "yogi": 0.01}
-    d["clustering"].update(max_epochs=3, n_init=3)
-    d["federated"].update(strategies=["fedyogi"], centroid_aggregation=["max_min"],
-                          ae_rounds=2, dec_rounds=2, ae_batch_size=16)  # fmt: skip
-    return d
+def cfg(dec_toy_cfg):
+    return dec_toy_cfg(strategies=["fedyogi"], centroid_aggregation=["max_min"], ae_rounds=2,
+                       dec_rounds=2, ae_batch_size=16)  # fmt: skip
 
 
 def test_records_round_trip_bitwise():

@@ -266,7 +266,7 @@ def admm_distributed(
 
     Every message passes ``ledger.send`` under its protocol: center → server
     ``local_update`` {x, w, n} and ``objective`` {loss, n}; server → center ``consensus`` {z}.
-    ``min_samples``: the smallest center that may send (no config key yet: 1).
+    ``min_samples``: the smallest center that may send (``admm.min_samples``, default 1).
     """
     t0 = time.perf_counter()
     s = settings

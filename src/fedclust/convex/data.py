@@ -11,6 +11,7 @@ ledger, never from pooled rows; they equal the pooled ones.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -138,8 +139,10 @@ def federated_blocks(
     problem: str,
     ledger: Ledger,
     standardize: bool = True,
+    min_samples: int = 1,
 ) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """Distributed mode: per-center (A_i, b_i), standardised by federated moments (round 0)."""
+    """Distributed mode: per-center (A_i, b_i), standardised by federated moments (round 0);
+    ``min_samples``: the fewest rows a center's moments may summarise (``admm.min_samples``)."""
     X, y, centers = np.asarray(X, float), np.asarray(y, float), np.asarray(centers)
     parts = [(c, X[centers == c], y[centers == c]) for c in names]
     empty = [c for c, Xi, _ in parts if len(Xi) == 0]
@@ -153,11 +156,12 @@ def federated_blocks(
     mean, sd = np.zeros(X.shape[1]), np.ones(X.shape[1])
     ym, ysd = 0.0, 1.0
     if standardize:
+        proto = replace(STANDARDIZE, min_samples=int(min_samples))
         msgs = []
         for c, Xi, yi in parts:
             V = np.column_stack([Xi, yi]) if regress else Xi
             msgs.append(
-                ledger.send(c, "server", center_moments(V), 0, "standardize", protocol=STANDARDIZE)
+                ledger.send(c, "server", center_moments(V), 0, "standardize", protocol=proto)
             )
         mean, sd = server_moments(msgs)
         if regress:

@@ -116,10 +116,11 @@ def run_job(
         res = admm_centralized(A, b, s)
     else:
         ledger = Ledger()
+        m = int(cfg.get("min_samples", 1))  # admm.min_samples: the ledger's rule
         blocks = D.federated_blocks(
-            data.X, data.y, data.centers, data.names, s.problem, ledger, std
+            data.X, data.y, data.centers, data.names, s.problem, ledger, std, min_samples=m
         )
-        res = admm_distributed(blocks, s, ledger)
+        res = admm_distributed(blocks, s, ledger, min_samples=m)
     # node scaling (3.34) with equal-size centers = the centralized problem with λ/N_b
     lam_ref = s.lam if s.scaling == "total" or mode == "centralized" else s.lam / len(data.names)
     x_ref = reference_solution(s.problem, A, b, lam_ref, s.penalize_bias)

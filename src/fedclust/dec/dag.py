@@ -3,6 +3,8 @@ the library so the rule file holds only rules (snakemake --lint) and tests can c
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any
 
 from .units import (
@@ -64,6 +66,42 @@ def data_source(config: dict, dataset: str) -> str | None:
     """``data.<mds|mnist>.source`` of a DEC data set (bmnist is binarised mnist)."""
     key = "mnist" if dataset == "bmnist" else dataset
     return ((config.get("data") or {}).get(key) or {}).get("source")
+
+
+@dataclass
+class FedJobInputs:
+    """What the federated DEC scripts (rules ``dec_fed_tsae``, ``dec_train_federated_unit``)
+    unpack from their job: the config with the selected settings laid over it, the dataset, the
+    split's centers, the seed and the wildcards."""
+
+    cfg: dict
+    x: Any
+    obs: Any
+    centers: Any
+    seed: int
+    wildcards: Any
+
+    def engine(self) -> AbstractContextManager[None]:
+        """The block's round loop runs on ``dec.federated.engine`` (inprocess | flower)."""
+        from fedclust.flower.engine import use_engine
+
+        return use_engine(self.cfg["federated"].get("engine", "inprocess"))
+
+
+def fed_job_inputs(smk: Any) -> FedJobInputs:
+    """Unpack a federated DEC job (``smk``: the script's ``snakemake`` object); also sets torch's
+    thread count to the job's ``threads``."""
+    import torch
+
+    from .io import load_centers, load_dataset
+    from .units import apply_settings, read_settings
+
+    torch.set_num_threads(max(1, int(smk.threads)))
+    w = smk.wildcards
+    cfg = apply_settings(smk.params.cfg, w.dataset, read_settings(smk.input))
+    x, obs, _ = load_dataset(smk.input.features, smk.input.obs)
+    centers = load_centers(smk.input.split, obs.index)
+    return FedJobInputs(cfg, x, obs, centers, int(smk.params.seed), w)
 
 
 # ------------------------------------------------------------------ tuning (issue 16)

@@ -410,6 +410,43 @@ def save_states(path: str, states: dict) -> None:
     write_npz(path, **{k: np.asarray(v) for k, v in states.items() if k not in ("row", "key")})
 
 
+def best_states_inputs(smk: Any) -> tuple[dict, int, str, np.ndarray, pd.DataFrame, np.ndarray]:
+    """The set-up of rules ``dec_best_states`` / ``dec_fed_best_states`` (``smk``: the script's
+    ``snakemake`` object): torch's threads, then (cfg, seed, dataset, x, obs, labels as
+    strings)."""
+    from .io import load_dataset
+
+    torch.set_num_threads(max(1, int(smk.threads)))
+    x, obs, _ = load_dataset(smk.input.features, smk.input.obs)
+    y = obs["label"].astype(str).to_numpy()
+    return smk.params.cfg, int(smk.params.seed), smk.wildcards.dataset, x, obs, y
+
+
+def write_best_states(
+    out: Any, dataset: str, states: dict, stage: dict[str, Any], title: str
+) -> None:
+    """Outputs of rules ``dec_best_states`` / ``dec_fed_best_states``: the states npz
+    (``out.states``), a one-row summary (``out.table``: the re-run's subset and MSEs, then
+    ``stage``, the re-run's numbers beside the stage's) and the t-SNE density (``out.density``,
+    captioned ``title`` + the subset size)."""
+    from fedclust.io import save_figure, write_table
+
+    save_states(out.states, states)
+    summary = {
+        "dataset": dataset,
+        "setting": states["key"],
+        "subset": len(states["idx"]),
+        "subset_mse_tsae": states["mse_ae"],
+        "subset_mse_dec": states["mse_dec"],
+        **stage,
+    }
+    write_table(out.table, pd.DataFrame([summary]).round(6), index=False)
+    fig = density_figure(
+        states["emb_dec"], states["emb_ae"], f"{title}, {len(states['idx'])} points)"
+    )
+    save_figure(fig, out.density)
+
+
 def load_states(path: str) -> dict[str, Any]:
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}

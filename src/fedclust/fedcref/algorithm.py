@@ -1,9 +1,12 @@
 """FedCRef (seed 002 Algorithm 1, §4): clients (center side) and the loop (coordination).
 
 Privacy boundary: a :class:`Client` holds its samples and never sends them. What travels, each
-message through :class:`fedclust.ledger.Ledger`: local AE weights (all-to-all), the association
-statistics (client → graph builder), group membership, FedAvg weights (group aggregator = the
-group's lowest client id ↔ members) and group models (aggregator → every client). Each client
+message through :class:`fedclust.ledger.Ledger` under a :class:`~fedclust.federation.Protocol`
+(:func:`protocols`): local AE weights (all-to-all), the association statistics (client → graph
+builder), the refinement status, group membership, FedAvg weights (group aggregator = the
+group's lowest client id ↔ members) and group models (aggregator → every client). Every client
+message carries ``n``, the sizes of the local clusters it summarises, so the ledger's
+``min_samples`` rule (``fedcref.federated.min_samples``) applies to it. Each client
 computes errors of received models on its own data only. True labels enter only the
 evaluation callback and the Perfect-Associations oracle.
 """
@@ -44,12 +47,45 @@ from .refine import client_stable, cluster_refine, series_stable
 log = logging.getLogger(__name__)
 MODES = ("fedcref", "perfect", "local_only")
 
-# What crosses the ledger in a group's FedAvg (fedclust.federation.Protocol): the member's AE
-# weights with its cluster size (count ≥ min_samples), the group model back; the membership
-# table from the graph builder. FedCRef has no minimum-cluster-size key: min_samples = 1.
+# What crosses the ledger (fedclust.federation.Protocol). Client messages carry their sample
+# counts ``n`` (checked entry-wise ≥ min_samples, ``fedcref.federated.min_samples``, default 1):
+# the local models of Step 1 (one size per model), the association statistics of Step 2 (one
+# per own cluster: stat[q, ·] is computed on cluster q's samples), the Step-4 status (the
+# client's size), a group member's AE weights with its cluster size; from the graph builder /
+# aggregator: the membership table and the group model.
 GROUP_FIT = fit_protocol("fedcref_group_fit", metrics=())
 GROUP_MODEL = Protocol("fedcref_group_model", {"parameters": "parameters"})
 GROUPS = Protocol("fedcref_groups", {"groups": "metadata"})
+
+
+@dataclass(frozen=True)
+class Protocols:
+    """The client-side protocols of one run, bound to its ``min_samples``."""
+
+    local_models: Protocol
+    association: Protocol
+    status: Protocol
+    group_fit: Protocol
+
+
+def protocols(min_samples: int = 1) -> Protocols:
+    m = int(min_samples)
+    return Protocols(
+        local_models=Protocol(
+            "fedcref_local_models", {"models": "parameters", "n": "count"}, min_samples=m
+        ),
+        association=Protocol(
+            "fedcref_association_stats",
+            {"clusters": "metadata", "foreign": "metadata", "stat": "aggregate", "n": "count"},
+            min_samples=m,
+        ),
+        status=Protocol(
+            "fedcref_status",
+            {"stable": "aggregate", "acc_prev": "aggregate", "n": "count"},
+            min_samples=m,
+        ),
+        group_fit=fit_protocol("fedcref_group_fit", metrics=(), min_samples=m),
+    )
 
 
 @dataclass
@@ -75,6 +111,7 @@ class FedCRefParams:
     later_epochs: int = 7
     max_members: int = 30
     strategy: str = "fedavg"
+    min_samples: int = 1
 
     @classmethod
     def from_config(cls, cfg: dict, theta: float | None = None) -> FedCRefParams:
@@ -104,6 +141,7 @@ class FedCRefParams:
             first_epochs=int(fl["first_epochs"]),
             later_epochs=int(fl["later_epochs"]),
             max_members=int(fl["max_members"]),
+            min_samples=int(fl.get("min_samples", 1)),
         )
 
 
@@ -118,6 +156,7 @@ class Client:
         self.x = torch.as_tensor(np.asarray(x, dtype=np.float32))
         self.labels = np.asarray(labels, dtype=int).copy()
         self.models: dict[int, str] = {}  # local cluster → model id
+        self.sizes: dict[str, int] = {}  # model id → samples it was trained on
         self.cache: dict[str, np.ndarray] = {}
         self.active = True
         self._fl_gens: dict[str, torch.Generator] = {}
@@ -139,8 +178,14 @@ class Client:
             params = get_parameters(model)
             self.cache[uid] = sample_errors(model, self.x)
             self.models[q] = uid
+            self.sizes[uid] = len(rows)
             out[uid] = params
         return out
+
+    def models_message(self, models: dict[str, NDArrays]) -> dict[str, Any]:
+        """Step 1's all-to-all message: the local models with the size of each one's cluster."""
+        n = np.asarray([self.sizes[u] for u in models], dtype=np.int64)
+        return {"models": models, "n": n}
 
     def nodes(self) -> list[Node]:
         return [(self.index, q) for q in sorted(self.models)]
@@ -170,6 +215,7 @@ class Client:
             "clusters": np.asarray(own, dtype=np.int64),
             "foreign": np.asarray(keys, dtype=np.int64).reshape(-1, 2),
             "stat": s,
+            "n": np.asarray([np.sum(self.labels == q) for q in own], dtype=np.int64),
         }
 
     # Step 3 (member side of FedAvg, Flower NumPyClient.fit shape)
@@ -195,7 +241,7 @@ class Client:
         self.labels = new
         if stable:
             self.active = False
-        return {"stable": int(stable), "acc_prev": acc}
+        return {"stable": int(stable), "acc_prev": acc, "n": len(self.labels)}
 
 
 def hash_seed(seed: int, uid: str) -> int:
@@ -292,8 +338,9 @@ def train_group(
     members = sorted(members)[: p.max_members]
     proxies = [LedgerClientProxy(clients[ci].cid, _Member(clients[ci], q), ledger)
                for ci, q in members]  # fmt: skip
-    return run_rounds(proxies, strategy, params, p.rounds, {"group": tag}, GROUP_FIT,
-                      kind="group", label=f"fedcref it {it} group {tag}")  # fmt: skip
+    return run_rounds(proxies, strategy, params, p.rounds, {"group": tag},
+                      protocols(p.min_samples).group_fit, kind="group",
+                      label=f"fedcref it {it} group {tag}")  # fmt: skip
 
 
 def run_fedcref(
@@ -320,6 +367,7 @@ def run_fedcref(
                for i, (x, lab, k) in enumerate(zip(xs, init_labels, ks, strict=True))]  # fmt: skip
     res = FedCRefResult()
     ledger = res.ledger
+    proto = protocols(p.min_samples)
     hist_g, hist_i = [0], [int(sum(len(np.unique(c.labels)) for c in clients))]
     row0 = {"iteration": 0, "groups": 0, "isolated": hist_i[0], "active": len(clients),
             "edges": 0, "seconds": 0.0, "cpu_seconds": 0.0}  # fmt: skip
@@ -345,14 +393,16 @@ def run_fedcref(
                 for c in clients:
                     if c.index != j and models:
                         got = ledger.send(
-                            clients[j].cid, c.cid, {"models": models}, it, "local_models"
-                        )
+                            clients[j].cid, c.cid, clients[j].models_message(models), it,
+                            "local_models", protocol=proto.local_models,
+                        )  # fmt: skip
                         c.evaluate_models(got["models"])
             for c in clients:
                 foreign = {n: u for n, u in uid_of.items() if n[0] != c.index}
                 msg = ledger.send(
-                    c.cid, "graph", c.association_stats(foreign), it, "association_stats"
-                )
+                    c.cid, "graph", c.association_stats(foreign), it, "association_stats",
+                    protocol=proto.association,
+                )  # fmt: skip
                 for a, q in enumerate(msg["clusters"]):
                     for b, f in enumerate(msg["foreign"]):
                         stat[((c.index, int(q)), (int(f[0]), int(f[1])))] = float(msg["stat"][a, b])
@@ -384,7 +434,9 @@ def run_fedcref(
         pre_labels = [c.labels.copy() for c in clients]
         for c in clients:
             if c.active:
-                ledger.send(c.cid, "graph", c.refine(group_uids), it, "status")
+                ledger.send(
+                    c.cid, "graph", c.refine(group_uids), it, "status", protocol=proto.status
+                )
         hist_g.append(len(groups))
         hist_i.append(len(isolated))
         row = {"iteration": it, "groups": len(groups), "isolated": len(isolated),

@@ -6,6 +6,7 @@ workflow; it lived in :mod:`.experiments`, whose torch import cost every parse ~
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fedclust.errors import ConfigError
@@ -15,6 +16,22 @@ EXPERIMENTS = ("exp1", "exp2", "exp3", "exp4")
 
 def _tag(v: float) -> str:
     return f"{int(round(float(v) * 100)):03d}"
+
+
+def _sweep(
+    e: dict, key: str, tag: Callable[[Any], str], cast: Callable[[Any], Any]
+) -> dict[str, dict[str, Any]]:
+    """One dataset at one dirtiness, ``key`` swept over ``e[key]`` (exp3: overlap, exp4:
+    n_clients); setting names ``<dataset>_<tag(value)>``."""
+    return {
+        f"{e['dataset']}_{tag(v)}": {
+            "dataset": e["dataset"],
+            "init": "dirty_uniform",
+            "dirtiness": float(e["dirtiness"]),
+            key: cast(v),
+        }
+        for v in e[key]
+    }
 
 
 def settings(cfg: dict) -> dict[str, dict[str, dict[str, Any]]]:
@@ -39,27 +56,9 @@ def settings(cfg: dict) -> dict[str, dict[str, dict[str, Any]]]:
             for t in e["dirtiness"]
         }
     if "exp3" in ex:
-        e = ex["exp3"]
-        out["exp3"] = {
-            f"{e['dataset']}_o{_tag(o)}": {
-                "dataset": e["dataset"],
-                "init": "dirty_uniform",
-                "dirtiness": float(e["dirtiness"]),
-                "overlap": float(o),
-            }
-            for o in e["overlap"]
-        }
+        out["exp3"] = _sweep(ex["exp3"], "overlap", lambda o: f"o{_tag(o)}", float)
     if "exp4" in ex:
-        e = ex["exp4"]
-        out["exp4"] = {
-            f"{e['dataset']}_n{int(n):03d}": {
-                "dataset": e["dataset"],
-                "init": "dirty_uniform",
-                "dirtiness": float(e["dirtiness"]),
-                "n_clients": int(n),
-            }
-            for n in e["n_clients"]
-        }
+        out["exp4"] = _sweep(ex["exp4"], "n_clients", lambda n: f"n{int(n):03d}", int)
     for exp, s in out.items():
         for name, o in s.items():
             if "variants" in ex[exp]:

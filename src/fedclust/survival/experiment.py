@@ -31,7 +31,9 @@ from .model import get_parameters
 from .scenarios import SCENARIOS, partition, split_train_test
 from .strategies import (
     CV_PREDICTIONS,
+    DEFAULT,
     STRATEGIES,
+    Federation,
     Model,
     SurvivalClient,
     blind_c_index,
@@ -130,12 +132,12 @@ def _clients(d, idx_centres, mc, seed, endpoint, rep, scenario) -> list[Survival
     return out
 
 
-def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label) -> float:  # noqa: ANN001
+def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label, fed=DEFAULT) -> float:  # noqa: ANN001
     """Leave-one-centre-out CV: pooled C-index of the held-out centres' predictions."""
     risk, tt, ee = [], [], []
     local: Model | None = None
     if strategy == "ensemble":  # the local models do not depend on the fold: train them once
-        local = train_strategy("isolated", clients, init, hp, mc, ledger, None)
+        local = train_strategy("isolated", clients, init, hp, mc, ledger, None, fed)
     for k, held in enumerate(clients):
         rest = [c for i, c in enumerate(clients) if i != k]
         if local is not None:
@@ -144,7 +146,7 @@ def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label) -> float:
             model = [(p, w / tot) for p, w in members]
         else:
             model = train_strategy(
-                strategy, rest, init, hp, mc, ledger, rng(*seed_label, "order", k)
+                strategy, rest, init, hp, mc, ledger, rng(*seed_label, "order", k), fed
             )
         msg = ledger.send(
             held.cid, "server", held.predict(model), 0, "cv_predictions", protocol=CV_PREDICTIONS
@@ -192,6 +194,7 @@ def run_job(
         mc, d["x_train"].shape[1], derive_seed(seed, "survival", endpoint, rep, "init")
     )
     hps = grid(cfg)
+    fed = Federation.from_config(cfg)
     label = (seed, "survival", endpoint, rep, scenario, strategy)
     cv_ledger, ledger = Ledger(), Ledger()
     rows = []
@@ -211,13 +214,13 @@ def run_job(
             best_per.append(hps[int(np.argmax(scores))])
         model = []
         for c, hp in zip(clients, best_per, strict=True):
-            model += train_strategy("isolated", [c], init, hp, mc, ledger, None)
+            model += train_strategy("isolated", [c], init, hp, mc, ledger, None, fed)
         best = {c.cid: hp.label() for c, hp in zip(clients, best_per, strict=True)}
     else:
         scores = []
         for hp in hps:
             s = (
-                _cv_federated(strategy, clients, init, hp, mc, cv_ledger, label)
+                _cv_federated(strategy, clients, init, hp, mc, cv_ledger, label, fed)
                 if len(hps) > 1
                 else float("nan")
             )
@@ -225,7 +228,7 @@ def run_job(
             rows.append({"centre": "all", "hp": hp.label(), "cv_c_index": s})
         hp = hps[int(np.nanargmax(scores))] if len(hps) > 1 else hps[0]
         model = train_strategy(
-            strategy, clients, init, hp, mc, ledger, rng(*label, "order", "final")
+            strategy, clients, init, hp, mc, ledger, rng(*label, "order", "final"), fed
         )
         best = hp.label()
     ci, each = blind_c_index(

@@ -53,7 +53,8 @@ from .train import (
 Model = list[tuple[list[np.ndarray], float]]
 
 # What a centre may disclose (fedclust.federation.Protocol). A Cox risk set needs two patients
-# (SurvivalClient refuses fewer), so every model update summarises at least MIN_SAMPLES.
+# (SurvivalClient refuses fewer), so every model update summarises at least MIN_SAMPLES (the
+# default of ``survival.min_samples``; :class:`Federation` binds another).
 MIN_SAMPLES = 2
 FIT = fit_protocol("survival_fit", metrics=(), min_samples=MIN_SAMPLES)
 LOCAL_MODEL = fit_protocol("survival_local_model", metrics=(), min_samples=MIN_SAMPLES)
@@ -67,6 +68,31 @@ CV_PREDICTIONS = Protocol(
     per_sample=True,
 )
 PROTOCOLS = (FIT, LOCAL_MODEL, EVALUATE_REQUEST, EVALUATE, CV_PREDICTIONS)
+
+
+@dataclass(frozen=True)
+class Federation:
+    """How the strategies federate (config ``survival.min_samples``, ``survival.engine``): the
+    ledger's ``min_samples`` of the model-update protocols, and what carries Weights
+    Averaging's rounds (``inprocess`` | ``flower``)."""
+
+    min_samples: int = MIN_SAMPLES
+    engine: str = "inprocess"
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> Federation:
+        return cls(int(cfg.get("min_samples", MIN_SAMPLES)), str(cfg.get("engine", "inprocess")))
+
+    @property
+    def fit(self) -> Protocol:
+        return replace(FIT, min_samples=self.min_samples)
+
+    @property
+    def local_model(self) -> Protocol:
+        return replace(LOCAL_MODEL, min_samples=self.min_samples)
+
+
+DEFAULT = Federation()
 
 
 class SurvivalClient:
@@ -178,10 +204,12 @@ def run_weights_averaging(
     hp: HyperParams,
     mc: ModelConfig,
     ledger: Ledger,
-    engine: str = "inprocess",
+    engine: str | None = None,
+    fed: Federation = DEFAULT,
 ) -> Model:  # noqa: ANN001
     """FedAvg with ``ie`` local epochs for ``fe`` rounds, weights n_k / N (D6.2 Fig. 8.5), on
-    the federation core's round loop (``engine``: ``inprocess`` or ``flower``)."""
+    the federation core's round loop (``engine``: ``inprocess`` or ``flower``; default
+    ``fed.engine``)."""
     strategy = LrRuleFedAvg(rule=LrRule(hp.lr, mc.lr_floor))
     params = run_rounds(
         _proxies(clients, ledger),
@@ -189,10 +217,10 @@ def run_weights_averaging(
         [p.copy() for p in init],
         hp.fe,
         {"epochs": hp.ie, "batches": hp.batches},
-        FIT,
+        fed.fit,
         kind="fit",
         label=f"survival weights_averaging {hp.label()} ({len(clients)} centres)",
-        engine=engine,
+        engine=fed.engine if engine is None else engine,
     )
     return [(params, 1.0)]
 
@@ -204,6 +232,7 @@ def run_sequential(
     mc: ModelConfig,
     ledger: Ledger,
     rng: np.random.Generator,
+    fed: Federation = DEFAULT,
 ) -> Model:  # noqa: ANN001
     """The model visits the centres one after another, ``ie`` epochs each; the order is
     reshuffled every federated epoch (D6.2 Fig. 8.4)."""
@@ -214,7 +243,7 @@ def run_sequential(
         lr = _lr_round(proxies, params, rule, k)
         cfg = {"epochs": hp.ie, "batches": hp.batches, "lr": lr}
         for i in rng.permutation(len(clients)):
-            out = proxies[int(i)].fit(params, cfg, k, "sequential", FIT)
+            out = proxies[int(i)].fit(params, cfg, k, "sequential", fed.fit)
             if out is not None:
                 params = out[0]
         clock.done(k + 1)
@@ -222,7 +251,12 @@ def run_sequential(
 
 
 def run_local(
-    clients: Sequence[SurvivalClient], init, hp: HyperParams, ledger: Ledger, weighted: bool
+    clients: Sequence[SurvivalClient],
+    init,
+    hp: HyperParams,
+    ledger: Ledger,
+    weighted: bool,
+    fed: Federation = DEFAULT,
 ) -> Model:  # noqa: ANN001
     """Independent local models sent once to the server: Ensemble (weights n_k / N, D6.2
     Fig. 8.6) or isolated centres (``weighted=False``: weights 1, scored one by one)."""
@@ -230,7 +264,7 @@ def run_local(
     for c in clients:
         p, n = c.fit_local(init, hp)
         msg = ledger.send(
-            c.cid, "server", {"parameters": p, "n": n}, 0, "local_model", protocol=LOCAL_MODEL
+            c.cid, "server", {"parameters": p, "n": n}, 0, "local_model", protocol=fed.local_model
         )
         out.append((msg["parameters"], float(msg["n"])))
     if weighted:
@@ -247,16 +281,18 @@ def train_strategy(
     mc: ModelConfig,
     ledger: Ledger,
     rng: np.random.Generator,
+    fed: Federation = DEFAULT,
 ) -> Model:  # noqa: ANN001
-    """Train ``strategy`` on ``clients`` (centralized: the clients' data pooled, no messages)."""
+    """Train ``strategy`` on ``clients`` (centralized: the clients' data pooled, no messages);
+    ``fed``: the ledger's min_samples and Weights Averaging's engine."""
     if strategy == "weights_averaging":
-        return run_weights_averaging(clients, init, hp, mc, ledger)
+        return run_weights_averaging(clients, init, hp, mc, ledger, fed=fed)
     if strategy == "sequential":
-        return run_sequential(clients, init, hp, mc, ledger, rng)
+        return run_sequential(clients, init, hp, mc, ledger, rng, fed)
     if strategy == "ensemble":
-        return run_local(clients, init, hp, ledger, weighted=True)
+        return run_local(clients, init, hp, ledger, weighted=True, fed=fed)
     if strategy == "isolated":
-        return run_local(clients, init, hp, ledger, weighted=False)
+        return run_local(clients, init, hp, ledger, weighted=False, fed=fed)
     if strategy == "centralized":
         x = np.concatenate([c.x_np for c in clients])
         t = np.concatenate([c.t_np for c in clients])

@@ -1,0 +1,156 @@
+"""The ledger's min_samples where it was missing: FedCRef's client messages carry their sample
+counts n (local models, association statistics, status), and ``survival.min_samples``,
+``admm.min_samples``, ``survival.engine`` reach the library. A center below the minimum is
+rejected with DisclosureError naming it and the rule; the defaults change no number."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedclust.convex import pipeline as PL
+from fedclust.errors import DisclosureError
+from fedclust.fedcref.algorithm import FedCRefParams, run_fedcref
+from fedclust.fedcref.model import get_parameters, make_ae
+from fedclust.survival.cohort import simulate_cohort
+from fedclust.survival.experiment import run_job
+from fedclust.survival.strategies import Federation
+
+# ---------------------------------------------------------------- FedCRef
+P = FedCRefParams(theta=1.0, hidden=(8, 4), epochs=2, batch_size=8, rounds=1, first_epochs=1,
+                  later_epochs=1, max_iterations=1, patience=None)  # fmt: skip
+
+
+def _fedcref_system(sizes=((12, 12), (12, 12), (3, 12))):
+    """Clients holding two well-separated clusters of the given sizes (client 2's first is
+    small)."""
+    g = np.random.default_rng(0)
+    xs, labels = [], []
+    for n0, n1 in sizes:
+        y = np.repeat([0, 1], [n0, n1])
+        xs.append(np.clip(g.normal(0.3 + 0.4 * y[:, None], 0.1, (len(y), 10)), 0, 1))
+        labels.append(y)
+    return xs, labels, [2] * len(sizes)
+
+
+def _run(min_samples: int):
+    xs, labels, ks = _fedcref_system()
+    p = FedCRefParams(**{**P.__dict__, "min_samples": min_samples})
+    return run_fedcref(xs, labels, ks, p, 3, "fedcref")
+
+
+def test_fedcref_messages_carry_counts_and_defaults_are_unchanged():
+    res = _run(1)
+    t = res.ledger.table()
+    sent = t[t.kind.isin(["local_models", "association_stats", "status"])]
+    assert set(sent.protocol) == {"fedcref_local_models", "fedcref_association_stats",
+                                  "fedcref_status"}  # fmt: skip
+    assert sent.fields.str.split(",").map(lambda f: "n" in f).all()
+    # a local-models message: whole models plus one count per model
+    nparams = sum(a.size for a in get_parameters(make_ae(10, P.hidden, 0)))
+    lm = t[t.kind == "local_models"]
+    assert (lm.floats == 2 * (nparams + 1)).all()
+    # status: stable, acc_prev, n
+    assert (t[t.kind == "status"].floats == 3).all()
+    # the smallest cluster has 3 samples: a minimum of 3 passes and changes no number
+    same = _run(3)
+    assert same.ledger.table().equals(t)
+    for a, b in zip(res.labels, same.labels, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert res.history[1] == {**same.history[1], "seconds": res.history[1]["seconds"],
+                              "cpu_seconds": res.history[1]["cpu_seconds"]}  # fmt: skip
+
+
+def test_fedcref_client_below_min_samples_is_rejected():
+    with pytest.raises(DisclosureError) as err:
+        _run(4)
+    e = err.value
+    assert (e.center, e.protocol, e.rule) == ("c002", "fedcref_local_models", "min-samples>=4")
+    assert "c002" in str(e) and "min-samples>=4" in str(e) and "3 sample(s)" in str(e)
+
+
+# ---------------------------------------------------------------- survival
+SURV = {
+    "test_fraction": 0.25, "n_centres": 3, "hub_fraction": 0.4, "isolated_folds": 2,
+    "model": {"hidden": [4], "activation": "relu", "l1": 1e-3, "l2": 1e-3,
+              "optimizer": "adam", "lr_floor": 1e-3},
+    "grid": {"federated_epochs": [2], "internal_epochs": [1], "batches": [1], "lr": [0.05]},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cohort():
+    return simulate_cohort(seed=1, n=160, min_carriers=5)
+
+
+def _job(cohort, strategy, **keys):
+    x, obs = cohort
+    return run_job(x, obs, "OS", "iid_unbalanced", strategy, 0, {**SURV, **keys}, 5)
+
+
+def test_config_keys_validate_with_todays_values(repo):
+    from fedclust.config import load_yaml, validate_config
+
+    for name in ("config.yaml", "thesis.yaml"):
+        c = validate_config(load_yaml(repo / "config" / name), repo / "config/schema.yaml")
+        assert Federation.from_config(c["survival"]) == Federation(2, "inprocess")
+        assert c["admm"]["min_samples"] == 1
+        assert FedCRefParams.from_config(c["fedcref"], 0.2).min_samples == 1
+    assert Federation.from_config({}) == Federation()  # a config without the keys: as before
+
+
+def test_survival_min_samples_above_a_centre_raises_naming_it(cohort):
+    base = _job(cohort, "ensemble")[0]
+    assert base == {**_job(cohort, "ensemble", min_samples=2)[0], "wall_s": base["wall_s"]}
+    sizes = base["centre_sizes"]
+    m = min(sizes) + 1
+    first_small = f"centre{next(i for i, n in enumerate(sizes) if n < m)}"
+    with pytest.raises(DisclosureError) as err:
+        _job(cohort, "ensemble", min_samples=m)
+    e = err.value
+    assert (e.center, e.protocol, e.rule) == (first_small, "survival_local_model",
+                                              f"min-samples>={m}")  # fmt: skip
+    assert first_small in str(e)
+    with pytest.raises(DisclosureError) as err:  # the round loop's fit protocol too
+        _job(cohort, "weights_averaging", min_samples=max(sizes) + 1)
+    assert (err.value.protocol, err.value.rule) == (
+        "survival_fit",
+        f"min-samples>={max(sizes) + 1}",
+    )
+
+
+def test_survival_engine_flower_equals_inprocess(cohort):
+    pytest.importorskip("flwr")
+    a = _job(cohort, "weights_averaging", engine="inprocess")[0]
+    b = _job(cohort, "weights_averaging", engine="flower")[0]
+    drop = ("wall_s",)
+    assert {k: v for k, v in a.items() if k not in drop} == {
+        k: v for k, v in b.items() if k not in drop
+    }
+
+
+# ---------------------------------------------------------------- ADMM
+def _admm_data(sizes=(40, 5, 30)):
+    g = np.random.default_rng(2)
+    n = sum(sizes)
+    X = g.normal(size=(n, 3))
+    y = X @ np.array([1.0, -0.5, 0.2]) + 0.1 * g.normal(size=n)
+    names = [f"c{i}" for i in range(len(sizes))]
+    centers = np.repeat(names, sizes)
+    return PL.TaskData(X, y, centers, names, "test")
+
+
+def test_admm_min_samples_key():
+    cfg = {"rho": 1.0, "max_iter": 30, "eps_abs": None, "eps_rel": 1e-5}
+    task = {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}
+    data = _admm_data()
+    a = PL.run_job(cfg, task, "distributed", data)
+    b = PL.run_job({**cfg, "min_samples": 5}, task, "distributed", data)
+    np.testing.assert_array_equal(a[0].z, b[0].z)
+    pd.testing.assert_frame_equal(a[0].ledger.table(), b[0].ledger.table())
+    with pytest.raises(DisclosureError) as err:
+        PL.run_job({**cfg, "min_samples": 6}, task, "distributed", data)
+    e = err.value
+    assert (e.center, e.protocol, e.rule) == ("c1", "admm_standardize", "min-samples>=6")
+    assert "c1" in str(e)
