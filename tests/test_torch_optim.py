@@ -142,7 +142,7 @@ def test_dec_yogi_bit_identical_to_the_optimizer_subclass():
     assert not torch.equal(a[0], _train(lambda p: Yogi(p, lr=0.02), steps=24)[0])
 
 
-def test_dec_and_attack_optimizers_do_not_import_dynamo():
+def test_dec_attack_decentral_optimizers_do_not_import_dynamo():
     code = (
         "import sys, torch\nfrom fedclust.dec.optim import make_optimizer\n"
         "from fedclust.torch_optim import ReduceLROnPlateau\n"
@@ -153,6 +153,9 @@ def test_dec_and_attack_optimizers_do_not_import_dynamo():
         "    for _ in range(3):\n"
         "        opt.zero_grad(); (w - 1).pow(2).sum().backward(); opt.step(); s.step(1.0)\n"
         "    assert float(w[0]) > 0.05 and opt.lr == 0.05, (kind, w, opt.lr)\n"
+        "from fedclust.decentral.model import KerasAdam\n"
+        "w = torch.nn.Parameter(torch.zeros(3)); opt = KerasAdam([w], lr=0.1)\n"
+        "w.grad = torch.ones(3); opt.step(); assert float(w[0]) < -0.05, w\n"
         "print('torch._dynamo' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
