@@ -1,15 +1,24 @@
 # Stage: admm (seed 003 §2, D6.2 chapter 3): centralized and consensus-distributed ADMM for
-# ridge / LASSO / logistic / linear SVM. One job per (task, mode); admm_report merges them.
+# ridge / LASSO / logistic / linear SVM. One job per (task, mode), or one for all of them
+# (admm.fanout: all, issue 15); admm_report merges them.
 # (Issue 12 groups this under `survival`; it is its own stage so both fan out independently.)
-from fedclust.convex.pipeline import check_tasks, mds_source, task_inputs
+from fedclust.convex import pipeline as ADMM_P
 
 ADMM = config.get("admm", {})
 ADMM_TASKS = ADMM.get("tasks", {})
 ADMM_MODES = ADMM.get("modes", [])
 ADMM_RUNS = [f"{t}/{m}" for t in ADMM_TASKS for m in ADMM_MODES]
+ADMM_UNITS = [(t, m) for t in ADMM_TASKS for m in ADMM_MODES]
+ADMM_GROUPED = ADMM_P.fanout(ADMM) == "all"
+ADMM_RUN_DIRS = (
+    [f"results/admm/runs/{r}" for r in ADMM_RUNS]
+    if ADMM_GROUPED
+    else ["results/admm/runs/{task}/{admm_mode}"]
+)
+ADMM_RUN_ID = "all" if ADMM_GROUPED else "{task}_{admm_mode}"
 if enabled("admm"):
     try:
-        check_tasks(ADMM, config["data"])
+        ADMM_P.check_tasks(ADMM, config["data"])
     except ConfigError as err:
         sys.exit(f"fedclust: invalid configuration\n{err}")
 ADMM_REPORT = {"caption": "../report/admm.rst", "category": "ADMM"}
@@ -17,15 +26,21 @@ ADMM_REPORT = {"caption": "../report/admm.rst", "category": "ADMM"}
 
 rule admm_run:
     input:
-        unpack(lambda wc: task_inputs(ADMM_TASKS[wc.task])),
+        unpack(
+            lambda wc: (
+                ADMM_P.group_inputs(ADMM_TASKS)
+                if ADMM_GROUPED
+                else ADMM_P.task_inputs(ADMM_TASKS[wc.task])
+            )
+        ),
     output:
-        history="results/admm/runs/{task}/{admm_mode}/history.tsv",
-        result="results/admm/runs/{task}/{admm_mode}/result.json",
-        ledger="results/admm/runs/{task}/{admm_mode}/ledger.tsv",
+        history=[f"{d}/history.tsv" for d in ADMM_RUN_DIRS],
+        result=[f"{d}/result.json" for d in ADMM_RUN_DIRS],
+        ledger=[f"{d}/ledger.tsv" for d in ADMM_RUN_DIRS],
     log:
-        "results/logs/admm/admm_run_{task}_{admm_mode}.log",
+        f"results/logs/admm/admm_run_{ADMM_RUN_ID}.log",
     benchmark:
-        "results/benchmarks/admm_run/{task}_{admm_mode}.tsv"
+        f"results/benchmarks/admm_run/{ADMM_RUN_ID}.tsv"
     wildcard_constraints:
         admm_mode="centralized|distributed",
     conda:
@@ -35,9 +50,9 @@ rule admm_run:
         **job_resources("admm_run"),
     params:
         cfg=ADMM,
-        task=lambda wc: ADMM_TASKS[wc.task],
+        units=lambda wc: ADMM_UNITS if ADMM_GROUPED else [(wc.task, wc.admm_mode)],
         seed=SEED,
-        mds_source=mds_source(config["data"]),
+        mds_source=ADMM_P.mds_source(config["data"]),
     script:
         "../scripts/admm_run.py"
 

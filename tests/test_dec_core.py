@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from fedclust import torch_optim
 from fedclust.dec.model import (
     ARCHS,
     TSAE,
@@ -84,8 +85,9 @@ def test_yogi_matches_its_update_equations():
 
 def test_make_optimizer_kinds():
     p = [torch.nn.Parameter(torch.zeros(2))]
-    assert isinstance(make_optimizer("sgd", p, 0.1), torch.optim.SGD)
-    assert make_optimizer("sgd", p, 0.1).defaults["momentum"] == 0.9
+    assert isinstance(make_optimizer("sgd", p, 0.1), torch_optim.SGD)
+    assert make_optimizer("sgd", p, 0.1).momentum == 0.9
+    assert isinstance(make_optimizer("adam", p, 0.1), torch_optim.Adam)
     assert isinstance(make_optimizer("yogi", p, 0.1), Yogi)
     with pytest.raises(ConfigError, match="unknown optimizer"):
         make_optimizer("lbfgs", p, 0.1)

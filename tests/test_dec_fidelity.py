@@ -175,9 +175,9 @@ def test_plateau_scheduler_halves_lr_after_patience_and_noise_adds_clean_epochs(
     sch = torch.optim.lr_scheduler.ReduceLROnPlateau(ref, mode="min", factor=0.5, patience=20)
     for _ in range(35):
         sch.step(1.0)
-    assert opts[0].param_groups[0]["lr"] == pytest.approx(ref.param_groups[0]["lr"]) == 0.05
+    assert opts[0].lr == pytest.approx(ref.param_groups[0]["lr"]) == 0.05
     pipeline.train_autoencoder(tsae, x, "sgd", 0.1, 35, 4, "mse")  # scheduler off
-    assert opts[1].param_groups[0]["lr"] == 0.1
+    assert opts[1].lr == 0.1
     assert len(seen) == 70 and seen[35:] == [0.0] * 35  # σ = 0: no noise, no extra epochs
     with pytest.raises(ConfigError, match="lr_scheduler"):
         pipeline.train_autoencoder(tsae, x, "sgd", 0.1, 1, 4, "mse", scheduler="cosine")

@@ -1,4 +1,5 @@
-"""Issue 15: a grouped job (``survival.fanout`` / ``fedcref.fanout: repetition``) runs several
+"""Issue 15: a grouped job (``survival.fanout`` / ``fedcref.fanout: repetition`` /
+``admm.fanout: all``) runs several
 units in one process; every unit's numbers must equal the unit run alone, whatever ran before it
 and whatever the global RNG state."""
 
@@ -11,6 +12,7 @@ import pandas as pd
 import torch
 
 from fedclust.config import load_yaml, validate_config
+from fedclust.convex import pipeline as ADMM
 from fedclust.data.glyphs import synthetic_glyphs
 from fedclust.fedcref import workflow as FW
 from fedclust.fedcref.experiments import run_setting, run_units, settings, unit_seed
@@ -96,3 +98,32 @@ def test_fedcref_grouped_equals_per_unit(repo):
             assert {k: ra[k] for k in keys} == {k: rg[k] for k in keys}
         pd.testing.assert_frame_equal(a[2], g[2])
     assert unit_seed(9, *pairs[0], 1) != unit_seed(9, *pairs[0], 0)
+
+
+def test_admm_grouped_equals_per_unit(repo):
+    cfg = validate_config(load_yaml(repo / "config" / "config.yaml"), source="config.yaml")
+    admm = copy.deepcopy(cfg["admm"])
+    admm["max_iter"] = 40
+    admm["tasks"] = {k: v for k, v in admm["tasks"].items() if v["dataset"] != "mds"}
+    units = [("svm_breast_cancer", "distributed"), ("ridge_diabetes", "centralized"),
+             ("svm_breast_cancer", "centralized"), ("lasso_diabetes", "distributed")]  # fmt: skip
+    alone = [ADMM.run_units(admm, [u], 5)[0] for u in units]
+    _scramble()
+    grouped = ADMM.run_units(admm, units, 5)
+    for (ra, ia), (rg, ig) in zip(alone, grouped, strict=True):
+        pd.testing.assert_frame_equal(ra.history, rg.history, check_exact=True)
+        pd.testing.assert_frame_equal(ra.ledger.table(), rg.ledger.table(), check_exact=True)
+        for arr in ("z", "reference_x"):
+            np.testing.assert_array_equal(ia.pop(arr), ig.pop(arr))
+        assert {k: v for k, v in ia.items() if k != "seconds"} == {
+            k: v for k, v in ig.items() if k != "seconds"
+        }
+    assert alone[0][1]["objective"] != alone[2][1]["objective"]  # distinct units
+    assert [i["task"] for _, i in grouped] == [t for t, _ in units]
+    # the default config runs all (task, mode) in one job, the thesis one job per run
+    assert ADMM.fanout(cfg["admm"]) == "all" and ADMM.fanout({}) == "unit"
+    thesis = validate_config(load_yaml(repo / "config" / "thesis.yaml"), source="thesis.yaml")
+    assert ADMM.fanout(thesis["admm"]) == "unit"
+    assert ADMM.group_inputs(cfg["admm"]["tasks"])["split"] == [
+        "results/data/mds/splits/equal8.tsv"
+    ]

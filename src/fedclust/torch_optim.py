@@ -1,11 +1,13 @@
-"""``torch.optim.Adam`` / ``SGD`` numbers without the ``torch.optim.Optimizer`` wrapper.
+"""``torch.optim.Adam`` / ``SGD`` / ``lr_scheduler.ReduceLROnPlateau`` numbers without the
+``torch.optim.Optimizer`` wrapper.
 
-The wrapper's ``step`` (``_use_grad_for_differentiable``) and ``zero_grad`` import
-``torch._dynamo`` on first use: about 1 CPU-second per Python process, paid by every one-core
+The wrapper's constructor (``add_param_group`` is ``torch._disable_dynamo``-decorated) imports
+``torch._dynamo``: about 1 CPU-second per Python process, paid by every one-core
 Snakemake job that trains a small model (measured with ``python -X importtime``). These classes
 keep the state exactly as ``torch.optim.Adam._init_group`` / ``SGD._init_group`` build it and
-call torch's own functional kernels (``torch.optim.adam.adam``, ``torch.optim.sgd.sgd``, the
-single-tensor CPU path that the wrapper picks on CPU), so every step is bit-identical to
+call torch's own functional kernels (``torch.optim.adam.adam``, ``torch.optim.sgd.sgd``) with
+the wrapper's default ``foreach=None, fused=None`` (the kernels then pick what ``torch.optim``
+picks: the single-tensor loop on CPU, ``foreach`` on CUDA), so every step is bit-identical to
 ``torch.optim`` (``tests/test_torch_optim.py``); ``zero_grad`` sets gradients to ``None`` as
 ``torch.optim``'s default ``set_to_none=True`` does.
 """
@@ -63,8 +65,8 @@ class Adam:
             v,
             [],
             steps,
-            foreach=False,
-            fused=False,
+            foreach=None,  # torch's default: foreach on CUDA, the single-tensor loop on CPU
+            fused=None,
             has_complex=any(torch.is_complex(p) for p in ps),
             amsgrad=False,
             beta1=self.betas[0],
@@ -89,6 +91,7 @@ class SGD:
         if lr < 0 or momentum < 0 or weight_decay < 0:
             raise ValueError(f"invalid SGD settings lr={lr}, momentum={momentum}")
         self.params = list(params)
+        # ``lr`` may be changed between steps (:class:`ReduceLROnPlateau`)
         self.lr, self.momentum, self.weight_decay = float(lr), momentum, weight_decay
         self.buffers: dict[int, torch.Tensor | None] = {}
 
@@ -105,8 +108,8 @@ class SGD:
             ps,
             [p.grad for p in ps],
             bufs,
-            foreach=False,
-            fused=False,
+            foreach=None,  # torch's default: foreach on CUDA, the single-tensor loop on CPU
+            fused=None,
             weight_decay=self.weight_decay,
             momentum=self.momentum,
             lr=self.lr,
@@ -116,3 +119,29 @@ class SGD:
         )
         if self.momentum != 0:  # the kernel creates the buffers of the first step in place
             self.buffers.update(zip(idx, bufs, strict=True))
+
+
+class ReduceLROnPlateau:
+    """``torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor, patience)`` with
+    torch's defaults (relative threshold 1e-4, cooldown 0, min_lr 0, eps 1e-8) for an optimizer
+    of this module (or any object with a float ``lr``); same float arithmetic as torch's."""
+
+    def __init__(self, opt: Adam | SGD, factor: float = 0.1, patience: int = 10):
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        self.opt, self.factor, self.patience = opt, factor, patience
+        self.threshold, self.eps = 1e-4, 1e-8
+        self.best, self.num_bad_epochs = float("inf"), 0
+
+    def step(self, metric: float) -> None:
+        current = float(metric)
+        if current < self.best * (1.0 - self.threshold):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.num_bad_epochs > self.patience:
+            old_lr = float(self.opt.lr)
+            new_lr = max(old_lr * self.factor, 0)
+            if old_lr - new_lr > self.eps:
+                self.opt.lr = new_lr
+            self.num_bad_epochs = 0

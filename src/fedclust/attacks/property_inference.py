@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import torch_optim
 from ..hac.projection import projection_matrix
 from ..seeds import derive_seed, rng, seed_torch
 from .data import sex_labels, split_preprocess
@@ -83,7 +84,7 @@ def train_classifier(
     for lr in spec.lrs:
         seed_torch(seed, "pi-init", lr)
         model = SexClassifier(d_in, d_nn).to(dev)
-        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        opt = torch_optim.Adam(model.parameters(), lr=lr)  # torch.optim's numbers, no _dynamo
         loss_fn = torch.nn.BCEWithLogitsLoss()
         order_gen = torch.Generator().manual_seed(derive_seed(seed, "pi-order", lr))
         for _epoch in range(spec.epochs):

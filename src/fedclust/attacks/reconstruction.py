@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .. import torch_optim
 from ..errors import ConfigError
 from ..seeds import derive_seed, seed_torch
 from .nets import LinearDecoder, MLPDecoder
@@ -84,7 +85,7 @@ def _fit(
     else:
         raise ValueError(f"unknown decoder {spec.decoder!r}: use linear or mlp")
     f = f.to(y.device)
-    opt_cls = torch.optim.Adam if spec.optimizer == "adam" else torch.optim.SGD
+    opt_cls = torch_optim.Adam if spec.optimizer == "adam" else torch_optim.SGD  # no _dynamo
     opt = opt_cls(f.parameters(), lr=spec.lr)
     gen = torch.Generator().manual_seed(derive_seed(seed, "decoder-batches"))
     bs = spec.batch_size

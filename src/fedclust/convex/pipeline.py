@@ -199,3 +199,35 @@ def task_inputs(task: dict[str, Any]) -> dict[str, str]:
         "obs": "results/data/mds/obs.tsv",
         "split": f"results/data/mds/splits/{task.get('split', 'equal8')}.tsv",
     }
+
+
+def fanout(admm: dict[str, Any]) -> str:
+    """``unit`` (one admm_run job per (task, mode)) or ``all`` (one job running every run;
+    issue 15). The runs are deterministic and independent: the numbers do not depend on it."""
+    return str(admm.get("fanout", "unit")) if admm else "unit"
+
+
+def group_inputs(tasks: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """Union of :func:`task_inputs` over every task: the inputs of the one grouped job."""
+    out: dict[str, list[str]] = {}
+    for task in tasks.values():
+        for k, v in task_inputs(task).items():
+            if v not in out.setdefault(k, []):
+                out[k].append(v)
+    return out
+
+
+def run_units(
+    cfg: dict[str, Any], units: list[tuple[str, str]], seed: int, source: str = ""
+) -> list[tuple[AdmmResult, dict[str, Any]]]:
+    """Run every (task name, mode) of ``units`` in order (one job of any ``fanout``), reading each
+    task's data once from the files :func:`task_inputs` names; a run's numbers depend on its own
+    (task, mode) only."""
+    tasks, data, out = cfg.get("tasks", {}), {}, []
+    for name, mode in units:
+        task = tasks[name]
+        if name not in data:
+            data[name] = load_task(cfg, task, seed, name, **task_inputs(task), source=source)
+        res, info = run_job(cfg, task, mode, data[name])
+        out.append((res, {"task": name, **info}))
+    return out

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from fedclust import torch_optim
 from fedclust.errors import ConfigError, InputDataError
 from fedclust.ledger import Ledger
 from fedclust.metrics.assignment import cycle_accuracy, external_scores, internal_scores
@@ -177,7 +178,7 @@ def train_autoencoder(
         )
     opt = make_optimizer(optimizer, tsae.parameters(), lr)
     sched = (
-        torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=20)
+        torch_optim.ReduceLROnPlateau(opt, factor=0.5, patience=20)
         if scheduler == "plateau"
         else None
     )

@@ -11,6 +11,7 @@ from torch.nn import functional as F
 from fedclust.errors import ConfigError
 
 from .model import TSAE, DECModel, soft_assignment, target_distribution
+from .optim import Optimizer
 
 SCALERS = ("none", "standard", "normal-l1", "normal-l2")
 LOSSES = ("mse", "bce", "dice_bce")
@@ -64,7 +65,7 @@ def recon_loss(x_hat: torch.Tensor, x: torch.Tensor, kind: str, beta: float = 0.
 def ae_epoch(
     model: TSAE,
     x: torch.Tensor,
-    opt: torch.optim.Optimizer,
+    opt: Optimizer,
     batch_size: int,
     loss: str = "mse",
     shuffle: bool = False,
@@ -137,7 +138,7 @@ def kmeans_centroids(
 def dec_epoch(
     model: DECModel,
     x: torch.Tensor,
-    opt: torch.optim.Optimizer,
+    opt: Optimizer,
     batch_size: int,
     target_update: str = "batch",
     shuffle: bool = False,
@@ -189,7 +190,7 @@ class DECHistory:
 def train_dec(
     model: DECModel,
     x: torch.Tensor,
-    opt: torch.optim.Optimizer,
+    opt: Optimizer,
     batch_size: int,
     max_epochs: int = 20,
     tol: float = 0.001,

@@ -140,17 +140,19 @@ def count_parameters(model: HeartNet) -> int:
     return int(sum(w.size for w in model.get_weights()))
 
 
-class KerasAdam(torch.optim.Optimizer):
+class KerasAdam:
     """Adam exactly as Keras 2.11 (epsilon-hat form), one step counter for all parameters.
 
     For speed the parameters are re-homed as views of one flat buffer, so a step is a handful of
-    vector operations on 176k floats instead of a loop over 22 tensors.
+    vector operations on 176k floats instead of a loop over 22 tensors. A plain class (with
+    ``torch.optim``'s ``param_groups`` shape): a ``torch.optim.Optimizer`` subclass imports
+    ``torch._dynamo`` in its constructor, ≈1 CPU-s per job (issue 15).
     """
 
     def __init__(self, params, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999,
                  eps: float = 1e-7):  # fmt: skip
         params = list(params)
-        super().__init__(params, dict(lr=lr, beta1=beta1, beta2=beta2, eps=eps))
+        self.param_groups = [dict(params=params, lr=lr, beta1=beta1, beta2=beta2, eps=eps)]
         self.params = params
         with torch.no_grad():
             self.flat = torch.cat([p.detach().reshape(-1) for p in params])

@@ -11,6 +11,7 @@ import copy
 import numpy as np
 import torch
 
+from fedclust import torch_optim
 from fedclust.errors import ConfigError
 from fedclust.seeds import derive_seed, rng
 
@@ -37,7 +38,7 @@ def local_dec(x: np.ndarray, k: int, cfg: dict, seed: int) -> np.ndarray:
     model = DECModel(tsae, k, 1.0)
     with torch.no_grad():
         model.centroids.copy_(torch.as_tensor(mu))
-    opt = torch.optim.Adam(model.parameters(), lr=float(cfg["dec_lr"]))
+    opt = torch_optim.Adam(model.parameters(), lr=float(cfg["dec_lr"]))  # no torch._dynamo
     train_dec(model, xt, opt, bs, int(cfg["dec_epochs"]), float(cfg["tol"]), "batch", lab, True,
               gen)  # fmt: skip
     return predict(model, xt)
@@ -104,7 +105,7 @@ def centralized_dec_k(
         model = DECModel(copy.deepcopy(tsae), k, 1.0)
         with torch.no_grad():
             model.centroids.copy_(torch.as_tensor(mu))
-        opt = torch.optim.Adam(model.parameters(), lr=float(cfg["dec_lr"]))
+        opt = torch_optim.Adam(model.parameters(), lr=float(cfg["dec_lr"]))  # no torch._dynamo
         train_dec(model, xt, opt, bs, int(cfg["dec_epochs"]), float(cfg["tol"]), "batch", lab,
                   True, gen)  # fmt: skip
         labels[k] = predict(model, xt)
