@@ -67,6 +67,7 @@ rule attack_property_inference:
         "results/benchmarks/attack_property_inference/{part}.tsv"
     wildcard_constraints:
         part=ATT_PART,
+    priority: PRIORITY_LONG
     conda:
         "../envs/fedclust.yaml"
     threads: job_threads("attack_property_inference")
@@ -95,6 +96,7 @@ rule attack_reconstruction:
         "results/benchmarks/attack_reconstruction/{part}.tsv"
     wildcard_constraints:
         part="b[0-9]+",
+    priority: PRIORITY_LONG
     conda:
         "../envs/fedclust.yaml"
     threads: job_threads("attack_reconstruction")

@@ -29,6 +29,12 @@ def job_resources(rule_name):
     return spec
 
 
+# The longest jobs of the default run (attacks' training, FedCRef, gradual sharing, survival)
+# start as soon as their inputs exist, so they overlap with the many short jobs instead of
+# forming a serial tail at the end of the run (issue 15; on SLURM: they are submitted first).
+PRIORITY_LONG = 10
+
+
 def job_threads(rule_name):
     """Threads of a rule's jobs (config ``resources``; capped by --cores locally)."""
     return int(job_spec(rule_name).get("threads", 1))

@@ -109,6 +109,7 @@ rule fedcref_run:
         f"results/benchmarks/fedcref_run/{FCR_RUN_ID}.tsv"
     wildcard_constraints:
         **FCR_RUN_WILDCARDS,
+    priority: PRIORITY_LONG
     conda:
         "../envs/fedclust.yaml"
     threads: job_threads("fedcref_run")

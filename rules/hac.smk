@@ -62,6 +62,7 @@ rule hac_gradual:
         "results/benchmarks/hac_gradual/{cohort}/{part}.tsv"
     wildcard_constraints:
         **HAC_PART,
+    priority: PRIORITY_LONG
     conda:
         "../envs/fedclust.yaml"
     threads: job_threads("hac_gradual")

@@ -72,6 +72,7 @@ rule survival_job:
         f"results/benchmarks/survival_job/{SURV_JOB_ID}.tsv"
     wildcard_constraints:
         **SURV_WILDCARDS,
+    priority: PRIORITY_LONG
     conda:
         "../envs/fedclust.yaml"
     threads: job_threads("survival_job")
