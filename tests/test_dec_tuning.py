@@ -176,3 +176,26 @@ def test_a_diverging_point_is_recorded_not_fatal_and_never_selected(cfg):
     t = pd.DataFrame([{**bad, "scheduler": "none"}, {**ok, "scheduler": "none", "lr": 1e-3}])
     settings, _ = select("lr", t, c, "toy", None)
     assert settings["autoencoder_lr"]["adam"] == 1e-3
+
+
+def test_per_optimizer_override_falls_back_to_the_global_value():
+    """A grid tuned for some optimizers only (thesis-smoke: yogi) leaves the others on the
+    global value; an optimizer that neither names is a ConfigError naming the key."""
+    from fedclust.dec.pipeline import dataset_setting
+    from fedclust.dec.units import apply_settings
+    from fedclust.errors import ConfigError
+
+    cfg = {
+        "datasets": {"mds": {}},
+        "autoencoder": {"batch_size": {"adam": 32, "yogi": 64}, "lr": 0.01},
+        "model": {},
+    }
+    tuned = apply_settings(
+        cfg, "mds", {"autoencoder_batch_size": {"yogi": 16}, "autoencoder_lr": {"yogi": 0.5}}
+    )
+    assert dataset_setting(tuned, "mds", "autoencoder.batch_size", "yogi") == 16
+    assert dataset_setting(tuned, "mds", "autoencoder.batch_size", "adam") == 32
+    assert dataset_setting(tuned, "mds", "autoencoder.lr", "adam") == 0.01  # scalar global
+    assert dataset_setting(tuned, "mds", "autoencoder.lr", "yogi") == 0.5
+    with pytest.raises(ConfigError, match="no autoencoder.batch_size for optimizer sgd"):
+        dataset_setting(tuned, "mds", "autoencoder.batch_size", "sgd")

@@ -75,15 +75,26 @@ def check_features(x: np.ndarray, where: str) -> np.ndarray:
 
 
 def dataset_setting(cfg: dict, dataset: str, key: str, optimizer: str | None = None) -> Any:
-    """A per-dataset override (``dec.datasets.<d>.<key>``) or the global value."""
+    """A per-dataset override (``dec.datasets.<d>.<key>``) or the global value.
+
+    A per-optimizer override that lacks ``optimizer`` (a tuning grid run for some optimizers
+    only) leaves that optimizer on the global value ``dec.<key>``."""
     ds = cfg["datasets"].get(dataset) or {}
     stage, name = key.split(".")
-    value = ds.get(f"{stage}_{name}", cfg[stage][name])
-    if optimizer is not None and isinstance(value, dict):
-        if optimizer not in value:
-            raise ConfigError(f"no {key} for optimizer {optimizer}", where=f"dec.{key}")
-        return value[optimizer]
-    return value
+    glob = cfg[stage][name]
+    value = ds.get(f"{stage}_{name}", glob)
+    if optimizer is None:
+        return value
+    for v in (value, glob):
+        if not isinstance(v, dict):
+            return v
+        if optimizer in v:
+            return v[optimizer]
+    raise ConfigError(
+        f"no {key} for optimizer {optimizer}",
+        where=f"dec.{key}",
+        fix=f"give dec.{key} (or dec.datasets.{dataset}.{stage}_{name}) a value for {optimizer}",
+    )
 
 
 def make_tsae(cfg: dict, n_features: int) -> TSAE:
