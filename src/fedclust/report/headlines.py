@@ -613,7 +613,11 @@ def _fl(metric: str, name: str, cause: str) -> Line:
     )
 
 
-_PENALTY = "; the loss is dominated by the L1/L2 penalty, whose decay depends on the Adam state"
+_PENALTY = (
+    "; the loss is dominated by the L1/L2 penalty, whose decay depends on the Adam state and the "
+    "seed (at thesis scale the thesis' FL loss lies within 6 seeds' range from round 5; "
+    "benchmarks/README.md, decentral_penalty)"
+)
 DECENTRAL = Spec(
     doc="Seed 004: §3.2 centralized baseline, Tables 3.2 and 4.1–4.3 (last table round).",
     lines=(
