@@ -8,7 +8,8 @@ the **round-100** weights of every client; ``loss_test_round[k][99]`` is the los
 32 arrays into :class:`~fedclust.decentral.model.HeartNet`, evaluates on our client k test split
 and prints Keras' number beside ours, with the penalty (L1 + L2 of the first kernel) and BCE split
 and the share of first-kernel entries with |w| < 1e-3 (spec §3.3, issue 16). The pickle is the
-author's data: pass its path, it is not part of this project.
+author's data: pass its path, it is not part of this project. Loading a pickle runs code
+from the file: use only a file you fetched from the author's repository yourself.
 
     python benchmarks/decentral_keras_pickle.py PATH/results_Test_customized_1_v4_noValidation.pkl
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedclust.hac.figures import NMIN10_COLUMNS
 from fedclust.report import headlines as H
 from fedclust.report.headline import MISSING_OURS, table_rows, verdict
 
@@ -61,20 +62,7 @@ def _hac():
             for c in COHORTS
             for k in links
         ],
-        columns=[
-            "cohort",
-            "prep",
-            "metric",
-            "linkage",
-            "n",
-            "n_min",
-            "ccc",
-            "fmi",
-            "ari",
-            "rel_error",
-            "inversions",
-            "ccc_monotone",
-        ],
+        columns=list(NMIN10_COLUMNS),
     )
     exact = pd.DataFrame(
         [

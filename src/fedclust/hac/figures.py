@@ -159,24 +159,16 @@ def cuts_summary(cuts: pd.DataFrame, grad: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: columns of Table 4.1-style n_min = 10 % rows (``nmin10.tsv``)
+NMIN10_COLUMNS = ("cohort", "prep", "metric", "linkage", "n", "n_min", "ccc", "fmi", "ari",
+                  "rel_error", "inversions", "ccc_monotone")  # fmt: skip
+
+
 def nmin10_table(t: pd.DataFrame) -> pd.DataFrame:
     d = t[(t.n_min == t.n_min_top) & (t.prep == "vst") & (t.metric == "euclidean")]
     if d.empty:
         d = t[t.n_min == t.n_min_top]
-    cols = [
-        "cohort",
-        "prep",
-        "metric",
-        "linkage",
-        "n",
-        "n_min",
-        "ccc",
-        "fmi",
-        "ari",
-        "rel_error",
-        "inversions",
-        "ccc_monotone",
-    ]
+    cols = list(NMIN10_COLUMNS)
     return d[cols].sort_values(["cohort", "linkage"]).reset_index(drop=True)
 
 
