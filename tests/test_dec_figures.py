@@ -189,6 +189,11 @@ def test_committed_measurement_is_a_nested_curve(repo):
     assert {1000, 2000, 5000} <= set(pts["size"])
     e = pts[pts.schedule == "fixed_epochs"]
     assert (e.ae_epochs == 50).all() and len(sc.fit_trend(e)) == 1
+    # the committed trend is the one the points give (rounded to 5 digits when written)
+    trend = pd.read_csv(repo / "docs" / "dec_size_curve" / "trend.tsv", sep="\t")
+    fit = sc.fit_trend(pts).set_index("schedule").loc[trend.schedule]
+    for col in ("points", "slope_log10", "r2", "accuracy_at"):
+        np.testing.assert_allclose(fit[col].to_numpy(float), trend[col].to_numpy(float), atol=1e-4)
 
 
 def test_schedule_epochs_steps():
