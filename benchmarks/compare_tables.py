@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from fedclust.report.compare import main  # noqa: E402
+from fedclust.report.compare import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

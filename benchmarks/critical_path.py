@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from fedclust.perf.critical_path import main  # noqa: E402
+from fedclust.perf.critical_path import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

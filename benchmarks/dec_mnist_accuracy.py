@@ -23,7 +23,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from fedclust.dec.pipeline import run_centralized  # noqa: E402
+from fedclust.dec.pipeline import run_centralized
 
 
 def main() -> None:

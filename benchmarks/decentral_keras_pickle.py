@@ -44,7 +44,7 @@ def main() -> None:
     from fedclust.io import read_table
 
     with open(a.pickle, "rb") as fh:  # the author's file, read on request only
-        res = pickle.load(fh)  # noqa: S301
+        res = pickle.load(fh)
     f = read_table(Path(a.data) / "features.parquet")
     obs = read_table(Path(a.data) / "obs.tsv").loc[f.index]
     data = make_client_data(f, obs["HeartDisease"].to_numpy(), obs["hospital"].to_numpy())

@@ -50,7 +50,7 @@ def main() -> None:
     kernels: dict[int, list[np.ndarray]] = {}
     orig = ApproachRun.record
 
-    def record(self, t, evals):  # noqa: ANN001, ANN202
+    def record(self, t, evals):
         kernels[t] = [s[0] for s in self.states]  # first Dense kernel (20, 256) per client
         return orig(self, t, evals)
 

@@ -23,11 +23,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import fedclust.federation as core  # noqa: E402
-from fedclust.dec.federated import AE_FIT, DEC_FIT, DECClient, dec_parameters, make_strategy  # noqa: E402
-from fedclust.dec.model import TSAE, DECModel, encoder_dims, get_parameters  # noqa: E402
-from fedclust.federation import Ledger, LedgerClientProxy  # noqa: E402
-from fedclust.flower.engine import use_engine  # noqa: E402
+import fedclust.federation as core
+from fedclust.dec.federated import AE_FIT, DEC_FIT, DECClient, dec_parameters, make_strategy
+from fedclust.dec.model import TSAE, DECModel, encoder_dims, get_parameters
+from fedclust.federation import Ledger, LedgerClientProxy
+from fedclust.flower.engine import use_engine
 
 
 def main() -> None:

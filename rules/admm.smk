@@ -2,7 +2,7 @@
 # ridge / LASSO / logistic / linear SVM. One job per (task, mode), or one for all of them
 # (admm.fanout: all, issue 15); admm_report merges them.
 # (Issue 12 groups this under `survival`; it is its own stage so both fan out independently.)
-from fedclust.convex import pipeline as ADMM_P
+from fedclust.admm import pipeline as ADMM_P
 
 ADMM = config.get("admm", {})
 ADMM_TASKS = ADMM.get("tasks", {})

@@ -9,10 +9,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's library
 
-from fedclust.errors import FedclustError  # noqa: E402
+from fedclust.errors import FedclustError
 
 
-def run(main: Callable[[], None], snakemake) -> None:  # noqa: ANN001
+def run(main: Callable[[], None], snakemake) -> None:
     """Run ``main`` with logging to ``snakemake.log[0]`` (and stderr).
 
     A :class:`FedclustError` ends the job with its message (what, where, fix) and no traceback.

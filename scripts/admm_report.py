@@ -1,15 +1,11 @@
 """Rule `admm_report`: summary and message tables, one convergence figure per task, section."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.convex import report as R  # noqa: E402
-from fedclust.io import read_json, save_figure, write_table  # noqa: E402
-from fedclust.report import Section, headlines, write_section  # noqa: E402
+from fedclust.admm import report as R
+from fedclust.io import read_json, save_figure, write_table
+from fedclust.report import Section, headlines, write_section
 
 
 def main() -> None:

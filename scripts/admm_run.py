@@ -1,14 +1,10 @@
 """Rule `admm_run`: ADMM runs (task × mode; one, or all with admm.fanout: all): history, result
 and ledger tables of each run."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.convex.pipeline import run_units  # noqa: E402
-from fedclust.io import write_json, write_table  # noqa: E402
+from fedclust.admm.pipeline import run_units
+from fedclust.io import write_json, write_table
 
 
 def main() -> None:

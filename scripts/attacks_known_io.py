@@ -2,17 +2,14 @@
 for the preprocessings and known sets of one part (issue 14 fan-out; `attacks_merge` joins)."""
 
 import logging
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
+import pandas as pd
+from _common import run
 
-from fedclust.attacks import workflow as wf  # noqa: E402
-from fedclust.attacks.data import most_variable, preprocess  # noqa: E402
-from fedclust.attacks.known_io import known_io_curve  # noqa: E402
-from fedclust.io import read_table, write_table  # noqa: E402
+from fedclust.attacks import workflow as wf
+from fedclust.attacks.data import most_variable, preprocess
+from fedclust.attacks.known_io import known_io_curve
+from fedclust.io import read_table, write_table
 
 
 def main() -> None:

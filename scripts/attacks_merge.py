@@ -1,15 +1,11 @@
 """Rule `attacks_merge`: the attack parts → the tables `attacks_report` reads, in the rows and
 order of the all-in-one jobs (issue 14)."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.attacks import workflow as wf  # noqa: E402
-from fedclust.attacks.property_inference import property_inference_tests  # noqa: E402
-from fedclust.io import read_table, write_table  # noqa: E402
+from fedclust.attacks import workflow as wf
+from fedclust.attacks.property_inference import property_inference_tests
+from fedclust.io import read_table, write_table
 
 
 def main() -> None:

@@ -1,17 +1,13 @@
 """Rule `attack_property_inference`: sex from projected data (thesis §4.4.2, Fig 4.16), for the
 projection conditions and runs of one part (issue 14 fan-out; `attacks_merge` joins)."""
 
-import sys
-from pathlib import Path
+import torch
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import torch  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.attacks import workflow as wf  # noqa: E402
-from fedclust.attacks.data import load_cohorts  # noqa: E402
-from fedclust.attacks.property_inference import TrainSpec, run_property_inference  # noqa: E402
-from fedclust.io import read_table, write_table  # noqa: E402
+from fedclust.attacks import workflow as wf
+from fedclust.attacks.data import load_cohorts
+from fedclust.attacks.property_inference import TrainSpec, run_property_inference
+from fedclust.io import read_table, write_table
 
 
 def device(name: str) -> str:

@@ -2,17 +2,13 @@
 VST vs size factors, combined attack (thesis §4.4.3, Figs 4.17–4.19), for the runs of one part
 or the Fig 4.18 pseudo-inverse table of one cohort (issue 14 fan-out; `attacks_merge` joins)."""
 
-import sys
-from pathlib import Path
+import torch
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import torch  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.attacks import workflow as wf  # noqa: E402
-from fedclust.attacks.data import load_cohorts  # noqa: E402
-from fedclust.attacks.reconstruction import run_reconstruction  # noqa: E402
-from fedclust.io import read_table, write_table  # noqa: E402
+from fedclust.attacks import workflow as wf
+from fedclust.attacks.data import load_cohorts
+from fedclust.attacks.reconstruction import run_reconstruction
+from fedclust.io import read_table, write_table
 
 
 def main() -> None:

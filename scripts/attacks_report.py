@@ -1,16 +1,12 @@
 """Rule `attacks_report`: Figs 4.14–4.19, the summary table and the report section."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.attacks import figures  # noqa: E402
-from fedclust.attacks.summary import summary_table  # noqa: E402
-from fedclust.io import save_figure, write_table  # noqa: E402
-from fedclust.report import Section, headlines, write_section  # noqa: E402
+from fedclust.attacks import figures
+from fedclust.attacks.summary import summary_table
+from fedclust.io import save_figure, write_table
+from fedclust.report import Section, headlines, write_section
 
 
 def _read(path: str) -> pd.DataFrame:

@@ -1,13 +1,11 @@
 """Rules `download_<dataset>`: fetch registered upstream files (mirror or network), verified."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
+from _common import run
 
-from fedclust.data.download import fetch, lock_path_for  # noqa: E402
-from fedclust.data.registry import remote  # noqa: E402
+from fedclust.data.download import fetch, lock_path_for
+from fedclust.data.registry import remote
 
 
 def main() -> None:

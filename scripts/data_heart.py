@@ -1,13 +1,9 @@
 """Rule `data_heart`: the heart-disease table of seed 004 (features, obs, imputation info)."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.data import heart  # noqa: E402
-from fedclust.io import write_json, write_table  # noqa: E402
+from fedclust.data import heart
+from fedclust.io import write_json, write_table
 
 
 def main() -> None:

@@ -1,16 +1,12 @@
 """Rule `mds`: IPSS-M cohort (real) or the MDS-like simulator → features.parquet, obs.tsv."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.data.mds import load_ipssm  # noqa: E402
-from fedclust.data.preprocess import impute_binary_frequency  # noqa: E402
-from fedclust.data.simulate import simulate_mds  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
+from fedclust.data.mds import load_ipssm
+from fedclust.data.preprocess import impute_binary_frequency
+from fedclust.data.simulate import simulate_mds
+from fedclust.io import write_table
 
 
 def main() -> None:

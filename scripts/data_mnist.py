@@ -1,14 +1,10 @@
 """Rule `mnist`: MNIST-family images in [0, 1] (mnist) and binarised at 0.5 (bmnist)."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.data.download import verify_downloads  # noqa: E402
-from fedclust.data.mnist import as_tables, binarise, load_source  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
+from fedclust.data.download import verify_downloads
+from fedclust.data.mnist import as_tables, binarise, load_source
+from fedclust.io import write_table
 
 
 def main() -> None:

@@ -1,12 +1,8 @@
 """Rule `data_report`: per-dataset summary table and the data section of the report (order 10)."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.data.report import build_data_report  # noqa: E402
+from fedclust.data.report import build_data_report
 
 
 def main() -> None:

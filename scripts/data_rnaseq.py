@@ -1,17 +1,14 @@
 """Rule `rnaseq_cohort`: parse Xena files → counts, size-factor normalised, VST, obs, PCA figure."""
 
 import logging
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
+from _common import run
 
-from fedclust.data.preprocess import preprocess_rnaseq  # noqa: E402
-from fedclust.data.summary import pca_figure  # noqa: E402
-from fedclust.data.tcga import load_xena_cohort  # noqa: E402
-from fedclust.io import save_figure, write_table  # noqa: E402
-from fedclust.seeds import derive_seed  # noqa: E402
+from fedclust.data.preprocess import preprocess_rnaseq
+from fedclust.data.summary import pca_figure
+from fedclust.data.tcga import load_xena_cohort
+from fedclust.io import save_figure, write_table
+from fedclust.seeds import derive_seed
 
 
 def main() -> None:

@@ -1,13 +1,9 @@
 """Rule `simulate_rnaseq`: write a simulated cohort in the exact UCSC Xena file format."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.data.simulate import simulate_rnaseq, site_shares  # noqa: E402
-from fedclust.data.tcga import tss_table  # noqa: E402
+from fedclust.data.simulate import simulate_rnaseq, site_shares
+from fedclust.data.tcga import tss_table
 
 
 def main() -> None:

@@ -1,14 +1,12 @@
 """Rules `split_<name>`: assign samples to centers; one table + a folder of center files."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
+from _common import run
 
-from fedclust.data.split import spec_centers, split_table  # noqa: E402
-from fedclust.io import read_table, write_table  # noqa: E402
-from fedclust.seeds import derive_seed  # noqa: E402
+from fedclust.data.split import spec_centers, split_table
+from fedclust.io import read_table, write_table
+from fedclust.seeds import derive_seed
 
 
 def main() -> None:

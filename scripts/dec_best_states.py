@@ -1,14 +1,10 @@
 """Rule `dec_best_states`: re-run the best centralized configuration of one dataset, keep the
 end-of-TSAE and end-of-clustering embeddings, draw the t-SNE density (seed 000 Fig. 5.8 / 5.10)."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.dec.figures_extra import (  # noqa: E402
+from fedclust.dec.figures_extra import (
     best_states_inputs,
     centralized_states,
     write_best_states,

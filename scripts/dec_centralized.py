@@ -1,25 +1,23 @@
 """Rule `dec_train`: merge of the centralized grid units of one dataset (the tables of the
 all-in-one run, row for row), the best run's labels and its figures."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from _common import run  # noqa: E402
+import pandas as pd
+import torch
+from _common import run
 
-from fedclust.dec.io import load_dataset  # noqa: E402
-from fedclust.dec.pipeline import reference_scores  # noqa: E402
-from fedclust.dec.plots import (  # noqa: E402
+from fedclust.dec.io import load_dataset
+from fedclust.dec.pipeline import reference_scores
+from fedclust.dec.plots import (
     digits_grid,
     generated_samples,
     mutation_heatmap,
     training_curves,
     tsne_panels,
 )
-from fedclust.dec.units import apply_settings, load_pt, merge_central, read_settings  # noqa: E402
-from fedclust.io import read_table, save_figure, write_table  # noqa: E402
+from fedclust.dec.units import apply_settings, load_pt, merge_central, read_settings
+from fedclust.io import read_table, save_figure, write_table
 
 
 def main() -> None:

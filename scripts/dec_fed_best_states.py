@@ -1,20 +1,18 @@
 """Rule `dec_fed_best_states`: re-run the best federated configuration of one dataset (over all
 splits), keep its federated-TSAE and final embeddings, draw the t-SNE density (Fig. 5.17)."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
+import pandas as pd
+from _common import run
 
-from fedclust.dec.figures_extra import (  # noqa: E402
+from fedclust.dec.figures_extra import (
     best_federated,
     best_states_inputs,
     federated_states,
     write_best_states,
 )
-from fedclust.dec.io import load_centers  # noqa: E402
+from fedclust.dec.io import load_centers
 
 
 def main() -> None:

@@ -1,16 +1,14 @@
 """Rule `dec_train_federated_unit`: a block of (strategy, centroid aggregation) runs on one split
 (one run in the thesis config, the whole split in the default config)."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
+from _common import run
 
-from fedclust.dec.dag import fed_job_inputs  # noqa: E402
-from fedclust.dec.pipeline import FedTSAEState, run_federated_unit  # noqa: E402
-from fedclust.dec.units import federated_units, load_pt  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
+from fedclust.dec.dag import fed_job_inputs
+from fedclust.dec.pipeline import FedTSAEState, run_federated_unit
+from fedclust.dec.units import federated_units, load_pt
+from fedclust.io import write_table
 
 
 def main() -> None:

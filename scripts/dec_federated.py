@@ -1,16 +1,12 @@
 """Rule `dec_train_federated`: merge of the federated units of one split (the all-in-one
 tables, row for row) and the curves figure."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.pipeline import sort_results  # noqa: E402
-from fedclust.dec.plots import federated_curves  # noqa: E402
-from fedclust.dec.units import concat  # noqa: E402
-from fedclust.io import read_table, save_figure, write_table  # noqa: E402
+from fedclust.dec.pipeline import sort_results
+from fedclust.dec.plots import federated_curves
+from fedclust.dec.units import concat
+from fedclust.io import read_table, save_figure, write_table
 
 
 def main() -> None:

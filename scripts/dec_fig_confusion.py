@@ -1,13 +1,9 @@
 """Rule `dec_fig_confusion`: confusion matrix of the best centralized run (Fig. 5.5 / B.1)."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.figures_extra import confusion_figure, confusion_table  # noqa: E402
-from fedclust.io import read_table, save_figure, write_table  # noqa: E402
+from fedclust.dec.figures_extra import confusion_figure, confusion_table
+from fedclust.io import read_table, save_figure, write_table
 
 
 def main() -> None:

@@ -1,20 +1,16 @@
 """Rule `dec_fig_mnist`: Figs 5.7 (4s and 9s as images), 5.15 (reconstructions of a "4") and
 5.16 (2-D space drawn as reconstructions / originals) from the best run's states."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.figures_extra import (  # noqa: E402
+from fedclust.dec.figures_extra import (
     fours_nines_figure,
     load_states,
     recon_original_figure,
     reconstruction_figure,
 )
-from fedclust.dec.io import read_obs  # noqa: E402
-from fedclust.io import save_figure  # noqa: E402
+from fedclust.dec.io import read_obs
+from fedclust.io import save_figure
 
 
 def main() -> None:

@@ -1,14 +1,10 @@
 """Rule `dec_fig_mnist_bmnist`: one image per digit, MNIST over BMNIST (seed 000 Fig. 3.1)."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.figures_extra import mnist_bmnist_figure  # noqa: E402
-from fedclust.dec.io import load_dataset  # noqa: E402
-from fedclust.io import save_figure  # noqa: E402
+from fedclust.dec.figures_extra import mnist_bmnist_figure
+from fedclust.dec.io import load_dataset
+from fedclust.io import save_figure
 
 
 def main() -> None:

@@ -1,12 +1,8 @@
 """Rule `dec_figures_report`: report section of the extra seed 000 figures and the size curve."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.figures_report import build_figures_section  # noqa: E402
+from fedclust.dec.figures_report import build_figures_section
 
 
 def main() -> None:

@@ -1,12 +1,8 @@
 """Rule `dec_report`: the DEC section of the report and its summary tables."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.report import build_section  # noqa: E402
+from fedclust.dec.report import build_section
 
 
 def main() -> None:

@@ -1,14 +1,10 @@
 """Rule `dec_size_curve`: the MNIST accuracy-vs-size table and figure."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.dec.size_curve import fit_trend, size_curve_figure, summarise  # noqa: E402
-from fedclust.io import save_figure, write_table  # noqa: E402
+from fedclust.dec.size_curve import fit_trend, size_curve_figure, summarise
+from fedclust.io import save_figure, write_table
 
 
 def main() -> None:

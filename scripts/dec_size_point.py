@@ -1,14 +1,10 @@
 """Rule `dec_size_point`: one (schedule, size, repetition) of the MNIST size curve."""
 
-import sys
-from pathlib import Path
+import torch
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import torch  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.dec.size_curve import load_curve_data, size_point  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
+from fedclust.dec.size_curve import load_curve_data, size_point
+from fedclust.io import write_table
 
 
 def main() -> None:

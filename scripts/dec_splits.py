@@ -1,14 +1,10 @@
 """Rule `dec_splits`: samples per center of every split of a dataset (seed 000 Figs 4.1/4.2)."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.io import read_obs  # noqa: E402
-from fedclust.dec.plots import split_histograms  # noqa: E402
-from fedclust.io import read_table, save_figure, write_table  # noqa: E402
+from fedclust.dec.io import read_obs
+from fedclust.dec.plots import split_histograms
+from fedclust.io import read_table, save_figure, write_table
 
 
 def main() -> None:

@@ -2,15 +2,11 @@
 Hungarian-matched to the groups; patients without a reference category left out of the
 reference test."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.io import read_obs  # noqa: E402
-from fedclust.dec.survival import km_panels  # noqa: E402
-from fedclust.io import read_table, save_figure, write_table  # noqa: E402
+from fedclust.dec.io import read_obs
+from fedclust.dec.survival import km_panels
+from fedclust.io import read_table, save_figure, write_table
 
 
 def main() -> None:

@@ -1,15 +1,11 @@
 """Rule `dec_tsae`: the centralized TSAE of one (dataset, optimizer), handed to its DEC units."""
 
-import sys
-from pathlib import Path
+import torch
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import torch  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.dec.io import load_dataset  # noqa: E402
-from fedclust.dec.pipeline import check_features, device, train_central_tsae  # noqa: E402
-from fedclust.dec.units import apply_settings, read_settings, save_pt, tsae_record  # noqa: E402
+from fedclust.dec.io import load_dataset
+from fedclust.dec.pipeline import check_features, device, train_central_tsae
+from fedclust.dec.units import apply_settings, read_settings, save_pt, tsae_record
 
 
 def main() -> None:

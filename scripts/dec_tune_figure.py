@@ -1,14 +1,10 @@
 """Rule `dec_tune_figure`: one tuning figure (seed 000 Figs 5.1–5.4, A.1–A.10) from its grid
 table."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.tuning_plots import grid_figure  # noqa: E402
-from fedclust.io import read_table, save_figure  # noqa: E402
+from fedclust.dec.tuning_plots import grid_figure
+from fedclust.io import read_table, save_figure
 
 
 def main() -> None:

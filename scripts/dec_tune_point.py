@@ -1,18 +1,16 @@
 """Rule `dec_tune_point`: points of one tuning grid (seed 000 Tables A.1–A.8, B.1–B.3, B.6):
 one point per job in the thesis config, the whole (two-point) grid in the default config."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from _common import run  # noqa: E402
+import pandas as pd
+import torch
+from _common import run
 
-from fedclust.dec.io import load_dataset  # noqa: E402
-from fedclust.dec.tuning import grid_points, point_ids, run_cluster_point, run_tsae_point  # noqa: E402
-from fedclust.dec.units import apply_settings, load_pt, load_tsae, read_settings  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
+from fedclust.dec.io import load_dataset
+from fedclust.dec.tuning import grid_points, point_ids, run_cluster_point, run_tsae_point
+from fedclust.dec.units import apply_settings, load_pt, load_tsae, read_settings
+from fedclust.io import write_table
 
 
 def main() -> None:

@@ -2,15 +2,11 @@
 before the grid with the source dataset's selection of that grid (seed 000: BMNIST's Step 2
 used MNIST's values)."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.tuning import reuse_settings  # noqa: E402
-from fedclust.dec.units import read_settings  # noqa: E402
-from fedclust.io import read_json, write_json  # noqa: E402
+from fedclust.dec.tuning import reuse_settings
+from fedclust.dec.units import read_settings
+from fedclust.io import read_json, write_json
 
 
 def main() -> None:

@@ -1,15 +1,11 @@
 """Rule `dec_tune_select`: one tuning grid's table, its selection (seed 000 §4.1 / §3.8 order)
 with the thesis' values beside ours, and the settings file the next rules read."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.dec.tuning import select, with_thesis  # noqa: E402
-from fedclust.dec.units import concat, read_settings  # noqa: E402
-from fedclust.io import read_table, write_json, write_table  # noqa: E402
+from fedclust.dec.tuning import select, with_thesis
+from fedclust.dec.units import concat, read_settings
+from fedclust.io import read_table, write_json, write_table
 
 
 def main() -> None:

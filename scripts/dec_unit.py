@@ -1,16 +1,14 @@
 """Rule `dec_train_unit`: one block of the centralized grid (one configuration in the thesis
 config, a whole dataset in the default config), its tables and its best model."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import torch  # noqa: E402
-from _common import run  # noqa: E402
+import torch
+from _common import run
 
-from fedclust.dec.io import load_dataset  # noqa: E402
-from fedclust.dec.pipeline import run_central_unit  # noqa: E402
-from fedclust.dec.units import (  # noqa: E402
+from fedclust.dec.io import load_dataset
+from fedclust.dec.pipeline import run_central_unit
+from fedclust.dec.units import (
     apply_settings,
     best_record,
     central_units,
@@ -19,7 +17,7 @@ from fedclust.dec.units import (  # noqa: E402
     read_settings,
     save_pt,
 )
-from fedclust.io import write_table  # noqa: E402
+from fedclust.io import write_table
 
 
 def main() -> None:

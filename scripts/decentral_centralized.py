@@ -1,15 +1,11 @@
 """Rule `decentral_centralized`: the centralized baseline (grid search or published best)."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+import torch
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.decentral.centralized import centralized_baseline  # noqa: E402
-from fedclust.io import read_table, write_json, write_table  # noqa: E402
+from fedclust.decentral.centralized import centralized_baseline
+from fedclust.io import read_table, write_json, write_table
 
 
 def main() -> None:

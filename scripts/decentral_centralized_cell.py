@@ -1,15 +1,11 @@
 """Rule `decentral_centralized_cell`: one (batch size, epochs) cell of the centralized grid."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+import torch
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.decentral.centralized import grid_cell  # noqa: E402
-from fedclust.io import read_table, write_table  # noqa: E402
+from fedclust.decentral.centralized import grid_cell
+from fedclust.io import read_table, write_table
 
 
 def main() -> None:

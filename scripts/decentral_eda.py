@@ -1,14 +1,10 @@
 """Rule `decentral_eda`: seed 004 chapter 3 (Tables 3.1–3.4, Figs 3.1–3.2), thesis beside ours."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.data import heart  # noqa: E402
-from fedclust.decentral import eda  # noqa: E402
-from fedclust.io import read_table, save_figure, write_table  # noqa: E402
+from fedclust.data import heart
+from fedclust.decentral import eda
+from fedclust.io import read_table, save_figure, write_table
 
 
 def main() -> None:

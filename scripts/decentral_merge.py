@@ -1,14 +1,10 @@
 """Rule `decentral_merge`: the per-unit heart run files → one set per split × mode."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.decentral.fanout import merge_units  # noqa: E402
-from fedclust.io import read_json, write_json, write_table  # noqa: E402
+from fedclust.decentral.fanout import merge_units
+from fedclust.io import read_json, write_json, write_table
 
 
 def _read(path: str) -> pd.DataFrame:

@@ -1,15 +1,13 @@
 """Rule `decentral_report`: Tables 4.1–4.4, Figs 4.1–4.3 (both modes, both splits), section."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
+import pandas as pd
+from _common import run
 
-from fedclust.decentral import published, tables  # noqa: E402
-from fedclust.io import read_json, save_figure, write_table  # noqa: E402
-from fedclust.report import Section, headlines, write_section  # noqa: E402
+from fedclust.decentral import published, tables
+from fedclust.io import read_json, save_figure, write_table
+from fedclust.report import Section, headlines, write_section
 
 NAMES = {
     "table_4_1_loss": ("loss_total", "Table 4.1: average test loss incl. the L1/L2 penalty"),
@@ -60,7 +58,7 @@ SPLIT_TEXT = {
 }
 
 
-def _read(path):  # noqa: ANN001, ANN202
+def _read(path):
     return pd.read_csv(path, sep="\t")
 
 

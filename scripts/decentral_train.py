@@ -1,27 +1,23 @@
 """Rule `decentral_train`: the approaches of one unit (all of a mode × client split, or one
 approach: ``decentral.fanout``), all rounds."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+import torch
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.data.heart import load_from_config  # noqa: E402
-from fedclust.decentral.clients import make_client_data  # noqa: E402
-from fedclust.decentral.imputation import COLUMNS, impute_per_center  # noqa: E402
-from fedclust.decentral.simulate import (  # noqa: E402
+from fedclust.data.heart import load_from_config
+from fedclust.decentral.clients import make_client_data
+from fedclust.decentral.imputation import COLUMNS, impute_per_center
+from fedclust.decentral.simulate import (
     SERVER,
     optimizer_state_for,
     run_approach,
     run_group,
 )
-from fedclust.errors import InputDataError  # noqa: E402
-from fedclust.federation import Ledger  # noqa: E402
-from fedclust.flower.engine import check_engine  # noqa: E402
-from fedclust.io import read_table, write_json, write_table  # noqa: E402
+from fedclust.errors import InputDataError
+from fedclust.federation import Ledger
+from fedclust.flower.engine import check_engine
+from fedclust.io import read_table, write_json, write_table
 
 SPLIT_COLUMN = {"hospitals": "hospital", "sources": "source"}
 

@@ -1,16 +1,12 @@
 """Rule `fedcref_calibrate`: θ from a labelled validation system (seed 002 §8.4)."""
 
-import sys
-from pathlib import Path
+import numpy as np
+import torch
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.fedcref.calibrate import calibrate  # noqa: E402
-from fedclust.fedcref.report import calibration_figure  # noqa: E402
-from fedclust.io import save_figure, write_json, write_table  # noqa: E402
+from fedclust.fedcref.calibrate import calibrate
+from fedclust.fedcref.report import calibration_figure
+from fedclust.io import save_figure, write_json, write_table
 
 
 def main() -> None:

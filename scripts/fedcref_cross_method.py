@@ -1,17 +1,13 @@
 """Rule `fedcref_cross_method`: centralized references on the same client system (Table 2)."""
 
-import sys
-from pathlib import Path
+import numpy as np
+import pandas as pd
+import torch
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.fedcref.experiments import cross_method  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
-from fedclust.seeds import derive_seed  # noqa: E402
+from fedclust.fedcref.experiments import cross_method
+from fedclust.io import write_table
+from fedclust.seeds import derive_seed
 
 
 def main() -> None:

@@ -1,15 +1,11 @@
 """Rule `fedcref_dataset`: one glyph dataset as an npz (x in [0, 1], y, flags real/synthetic)."""
 
-import sys
-from pathlib import Path
+import numpy as np
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import numpy as np  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.data.glyphs import REAL, load_glyphs  # noqa: E402
-from fedclust.io import write_npz  # noqa: E402
-from fedclust.seeds import derive_seed  # noqa: E402
+from fedclust.data.glyphs import REAL, load_glyphs
+from fedclust.io import write_npz
+from fedclust.seeds import derive_seed
 
 
 def main() -> None:

@@ -1,12 +1,8 @@
 """Rule `fedcref_report`: merge every run into Tables 1–8, curves and the report section."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.fedcref.report import build_section  # noqa: E402
+from fedclust.fedcref.report import build_section
 
 
 def main() -> None:

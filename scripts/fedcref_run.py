@@ -1,18 +1,14 @@
 """Rule `fedcref_run`: one (experiment, setting, repetition), every variant on one system; or
 (``fedcref.fanout: repetition``) every (experiment, setting) of one repetition in one process."""
 
-import sys
-from pathlib import Path
+import numpy as np
+import pandas as pd
+import torch
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.fedcref.experiments import resolve_theta, run_units  # noqa: E402
-from fedclust.fedcref.workflow import run_inputs  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
+from fedclust.fedcref.experiments import resolve_theta, run_units
+from fedclust.fedcref.workflow import run_inputs
+from fedclust.io import write_table
 
 
 def main() -> None:

@@ -1,14 +1,10 @@
 """Rule `hac_exact`: exact baselines (genewise Alg. 3, orthogonal perturbation Alg. 2) and the
 PCA table of one RNA-seq cohort split by region."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.hac import experiments as ex  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
+from fedclust.hac import experiments as ex
+from fedclust.io import write_table
 
 
 def main() -> None:

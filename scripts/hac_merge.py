@@ -1,21 +1,17 @@
 """Rule `hac_merge`: the parts of one cohort → its gradual / simultaneous / projection / cuts
 tables, in the rows and order of the all-in-one job (issue 14; read by `hac_report`)."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.hac import workflow as wf  # noqa: E402
-from fedclust.io import read_table, write_result_and_benchmark, write_table  # noqa: E402
+from fedclust.hac import workflow as wf
+from fedclust.io import read_table, write_result_and_benchmark, write_table
 
 
 def main() -> None:
     inp, out, cfg = snakemake.input, snakemake.output, snakemake.params.cfg
     cohort = snakemake.wildcards.cohort
 
-    def tabs(paths) -> list:  # noqa: ANN001
+    def tabs(paths) -> list:
         return [read_table(p) for p in paths]
 
     grad = wf.merge_rows(tabs(inp.gradual))

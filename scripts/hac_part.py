@@ -6,16 +6,13 @@ concatenates the parts into the cohort's tables.
 """
 
 import logging
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
+import pandas as pd
+from _common import run
 
-from fedclust.hac import experiments as ex  # noqa: E402
-from fedclust.hac import workflow as wf  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
+from fedclust.hac import experiments as ex
+from fedclust.hac import workflow as wf
+from fedclust.io import write_table
 
 
 def main() -> None:

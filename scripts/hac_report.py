@@ -1,22 +1,18 @@
 """Rule `hac_report`: figures, Table 4.1 and the report section of the hac stage."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.errors import ConfigError  # noqa: E402
-from fedclust.hac import appendix  # noqa: E402
-from fedclust.hac import figures as fg  # noqa: E402
-from fedclust.io import (  # noqa: E402
+from fedclust.errors import ConfigError
+from fedclust.hac import appendix
+from fedclust.hac import figures as fg
+from fedclust.io import (
     read_table,
     save_figure,
     write_result_and_benchmark,
     write_table,
 )
-from fedclust.report import Section, headlines, write_section  # noqa: E402
+from fedclust.report import Section, headlines, write_section
 
 
 def _cat(paths) -> pd.DataFrame:

@@ -1,13 +1,9 @@
 """Rule `hac_toy`: thesis toy experiments (Figs 4.1-4.2, 4.8-4.10)."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.hac import experiments as ex  # noqa: E402
-from fedclust.io import write_table  # noqa: E402
+from fedclust.hac import experiments as ex
+from fedclust.io import write_table
 
 
 def main() -> None:

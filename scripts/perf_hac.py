@@ -1,15 +1,12 @@
 """Rule `perf_hac`: time each federated HAC method against its pooled scipy reference."""
 
 import logging
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
+from _common import run
 
-from fedclust.io import write_json, write_table  # noqa: E402
-from fedclust.perf import hac_benchmark, machine  # noqa: E402
-from fedclust.report import Section, headlines, write_section  # noqa: E402
+from fedclust.io import write_json, write_table
+from fedclust.perf import hac_benchmark, machine
+from fedclust.report import Section, headlines, write_section
 
 
 def main() -> None:

@@ -1,12 +1,8 @@
 """Rule `report`: assemble every stage's section into results/report/index.html."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.report import build_report  # noqa: E402
+from fedclust.report import build_report
 
 
 def main() -> None:

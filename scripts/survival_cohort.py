@@ -1,13 +1,9 @@
 """Rule `survival_cohort`: IPSS-M (real) or simulated survival cohort → covariates + outcomes."""
 
-import sys
-from pathlib import Path
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-from _common import run  # noqa: E402
-
-from fedclust.io import write_json, write_table  # noqa: E402
-from fedclust.survival.cohort import load_ipssm_survival, simulate_cohort  # noqa: E402
+from fedclust.io import write_json, write_table
+from fedclust.survival.cohort import load_ipssm_survival, simulate_cohort
 
 
 def main() -> None:

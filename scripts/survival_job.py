@@ -1,15 +1,11 @@
 """Rule `survival_job`: one (endpoint, scenario, strategy, repetition) of D6.2 Tables 8.1–8.3,
 or (``survival.fanout: repetition``) every (scenario, strategy) of one (endpoint, repetition)."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.io import read_table, write_json, write_table  # noqa: E402
-from fedclust.survival.experiment import run_units  # noqa: E402
+from fedclust.io import read_table, write_json, write_table
+from fedclust.survival.experiment import run_units
 
 
 def main() -> None:

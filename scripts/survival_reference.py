@@ -2,15 +2,11 @@
 log-rank on the training centres of one scenario (repetition 0), each checked against lifelines
 on the pooled data."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.io import read_table, save_figure, write_json, write_table  # noqa: E402
-from fedclust.survival.reference import reference_checks  # noqa: E402
+from fedclust.io import read_table, save_figure, write_json, write_table
+from fedclust.survival.reference import reference_checks
 
 
 def main() -> None:

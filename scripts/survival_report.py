@@ -1,18 +1,14 @@
 """Rule `survival_report`: Tables 8.1–8.3 (ours beside D6.2), KM of predicted risk groups, the
 federated-reference checks and the report section."""
 
-import sys
-from pathlib import Path
+import pandas as pd
+from _common import run
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))
-import pandas as pd  # noqa: E402
-from _common import run  # noqa: E402
-
-from fedclust.io import read_json, save_figure, write_table  # noqa: E402
-from fedclust.report import Section, headlines, write_section  # noqa: E402
-from fedclust.survival import tables  # noqa: E402
-from fedclust.survival.figures import km_risk_groups  # noqa: E402
-from fedclust.survival.workflow import CENTRALIZED_SCENARIO  # noqa: E402
+from fedclust.io import read_json, save_figure, write_table
+from fedclust.report import Section, headlines, write_section
+from fedclust.survival import tables
+from fedclust.survival.figures import km_risk_groups
+from fedclust.survival.workflow import CENTRALIZED_SCENARIO
 
 IID, NONIID = ["iid_balanced", "iid_unbalanced"], ["noniid_time", "noniid_bm_blast"]
 

@@ -11,14 +11,14 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.linear_model import Lasso, LogisticRegression
 
+from fedclust.admm import admm as M
+from fedclust.admm import data as D
+from fedclust.admm import pipeline as PL
+from fedclust.admm import problems as P
+from fedclust.admm import reference as R
 from fedclust.config import load_yaml, validate_config
-from fedclust.convex import admm as M
-from fedclust.convex import data as D
-from fedclust.convex import pipeline as PL
-from fedclust.convex import problems as P
-from fedclust.convex import reference as R
 from fedclust.errors import ConfigError, InputDataError
-from fedclust.ledger import Ledger
+from fedclust.federation import Ledger
 
 TIGHT = {"eps_abs": 1e-9, "eps_rel": 1e-9}
 
@@ -328,7 +328,7 @@ def test_report_tables_and_figure(regression):
     import matplotlib
 
     matplotlib.use("Agg")
-    from fedclust.convex import report as REP
+    from fedclust.admm import report as REP
 
     A, b = regression
     s = M.AdmmSettings("ridge", 0.1, max_iter=5, eps_abs=None)

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from fedclust.config import load_yaml, validate_config
-from fedclust.errors import ConfigError
+from fedclust.errors import ConfigError, DisclosureError
+from fedclust.federation import Ledger
 from fedclust.io import atomic_path, read_table, write_table
-from fedclust.ledger import DisclosureError, Ledger
 from fedclust.report import Section, build_report, write_section
 from fedclust.seeds import derive_seed, rng
 

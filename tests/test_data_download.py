@@ -115,7 +115,7 @@ def test_http_resume_with_range(tmp_path):
     seen = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             rng = self.headers.get("Range")
             seen.append(rng)
             start = int(rng.split("=")[1].rstrip("-")) if rng else 0

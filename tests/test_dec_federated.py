@@ -21,8 +21,7 @@ from fedclust.dec.model import TSAE, DECModel, get_parameters, set_parameters
 from fedclust.dec.optim import make_optimizer
 from fedclust.dec.train import ae_epoch, batches, dec_epoch, shuffle_generator
 from fedclust.errors import ConfigError, DisclosureError
-from fedclust.federation import Abstain
-from fedclust.ledger import Ledger
+from fedclust.federation import Abstain, Ledger
 
 
 def _make_model() -> DECModel:
@@ -76,7 +75,7 @@ def test_max_min_known_answer():
 
     # from the origin explicitly: origin, then (10,0) or (0,10) (tie → first index), then the other
     class Fixed:
-        def integers(self, n):  # noqa: ANN001, ANN201
+        def integers(self, n):
             return 0
 
     out0 = aggregate_centroids("max_min", [c1, c2], [np.ones(3), np.ones(3)], 3, Fixed())

@@ -7,13 +7,13 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from lifelines.statistics import multivariate_logrank_test  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from lifelines.statistics import multivariate_logrank_test
 
-from fedclust.dec.survival import km_panels, match_clusters  # noqa: E402
+from fedclust.dec.survival import km_panels, match_clusters
 
 
 def _cohort(n: int = 300, seed: int = 0):

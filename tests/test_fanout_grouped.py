@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from fedclust.admm import pipeline as ADMM
 from fedclust.config import load_yaml, validate_config
-from fedclust.convex import pipeline as ADMM
 from fedclust.data.glyphs import synthetic_glyphs
 from fedclust.fedcref import workflow as FW
 from fedclust.fedcref.experiments import run_setting, run_units, settings, unit_seed

@@ -55,7 +55,7 @@ def cohort():
     return {"sf": np.abs(x) + 0.1, "vst": x}, centers
 
 
-def _all_in_one(data, centers, cfg, seed):  # noqa: ANN001, ANN202
+def _all_in_one(data, centers, cfg, seed):
     """The former hac_cohort script's loops (one process, every variant)."""
     n, links, k_max = len(centers), cfg["linkages"], cfg["k_max"]
     g = cfg["gradual"]
@@ -84,7 +84,7 @@ def _all_in_one(data, centers, cfg, seed):  # noqa: ANN001, ANN202
     return grad, simu, pd.concat(cuts, ignore_index=True).assign(cohort="C"), proj
 
 
-def _by_parts(data, centers, cfg, seed, tmp_path):  # noqa: ANN001, ANN202
+def _by_parts(data, centers, cfg, seed, tmp_path):
     """Every job of the DAG, each through a parquet file as in the workflow, then merged."""
     out: dict[str, list] = {"gradual": [], "gcuts": [], "simultaneous": [], "scuts": []}
     out["projection"] = []
@@ -168,7 +168,7 @@ def test_seed_blocks_cover_every_seed_once():
 # ---- attacks -----------------------------------------------------------------------------------
 
 
-def _counts(n: int = 60, d: int = 12, seed: int = 0):  # noqa: ANN202
+def _counts(n: int = 60, d: int = 12, seed: int = 0):
     g = np.random.default_rng(seed)
     sex = g.choice(["female", "male"], size=n)
     mu = np.exp(g.uniform(3, 6, size=d)[None, :] + 1.5 * (sex == "male")[:, None] * (
@@ -209,7 +209,7 @@ def test_property_inference_parts_merged_equal_all_in_one():
     spec = TrainSpec(d_nn=8, d_nn_small=4, small_input=4, lrs=(1e-2,), epochs=2, batch_size=16)
     pi = ATT["property_inference"]
 
-    def acc(conditions, runs=None):  # noqa: ANN001, ANN202
+    def acc(conditions, runs=None):
         return run_property_inference(
             counts, obs, conditions=conditions, n_runs=pi["n_runs"], spec=spec, seed=5, runs=runs
         )
@@ -230,7 +230,7 @@ def test_known_io_parts_merged_equal_all_in_one():
     x = np.random.default_rng(1).standard_normal((20, 8))
     kio = ATT["known_io"]
 
-    def table(preps, seeds):  # noqa: ANN001, ANN202
+    def table(preps, seeds):
         return pd.concat(
             [
                 known_io_curve(x + i, kio["fractions"], seeds, 3, "C").assign(preprocessing=p)

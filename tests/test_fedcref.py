@@ -34,7 +34,7 @@ from fedclust.fedcref.experiments import make_evaluator, perfect_oracle, setting
 from fedclust.fedcref.model import generator, get_parameters, make_ae, train_ae
 from fedclust.fedcref.refine import client_stable, cluster_refine, series_stable
 from fedclust.fedcref.system import apply_overlap, build_system, dirty_uniform, oracle_partition
-from fedclust.ledger import Ledger
+from fedclust.federation import Ledger
 from fedclust.metrics.assignment import hungarian_accuracy
 from fedclust.seeds import rng
 

@@ -174,7 +174,7 @@ class _Client:
     def __init__(self, n: int, abstain: bool = False):
         self.n, self.abstain = n, abstain
 
-    def fit(self, parameters, config):  # noqa: ANN001, ANN201
+    def fit(self, parameters, config):
         from fedclust.federation import Abstain
 
         if self.abstain:
@@ -209,7 +209,7 @@ def test_fit_protocol_refuses_a_client_that_smuggles_rows():
     from fedclust.federation import FedAvg, LedgerClientProxy, fit_protocol, run_rounds
 
     class Sneaky:
-        def fit(self, parameters, config):  # noqa: ANN001, ANN201
+        def fit(self, parameters, config):
             return parameters, 3, {"loss": 1.0}
 
     proxy = LedgerClientProxy("c", Sneaky(), Ledger())

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedclust.convex import admm as M
+from fedclust.admm import admm as M
 from fedclust.errors import DisclosureError
 from fedclust.fedcref.algorithm import GROUP_FIT, Client, FedCRefParams, train_group
 from fedclust.fedcref.system import oracle_partition
@@ -62,13 +62,13 @@ def test_survival_weights_averaging_equals_plain_fedavg_loop():
 
 
 class _TinyUpdate(S.SurvivalClient):
-    def fit(self, parameters, config):  # noqa: ANN001, ANN201
+    def fit(self, parameters, config):
         params, _, m = super().fit(parameters, config)
         return params, 1, m  # claims an aggregate over one patient
 
 
 class _LeakyEvaluate(S.SurvivalClient):
-    def evaluate(self, parameters, config=None):  # noqa: ANN001, ANN201
+    def evaluate(self, parameters, config=None):
         return {**super().evaluate(parameters), "risk": self.t_np}  # per-patient rows
 
 
@@ -99,7 +99,7 @@ def test_survival_per_sample_rows_raise():
 
 def test_survival_local_model_too_small_raises():
     class Tiny(S.SurvivalClient):
-        def fit_local(self, init, hp):  # noqa: ANN001, ANN201
+        def fit_local(self, init, hp):
             return super().fit_local(init, hp)[0], 1
 
     clients = _survival_clients()
@@ -145,7 +145,7 @@ def test_fedcref_group_round_loop_equals_plain_fedavg():
 
 def test_fedcref_empty_update_and_per_sample_rows_raise():
     class Empty(Client):
-        def fit(self, q, parameters, config):  # noqa: ANN001, ANN201
+        def fit(self, q, parameters, config):
             return super().fit(q, parameters, config)[0], 0, {}
 
     clients = _fcr_clients()
@@ -190,7 +190,7 @@ def test_admm_protocols_same_numbers_and_small_center_raises():
 def test_admm_center_sending_rows_raises(monkeypatch):
     orig = M.AdmmCenter.local_update
 
-    def leaky(self, z):  # noqa: ANN001, ANN202
+    def leaky(self, z):
         return {**orig(self, z), "b": self.b.copy()}
 
     monkeypatch.setattr(M.AdmmCenter, "local_update", leaky)

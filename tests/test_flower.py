@@ -15,10 +15,10 @@ import torch
 pytest.importorskip("flwr")
 
 
-from fedclust.errors import ConfigError, DisclosureError  # noqa: E402
-from fedclust.federation import Ledger, fit_protocol  # noqa: E402
-from fedclust.flower.engine import check_engine, use_engine  # noqa: E402
-from fedclust.flower.records import decode, encode  # noqa: E402
+from fedclust.errors import ConfigError, DisclosureError
+from fedclust.federation import Ledger, fit_protocol
+from fedclust.flower.engine import check_engine, use_engine
+from fedclust.flower.records import decode, encode
 
 
 @pytest.fixture(autouse=True)

@@ -11,9 +11,9 @@ import torch
 
 pytest.importorskip("flwr")
 
-from sklearn.datasets import make_blobs  # noqa: E402
+from sklearn.datasets import make_blobs
 
-from fedclust.federation import Ledger  # noqa: E402
+from fedclust.federation import Ledger
 
 
 def test_localhost_deployment_one_round_equals_inprocess(tmp_path):

@@ -9,6 +9,7 @@ from scipy.cluster.hierarchy import cophenet, is_valid_linkage
 from scipy.spatial.distance import pdist
 
 from fedclust.errors import ConfigError, InputDataError
+from fedclust.federation import Ledger
 from fedclust.hac.federated import (
     center_sketch,
     perturbation_clustering,
@@ -21,7 +22,6 @@ from fedclust.hac.pooled import LINKAGES, pooled_linkage
 from fedclust.hac.projection import cauchy_distances, gaussian_distances, projection_matrix
 from fedclust.hac.simultaneous import recursive_cut, simultaneous_sharing
 from fedclust.hac.toy import bimodal
-from fedclust.ledger import Ledger
 from fedclust.metrics.hierarchy import ccc, compare, flat_agreement, relative_cophenetic_error
 
 

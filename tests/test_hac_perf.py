@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
 
+from fedclust.federation import Ledger
 from fedclust.hac.federated import (
     center_sketch,
     perturbation_clustering,
@@ -21,7 +22,6 @@ from fedclust.hac.projection import (
     projection_matrix,
     sparse_s,
 )
-from fedclust.ledger import Ledger
 
 
 @pytest.fixture(scope="module")

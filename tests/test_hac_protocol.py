@@ -8,6 +8,7 @@ import pytest
 from scipy.spatial.distance import pdist
 
 from fedclust.errors import ConfigError, InputDataError
+from fedclust.federation import Ledger
 from fedclust.hac.genewise import (
     center_gene_stats,
     combine_moments,
@@ -15,7 +16,6 @@ from fedclust.hac.genewise import (
     pooled_gene_distances,
     server_gene_stats,
 )
-from fedclust.ledger import Ledger
 
 
 @pytest.fixture(scope="module")

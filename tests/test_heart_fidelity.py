@@ -89,7 +89,7 @@ def test_customized_published_run_averages_what_the_plan_says(monkeypatch):
     seen = {}
     orig = simulate.ApproachRun.finish_round
 
-    def spy(self, t, new):  # noqa: ANN001, ANN202
+    def spy(self, t, new):
         seen[t] = ([list(w) for w in self.states], [list(w) for w in new])
         return orig(self, t, new)
 
@@ -128,7 +128,7 @@ def test_fl_sma_is_the_unweighted_mean_and_fl_the_weighted(monkeypatch):
     seen = {}
     orig = simulate.ApproachRun.finish_round
 
-    def spy(self, t, new):  # noqa: ANN001, ANN202
+    def spy(self, t, new):
         out = orig(self, t, new)
         seen[self.approach] = ([list(w) for w in new], out[0])
         return out

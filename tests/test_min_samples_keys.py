@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedclust.convex import pipeline as PL
+from fedclust.admm import pipeline as PL
 from fedclust.errors import DisclosureError
 from fedclust.fedcref.algorithm import FedCRefParams, run_fedcref
 from fedclust.fedcref.model import get_parameters, make_ae

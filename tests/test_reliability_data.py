@@ -191,7 +191,7 @@ def _serve(payload, short_first=False, honour_416=True):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             rng = self.headers.get("Range")
             seen.append(rng)
             start = int(rng.split("=")[1].rstrip("-")) if rng else 0

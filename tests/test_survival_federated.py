@@ -12,7 +12,7 @@ from lifelines.statistics import logrank_test, multivariate_logrank_test
 from lifelines.utils import concordance_index
 
 from fedclust.errors import ConfigError, InputDataError
-from fedclust.ledger import Ledger
+from fedclust.federation import Ledger
 from fedclust.survival.cohort import fit_preprocess, select_endpoint, simulate_cohort
 from fedclust.survival.cox import RiskSets, c_index, cox_loss, cox_loss_masked
 from fedclust.survival.coxph import fit_federated_coxph

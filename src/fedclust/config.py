@@ -63,7 +63,7 @@ def load_yaml(path: str | os.PathLike) -> dict[str, Any]:
     the file, line and column."""
     with open(path) as fh:
         try:
-            return yaml.load(fh, Loader=_StrictLoader) or {}  # noqa: S506 (a SafeLoader)
+            return yaml.load(fh, Loader=_StrictLoader) or {}
         except yaml.MarkedYAMLError as err:
             mark = err.problem_mark or err.context_mark
             where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

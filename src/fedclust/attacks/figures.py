@@ -6,12 +6,12 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
 
-def _quantile_band(ax, x, groups, label, color) -> None:  # noqa: ANN001
+def _quantile_band(ax, x, groups, label, color) -> None:
     q = groups.quantile([0.1, 0.25, 0.75, 0.9]).unstack()
     mean = groups.mean()
     ax.fill_between(x, q[0.1], q[0.9], alpha=0.2, color=color, lw=0)
@@ -27,7 +27,7 @@ def known_io_cohort_ranking(known: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def fig_known_io(known: pd.DataFrame, preprocessing: str):  # noqa: ANN201
+def fig_known_io(known: pd.DataFrame, preprocessing: str):
     """Figs 4.14 (size factors) / 4.15 (VST): worst (left) and best (right) cohort for privacy."""
     rank = known_io_cohort_ranking(known)
     rank = rank[rank.preprocessing == preprocessing].sort_values("mean_max_rel_error")
@@ -47,7 +47,7 @@ def fig_known_io(known: pd.DataFrame, preprocessing: str):  # noqa: ANN201
     return fig, picks
 
 
-def _box(ax, data: list[np.ndarray], labels: list[str], colors: list[str]) -> None:  # noqa: ANN001
+def _box(ax, data: list[np.ndarray], labels: list[str], colors: list[str]) -> None:
     bp = ax.boxplot(data, patch_artist=True, whis=(10, 90), showfliers=False)
     for patch, c in zip(bp["boxes"], colors, strict=True):
         patch.set_facecolor(c)
@@ -57,7 +57,7 @@ def _box(ax, data: list[np.ndarray], labels: list[str], colors: list[str]) -> No
     ax.set_xticks(range(1, len(labels) + 1), labels, rotation=30, ha="right", fontsize=8)
 
 
-def fig_property_inference(acc: pd.DataFrame):  # noqa: ANN201
+def fig_property_inference(acc: pd.DataFrame):
     """Fig 4.16: test accuracy per condition, invariant (orange) vs fixed (green) vs none (blue)."""
     colors = {"none": "C0", "invariant": "C1", "fixed": "C2"}
     data, labels, cols = [], [], []
@@ -76,7 +76,7 @@ def fig_property_inference(acc: pd.DataFrame):  # noqa: ANN201
     return fig
 
 
-def _error_boxes(err: pd.DataFrame, by: list[str], color_by: str, title: str):  # noqa: ANN201
+def _error_boxes(err: pd.DataFrame, by: list[str], color_by: str, title: str):
     keys = err[by].drop_duplicates().values.tolist()
     palette = {v: f"C{i}" for i, v in enumerate(dict.fromkeys(err[color_by]))}
     data, labels, cols = [], [], []
@@ -91,7 +91,7 @@ def _error_boxes(err: pd.DataFrame, by: list[str], color_by: str, title: str):  
     return fig, ax
 
 
-def fig_4_17(err: pd.DataFrame):  # noqa: ANN201
+def fig_4_17(err: pd.DataFrame):
     sub = err[err.experiment == "fig4_17"].copy()
     sub["proj"] = np.where(
         sub.projection == "orthogonal", "orthogonal", "gaussian(" + sub.k.astype(str) + ")"
@@ -102,7 +102,7 @@ def fig_4_17(err: pd.DataFrame):  # noqa: ANN201
     return fig
 
 
-def fig_4_18(err: pd.DataFrame, pinv: pd.DataFrame):  # noqa: ANN201
+def fig_4_18(err: pd.DataFrame, pinv: pd.DataFrame):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
     for i, (cohort, g) in enumerate(pinv.groupby("cohort")):
         m = g.groupby("k").mean_rel_error
@@ -123,7 +123,7 @@ def fig_4_18(err: pd.DataFrame, pinv: pd.DataFrame):  # noqa: ANN201
     return fig
 
 
-def fig_4_19(err: pd.DataFrame):  # noqa: ANN201
+def fig_4_19(err: pd.DataFrame):
     sub = err[err.experiment == "fig4_19"].copy()
     sub["k_"] = "k=" + sub.k.astype(str)
     fig, _ = _error_boxes(

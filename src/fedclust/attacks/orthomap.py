@@ -29,7 +29,7 @@ class OrthogonalMap:
         return (self.d, self.d)
 
     @property
-    def T(self) -> OrthogonalMap:  # noqa: N802 - numpy's name for the transpose
+    def T(self) -> OrthogonalMap:
         return OrthogonalMap(self.d, self.seed, self.rounds, not self.transpose)
 
     def apply(self, x: np.ndarray) -> np.ndarray:

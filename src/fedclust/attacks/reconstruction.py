@@ -144,8 +144,8 @@ def _errors_rows(err: np.ndarray, samples: np.ndarray, **meta: object) -> list[d
 
 
 def run_reconstruction(
-    counts,  # noqa: ANN001 — pandas DataFrame, samples × genes raw counts (pooled cohorts)
-    obs,  # noqa: ANN001
+    counts,
+    obs,
     cfg: dict,
     seed: int,
     device: str = "cpu",
@@ -343,7 +343,7 @@ def run_reconstruction(
     }
 
 
-def reconstruction_tests(errors):  # noqa: ANN001, ANN201 — pandas DataFrame in and out
+def reconstruction_tests(errors):
     """Fig 4.19's test per k: mean error per run, VST vs size factors (paired and Welch)."""
     import pandas as pd
 
@@ -364,7 +364,7 @@ def reconstruction_tests(errors):  # noqa: ANN001, ANN201 — pandas DataFrame i
     return pd.DataFrame(tests)
 
 
-def _combined(xa, xs, xh, ya, ys, tspec, seed, accuracy) -> dict:  # noqa: ANN001
+def _combined(xa, xs, xh, ya, ys, tspec, seed, accuracy) -> dict:
     """Combined attack: sex classifier trained on the attacker's data (80/20 train/validation),
     applied to the server's originals and to their reconstructions."""
     from ..seeds import rng

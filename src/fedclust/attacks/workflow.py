@@ -101,7 +101,7 @@ def pi_part(att: dict[str, Any], part: str) -> tuple[list[dict], range]:
     return conds, runs
 
 
-def merge_pi(tables: list, pi: dict[str, Any]):  # noqa: ANN001, ANN201
+def merge_pi(tables: list, pi: dict[str, Any]):
     """Accuracy parts → the all-in-one order: run, then condition (config order), then the
     classifier order within a condition (stable)."""
     import numpy as np
@@ -143,7 +143,7 @@ def known_io_part(att: dict[str, Any], part: str) -> tuple[list[str], range]:
     return preps, seeds
 
 
-def merge_known_io(tables: list, kio: dict[str, Any]):  # noqa: ANN001, ANN201
+def merge_known_io(tables: list, kio: dict[str, Any]):
     """Known input-output parts of one cohort → preprocessing, fraction (config order), run."""
     import numpy as np
     import pandas as pd
@@ -165,7 +165,7 @@ def reconstruction_parts(att: dict[str, Any]) -> list[str]:
     return [_block_of(att, lo, n) for lo, _ in blocks(n, fanout(att)[1])]
 
 
-def merge_pinv(tables: dict):  # noqa: ANN001, ANN201
+def merge_pinv(tables: dict):
     """Per-cohort pseudo-inverse tables → the all-in-one table (cohorts in sorted order, as
     ``groupby`` lists them)."""
     import pandas as pd
@@ -186,7 +186,7 @@ def reconstruction_part(att: dict[str, Any], part: str) -> range:
     )
 
 
-def merge_reconstruction(errors: list, combined: list):  # noqa: ANN001, ANN201
+def merge_reconstruction(errors: list, combined: list):
     """Run parts → the all-in-one ``errors`` (Figs 4.17/4.18 rows of every run, then Fig 4.19
     rows of every run) and ``combined`` (by run), and the Fig 4.19 tests."""
     import numpy as np

@@ -240,7 +240,7 @@ def _stream(url: str, partial: Path, timeout: float) -> None:
         raise ShortRead(f"got {size} bytes, more than the {total} announced: partial discarded")
 
 
-def _total_size(resp, offset: int) -> int | None:  # noqa: ANN001
+def _total_size(resp, offset: int) -> int | None:
     """Full size of the remote file from Content-Range (206) or Content-Length (+ offset)."""
     m = re.match(r"bytes \d+-\d+/(\d+)", resp.headers.get("Content-Range") or "")
     if m:

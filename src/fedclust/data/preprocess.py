@@ -77,7 +77,7 @@ def _check_some_gene_positive(values: np.ndarray, where: str) -> None:
         )
 
 
-def _dds(counts: pd.DataFrame, n_cpus: int = 1):  # noqa: ANN202
+def _dds(counts: pd.DataFrame, n_cpus: int = 1):
     from pydeseq2.dds import DeseqDataSet
 
     counts = check_counts(counts)
@@ -106,7 +106,7 @@ VST_MIN_MEAN = 5.0  # DESeq2 vst(): subset genes are drawn among those with base
 VST_FIT_POOLS = ("mean5", "nonzero")
 
 
-def _vst_fit_transform(  # noqa: ANN001
+def _vst_fit_transform(
     dds, fit_genes: int | None, seed: int, fit_pool: str = "mean5"
 ) -> np.ndarray:
     """VST values of every gene of ``dds``; dispersion trend fitted on ``fit_genes`` genes drawn

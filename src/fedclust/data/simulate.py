@@ -341,7 +341,7 @@ def simulate_mds(
     return feats, obs
 
 
-def write_simulated_mds(path_features: str, path_obs: str, **kw) -> None:  # noqa: ANN003
+def write_simulated_mds(path_features: str, path_obs: str, **kw) -> None:
     feats, obs = simulate_mds(**kw)
     write_table(path_features, feats)
     write_table(path_obs, obs)

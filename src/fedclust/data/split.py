@@ -97,7 +97,7 @@ def make_split(
     return center
 
 
-def _dirichlet(labels: np.ndarray, n_centers: int, alpha: float, gen) -> np.ndarray:  # noqa: ANN001
+def _dirichlet(labels: np.ndarray, n_centers: int, alpha: float, gen) -> np.ndarray:
     center = np.empty(len(labels), dtype=int)
     for lab in np.unique(labels):
         members = np.flatnonzero(labels == lab)

@@ -27,7 +27,7 @@ def summary_row(
     }
 
 
-def pca_figure(sf: pd.DataFrame, vst: pd.DataFrame, color: pd.Series, title: str):  # noqa: ANN201
+def pca_figure(sf: pd.DataFrame, vst: pd.DataFrame, color: pd.Series, title: str):
     """PC1/PC2 scatter and cumulative explained variance: log2(sf + 1) / sf vs VST (Figs 3.1–3.2).
 
     The size-factor panel uses the normalised counts as they are (seed 001 compares "median of

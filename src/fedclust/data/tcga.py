@@ -108,7 +108,7 @@ def tss_region(codes: pd.Series | list[str], table: pd.DataFrame) -> pd.Series:
     return region.fillna("Other")
 
 
-def _cell(i: int, j: int, rows, cols) -> str:  # noqa: ANN001
+def _cell(i: int, j: int, rows, cols) -> str:
     r = f"row {i}" + (f" ({rows[i]})" if rows is not None else "")
     c = f"column {j}" + (f" ({cols[j]})" if cols is not None else "")
     return f"{r}, {c}"
@@ -119,7 +119,7 @@ def counts_from_log2(
     where: str,
     atol: float = 1e-3,
     rows=None,
-    cols=None,  # noqa: ANN001
+    cols=None,
 ) -> np.ndarray:
     """Invert log2(count + 1) to integer counts; error if the result is not integer/non-negative
     or implausibly large (> :data:`MAX_COUNT`). ``rows``/``cols`` name genes/samples in errors.

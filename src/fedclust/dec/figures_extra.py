@@ -17,22 +17,22 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.colors import LogNorm, to_rgb  # noqa: E402
-from matplotlib.offsetbox import AnnotationBbox, OffsetImage  # noqa: E402
-from sklearn.manifold import TSNE  # noqa: E402
-from sklearn.metrics import confusion_matrix  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from matplotlib.colors import LogNorm, to_rgb
+from matplotlib.offsetbox import AnnotationBbox, OffsetImage
+from sklearn.manifold import TSNE
+from sklearn.metrics import confusion_matrix
 
-from fedclust.errors import InputDataError  # noqa: E402
-from fedclust.metrics.assignment import hungarian_mapping  # noqa: E402
-from fedclust.seeds import rng  # noqa: E402
+from fedclust.errors import InputDataError
+from fedclust.metrics.assignment import hungarian_mapping
+from fedclust.seeds import rng
 
-from .model import set_parameters  # noqa: E402
-from .pipeline import make_tsae, run_centralized, run_federated_unit, sort_results  # noqa: E402
-from .train import embed  # noqa: E402
+from .model import set_parameters
+from .pipeline import make_tsae, run_centralized, run_federated_unit, sort_results
+from .train import embed
 
 UNMATCHED = "unmatched"
 
@@ -62,7 +62,7 @@ def _label_key(v: str) -> tuple:
     return (0, int(v), "") if str(v).lstrip("-").isdigit() else (1, 0, str(v))
 
 
-def confusion_figure(table: pd.DataFrame, title: str):  # noqa: ANN201
+def confusion_figure(table: pd.DataFrame, title: str):
     fig, ax = plt.subplots(figsize=(5.2, 4.6))
     m = table.to_numpy()
     im = ax.imshow(m, cmap="Blues")
@@ -97,7 +97,7 @@ def first_of_each_label(y: np.ndarray, n: int = 10) -> np.ndarray:
     return np.array([int(np.flatnonzero(y == u)[0]) for u in labels])
 
 
-def mnist_bmnist_figure(x: np.ndarray, xb: np.ndarray, y: np.ndarray, title: str):  # noqa: ANN201
+def mnist_bmnist_figure(x: np.ndarray, xb: np.ndarray, y: np.ndarray, title: str):
     """Fig 3.1: one image per digit, MNIST (top row) and its BMNIST version (bottom row)."""
     idx = first_of_each_label(y)
     side = _side(x.shape[1])
@@ -260,7 +260,7 @@ def density_counts(emb: np.ndarray, bins: int = 80) -> np.ndarray:
     return h
 
 
-def density_figure(emb_dec: np.ndarray, emb_ae: np.ndarray, title: str, bins: int | None = None):  # noqa: ANN201
+def density_figure(emb_dec: np.ndarray, emb_ae: np.ndarray, title: str, bins: int | None = None):
     """(a) end of clustering, (b) end of TSAE training; brighter = denser (log count). Default
     bins: ≈ 1.2 √n per axis (≈ 0.7 points per occupied bin for a uniform cloud), at most 300."""
     bins = bins or int(np.clip(1.2 * np.sqrt(len(emb_dec)), 10, 300))
@@ -313,7 +313,7 @@ def _zoom(side: int) -> float:
     return 0.6 if side >= 20 else 1.6
 
 
-def fours_nines_figure(states: dict, ref: np.ndarray, max_points: int, seed: int, title: str):  # noqa: ANN201
+def fours_nines_figure(states: dict, ref: np.ndarray, max_points: int, seed: int, title: str):
     """Fig 5.7: the 4s (a) and 9s (b) at their 2-D (t-SNE, end of clustering) positions, each
     drawn as its original image, coloured by the Hungarian-mapped cluster (blue '4', red '9',
     grey other)."""
@@ -342,7 +342,7 @@ def fours_nines_figure(states: dict, ref: np.ndarray, max_points: int, seed: int
     return fig
 
 
-def reconstruction_figure(states: dict, ref: np.ndarray, digit: str, title: str):  # noqa: ANN201
+def reconstruction_figure(states: dict, ref: np.ndarray, digit: str, title: str):
     """Fig 5.15: a "4" (a) and its reconstruction by the end-of-TSAE model (b, low loss) and
     by the model after clustering (c, higher loss); per-image and subset MSE in the titles."""
     r = np.asarray(ref).astype(str)[states["idx"]]
@@ -374,7 +374,7 @@ def window(emb: np.ndarray, n: int) -> np.ndarray:
     return np.sort(np.argsort(d, kind="mergesort")[: min(n, len(emb))])
 
 
-def recon_original_figure(states: dict, ref: np.ndarray, max_points: int, title: str):  # noqa: ANN201
+def recon_original_figure(states: dict, ref: np.ndarray, max_points: int, title: str):
     """Fig 5.16: one part of the 2-D space (end of clustering), (a) each point drawn as its
     reconstruction, (b) as its original image, coloured by the actual label (tab10)."""
     r = np.asarray(ref).astype(str)[states["idx"]]

@@ -15,7 +15,7 @@ import torch
 
 from fedclust import torch_optim
 from fedclust.errors import ConfigError, InputDataError
-from fedclust.ledger import Ledger
+from fedclust.federation import Ledger
 from fedclust.metrics.assignment import cycle_accuracy, external_scores, internal_scores
 from fedclust.seeds import derive_seed, rng, seed_torch
 
@@ -392,7 +392,7 @@ class FedTSAEState:
     ae_loss: float
 
 
-def _fed_clients(x, centers, cfg, dataset, split, strategy, seed):  # noqa: ANN001, ANN202
+def _fed_clients(x, centers, cfg, dataset, split, strategy, seed):
     k = int(cfg["datasets"][dataset]["k"])
     f = cfg["federated"]
     names = sorted(np.unique(centers).tolist(), key=str)

@@ -6,18 +6,18 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from sklearn.manifold import TSNE  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.manifold import TSNE
 
-from fedclust.metrics.assignment import hungarian_mapping  # noqa: E402
+from fedclust.metrics.assignment import hungarian_mapping
 
-from .model import DECModel  # noqa: E402
+from .model import DECModel
 
 
-def training_curves(ae: pd.DataFrame, dec: pd.DataFrame, title: str):  # noqa: ANN201
+def training_curves(ae: pd.DataFrame, dec: pd.DataFrame, title: str):
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
     for name, g in ae.groupby("optimizer"):
         axes[0].plot(g["epoch"], g["loss"], label=name)
@@ -34,7 +34,7 @@ def training_curves(ae: pd.DataFrame, dec: pd.DataFrame, title: str):  # noqa: A
     return fig
 
 
-def federated_curves(curves: pd.DataFrame, title: str):  # noqa: ANN201
+def federated_curves(curves: pd.DataFrame, title: str):
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
     for s, g in curves[curves.stage == "ae"].groupby("strategy"):
         axes[0].plot(g["round"], g["loss"], label=s)
@@ -51,7 +51,7 @@ def federated_curves(curves: pd.DataFrame, title: str):  # noqa: ANN201
 
 def tsne_panels(
     z: np.ndarray, pred: np.ndarray, ref: np.ndarray | None, seed: int, max_points: int, title: str
-):  # noqa: ANN201
+):
     gen = np.random.default_rng(seed)
     idx = np.sort(gen.choice(len(z), size=min(max_points, len(z)), replace=False))
     emb = TSNE(n_components=2, random_state=seed, init="pca").fit_transform(z[idx])
@@ -93,7 +93,7 @@ def generated_samples(model: DECModel, n_around: int, sigma: float, seed: int) -
     return out.numpy()
 
 
-def digits_grid(samples: np.ndarray, title: str):  # noqa: ANN201
+def digits_grid(samples: np.ndarray, title: str):
     k, m, n = samples.shape
     side = int(round(np.sqrt(n)))
     fig, axes = plt.subplots(k, m, figsize=(0.9 * m, 0.9 * k), squeeze=False)
@@ -105,7 +105,7 @@ def digits_grid(samples: np.ndarray, title: str):  # noqa: ANN201
     return fig
 
 
-def mutation_heatmap(samples: np.ndarray, columns: list[str], observed: pd.DataFrame, title: str):  # noqa: ANN201
+def mutation_heatmap(samples: np.ndarray, columns: list[str], observed: pd.DataFrame, title: str):
     """Decoded-centroid mutation probabilities (left) vs observed frequencies per cluster."""
     dec = np.clip(samples[:, 0, :], 0, 1)
     fig, axes = plt.subplots(2, 1, figsize=(12, 4.5))
@@ -124,7 +124,7 @@ def mutation_heatmap(samples: np.ndarray, columns: list[str], observed: pd.DataF
     return fig
 
 
-def cycle_vs_recon(tables: dict[str, pd.DataFrame]):  # noqa: ANN201
+def cycle_vs_recon(tables: dict[str, pd.DataFrame]):
     """Cycle accuracy vs reconstruction loss after clustering, one point per grid run
     (layout of seed 000 Fig. 5.14)."""
     fig, axes = plt.subplots(1, len(tables), figsize=(4 * len(tables), 3.4), squeeze=False)
@@ -142,7 +142,7 @@ def cycle_vs_recon(tables: dict[str, pd.DataFrame]):  # noqa: ANN201
     return fig
 
 
-def split_histograms(splits: dict[str, pd.Series], labels: pd.Series, title: str):  # noqa: ANN201
+def split_histograms(splits: dict[str, pd.Series], labels: pd.Series, title: str):
     """Samples per center of every split, stacked by reference label (seed 000 Figs 4.1 uniform,
     4.2 skewed Gaussian; the thesis draws the totals). Returns the figure and the counts table
     (split, center, n, one column per label)."""

@@ -211,7 +211,7 @@ def fit_trend(points: pd.DataFrame, at: int = THESIS_SIZE) -> pd.DataFrame:
     )  # fmt: skip
 
 
-def size_curve_figure(points: pd.DataFrame, summary: pd.DataFrame, title: str):  # noqa: ANN201
+def size_curve_figure(points: pd.DataFrame, summary: pd.DataFrame, title: str):
     """Accuracy vs training size (log x) per schedule: seeds as dots, mean ± SD with error
     bars, the log-linear trend (:func:`fit_trend`) dashed out to 60 000 images, the thesis'
     0.8824 at 60 000 as a star; right panel TSAE loss vs steps."""

@@ -64,7 +64,7 @@ def km_panels(
     ref: np.ndarray,
     outcomes: list[str],
     title: str,
-):  # noqa: ANN201
+):
     """KM per found cluster (left) and per reference group (right), one row per outcome.
 
     Returns the figure and a table per (outcome, grouping, group): n, events, KM median, the

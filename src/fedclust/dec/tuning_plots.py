@@ -9,12 +9,12 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib import ticker  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib import ticker
 
-from .tuning_spec import REGULARIZERS, THESIS, THESIS_ARCH, architectures  # noqa: E402
+from .tuning_spec import REGULARIZERS, THESIS, THESIS_ARCH, architectures
 
 COLOURS = {"sgd": "tab:blue", "adam": "tab:orange", "yogi": "tab:green"}
 #: grids with thesis figures, and the column of their x axis

@@ -20,7 +20,7 @@ from .training import Trainer
 log = logging.getLogger(__name__)
 
 
-def _fit_eval(Xtr, ytr, Xte, yte, batch, epochs, lr, seed, label):  # noqa: ANN001
+def _fit_eval(Xtr, ytr, Xte, yte, batch, epochs, lr, seed, label):
     seed_torch(seed, "decentral", "central", *label)
     w0 = HeartNet(Xtr.shape[1]).get_weights()
     tr = Trainer(Xtr.shape[1], lr, "shared", derive_seed(seed, "decentral", "central", *label))
@@ -28,7 +28,7 @@ def _fit_eval(Xtr, ytr, Xte, yte, batch, epochs, lr, seed, label):  # noqa: ANN0
     return tr.evaluate(w, torch.from_numpy(Xte), torch.from_numpy(yte))
 
 
-def _train_test(features: pd.DataFrame, y: np.ndarray, random_state: int):  # noqa: ANN202
+def _train_test(features: pd.DataFrame, y: np.ndarray, random_state: int):
     """Global 75/25 split and a MinMaxScaler fitted on the training rows (spec §2.7)."""
     X = features.to_numpy(np.float64)
     Xtr, Xte, ytr, yte = train_test_split(X, np.asarray(y), test_size=0.25,
@@ -38,7 +38,7 @@ def _train_test(features: pd.DataFrame, y: np.ndarray, random_state: int):  # no
     return Xtr, Xte, ytr.astype(np.float32), yte.astype(np.float32)
 
 
-def _cell(Xtr, ytr, b: int, e: int, folds: int, lr: float, seed: int) -> dict:  # noqa: ANN001
+def _cell(Xtr, ytr, b: int, e: int, folds: int, lr: float, seed: int) -> dict:
     accs = []
     for f, (a, v) in enumerate(KFold(folds).split(Xtr)):
         r = _fit_eval(Xtr[a], ytr[a], Xtr[v], ytr[v], b, e, lr, seed, ("cv", b, e, f))

@@ -77,7 +77,7 @@ class HeartClient:
         self.yte = torch.from_numpy(data.y_test)
         self.n_train = len(data.y_train)
 
-    def fit(self, parameters, config: dict):  # noqa: ANN001
+    def fit(self, parameters, config: dict):
         split = float(config.get("validation_split", 0.0))
         n_fit = int(self.n_train * (1.0 - split))
         weights, loss = self.trainer.fit(
@@ -90,7 +90,7 @@ class HeartClient:
         )
         return weights, self.n_train, {"train_loss": loss, "n_fit": n_fit}
 
-    def fit_many(self, parameters_list, config: dict):  # noqa: ANN001
+    def fit_many(self, parameters_list, config: dict):
         """``fit`` for several independent models at once (a :class:`BatchedTrainer`)."""
         split = float(config.get("validation_split", 0.0))
         n_fit = int(self.n_train * (1.0 - split))
@@ -100,7 +100,7 @@ class HeartClient:
         )  # fmt: skip
         return [(w, self.n_train, {"n_fit": n_fit}) for w in out]
 
-    def evaluate_many(self, parameters_list):  # noqa: ANN001
+    def evaluate_many(self, parameters_list):
         return [
             (
                 r.loss_total,
@@ -115,7 +115,7 @@ class HeartClient:
             for r in self.trainer.evaluate(parameters_list, self.Xte, self.yte)
         ]
 
-    def evaluate(self, parameters, config: dict | None = None):  # noqa: ANN001
+    def evaluate(self, parameters, config: dict | None = None):
         r = self.trainer.evaluate(parameters, self.Xte, self.yte)
         return (
             r.loss_total,

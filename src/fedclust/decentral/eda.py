@@ -130,7 +130,7 @@ def target_correlations(corr: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("abs_rho", ascending=False).drop(columns="abs_rho").round(3)
 
 
-def figure_violins(features: pd.DataFrame, obs: pd.DataFrame):  # noqa: ANN201
+def figure_violins(features: pd.DataFrame, obs: pd.DataFrame):
     """Fig 3.1: violins of the numeric attributes by class (3 × 2 grid, after imputation)."""
     import matplotlib.pyplot as plt
 
@@ -148,7 +148,7 @@ def figure_violins(features: pd.DataFrame, obs: pd.DataFrame):  # noqa: ANN201
     return fig
 
 
-def figure_spearman(corr: pd.DataFrame):  # noqa: ANN201
+def figure_spearman(corr: pd.DataFrame):
     """Fig 3.2: heatmap of the Spearman matrix (coolwarm, −1..1)."""
     import matplotlib.pyplot as plt
 

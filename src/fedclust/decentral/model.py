@@ -177,7 +177,7 @@ class KerasAdam:
         self.v.copy_(state[2])
 
     @torch.no_grad()
-    def step(self, closure=None):  # noqa: ANN001
+    def step(self, closure=None):
         g = self.param_groups[0]
         grad = torch.cat(
             [

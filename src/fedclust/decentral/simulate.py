@@ -1,7 +1,7 @@
 """The round loops: FL (server) and the peer-to-peer approaches in both modes (spec §4).
 
 Sequential synchronous simulation in client order 1..K, as the thesis. Every weight message goes
-through :class:`fedclust.ledger.Ledger`; clients only see their own arrays; the aggregation sees
+through :class:`fedclust.federation.Ledger`; clients only see their own arrays; the aggregation sees
 only messages. :class:`ApproachRun` holds one approach's protocol state; two engines drive it:
 :func:`run_approach` (one model, one approach) and :func:`run_group` (several approaches whose
 local training shares the batch schedule, trained in lockstep by a :class:`BatchedTrainer`).

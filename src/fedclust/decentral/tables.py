@@ -80,7 +80,7 @@ def divergence_table(
     return tab.round(3), rnd
 
 
-def figure_curves(summ, split, approaches, modes, xlim=None, ylims=None):  # noqa: ANN001
+def figure_curves(summ, split, approaches, modes, xlim=None, ylims=None):
     """Figs 4.1 / 4.2: loss (total and BCE), accuracy, AUC per round; one column per mode."""
     import matplotlib.pyplot as plt
 
@@ -109,7 +109,7 @@ def figure_curves(summ, split, approaches, modes, xlim=None, ylims=None):  # noq
     return fig
 
 
-def figure_divergence(div, split, approaches, modes):  # noqa: ANN001
+def figure_divergence(div, split, approaches, modes):
     """Fig 4.3: mean weight divergence over the client pairs per round; one panel per mode."""
     import matplotlib.pyplot as plt
 

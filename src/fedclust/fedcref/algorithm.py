@@ -1,7 +1,7 @@
 """FedCRef (seed 002 Algorithm 1, §4): clients (center side) and the loop (coordination).
 
 Privacy boundary: a :class:`Client` holds its samples and never sends them. What travels, each
-message through :class:`fedclust.ledger.Ledger` under a :class:`~fedclust.federation.Protocol`
+message through :class:`fedclust.federation.Ledger` under a :class:`~fedclust.federation.Protocol`
 (:func:`protocols`): local AE weights (all-to-all), the association statistics (client → graph
 builder), the refinement status, group membership, FedAvg weights (group aggregator = the
 group's lowest client id ↔ members) and group models (aggregator → every client). Every client
@@ -311,11 +311,11 @@ class _EpochSchedule(Strategy):
     first: int
     later: int
 
-    def configure_fit(self, server_round, parameters, clients, config):  # noqa: ANN001, ANN201
+    def configure_fit(self, server_round, parameters, clients, config):
         cfg = {**config, "epochs": self.first if server_round < 2 else self.later}
         return self.inner.configure_fit(server_round, parameters, clients, cfg)
 
-    def aggregate_fit(self, server_round, results, current=None):  # noqa: ANN001, ANN201
+    def aggregate_fit(self, server_round, results, current=None):
         return self.inner.aggregate_fit(server_round, results, current)
 
 

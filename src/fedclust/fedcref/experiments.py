@@ -43,8 +43,8 @@ def node_classes(labels: list[np.ndarray], ys: list[np.ndarray]) -> dict[Node, i
     return out
 
 
-def make_evaluator(ys: list[np.ndarray]):  # noqa: ANN201
-    def evaluate(clients: list[Client], groups, isolated, edges, pre_labels) -> dict[str, Any]:  # noqa: ANN001
+def make_evaluator(ys: list[np.ndarray]):
+    def evaluate(clients: list[Client], groups, isolated, edges, pre_labels) -> dict[str, Any]:
         nc = node_classes(pre_labels, ys)
         nodes = sorted(nc)
         ideal = set(ideal_edges(nodes, nc))
@@ -62,7 +62,7 @@ def make_evaluator(ys: list[np.ndarray]):  # noqa: ANN201
     return evaluate
 
 
-def perfect_oracle(ys: list[np.ndarray]):  # noqa: ANN201
+def perfect_oracle(ys: list[np.ndarray]):
     def oracle(clients: list[Client], nodes: list[Node]) -> list:
         nc = node_classes([c.labels for c in clients], ys)
         return ideal_edges(nodes, nc)
@@ -153,7 +153,7 @@ def cross_method(
     x_pool,
     y_pool,
     seed: int,
-    dec_stage: dict | None = None,  # noqa: ANN001
+    dec_stage: dict | None = None,
 ) -> list[dict[str, Any]]:
     """References on the same client system: pooled k-means with K = |U| and global DEC with K
     by silhouette on t-SNE (§4 item 1), both centralized; and, given the DEC stage's config,
@@ -202,7 +202,7 @@ def cross_method(
     return rows
 
 
-def federated_dec(cfg: dict, dec_stage: dict, x_pool, clients, k: int, seed: int) -> dict:  # noqa: ANN001
+def federated_dec(cfg: dict, dec_stage: dict, x_pool, clients, k: int, seed: int) -> dict:
     """Federated DEC of the dec stage (seed 000) on the FedCRef clients as centers."""
     import copy
 

@@ -190,7 +190,7 @@ CURVES = [
 ]
 
 
-def curves_figure(history: pd.DataFrame, title: str, variant: str = "fedcref"):  # noqa: ANN201
+def curves_figure(history: pd.DataFrame, title: str, variant: str = "fedcref"):
     """Per-iteration mean ± 95 % CI over repetitions, one line per setting (a run that stopped
     early carries its last value forward)."""
     import matplotlib.pyplot as plt
@@ -218,7 +218,7 @@ def curves_figure(history: pd.DataFrame, title: str, variant: str = "fedcref"): 
     return fig
 
 
-def calibration_figure(pairs: pd.DataFrame, cal: dict, dataset: str):  # noqa: ANN201
+def calibration_figure(pairs: pd.DataFrame, cal: dict, dataset: str):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3))

@@ -19,6 +19,7 @@ from .strategy import (
     make_strategy,
     weighted_average,
 )
+from .transport import INPROCESS, TRANSPORTS, InProcess, Transport, centre_id, federate
 
 __all__ = [
     "KINDS",
@@ -29,6 +30,12 @@ __all__ = [
     "FedAvg",
     "FedOpt",
     "FedYogi",
+    "INPROCESS",
+    "InProcess",
+    "TRANSPORTS",
+    "Transport",
+    "centre_id",
+    "federate",
     "History",
     "Ledger",
     "LedgerClientProxy",

@@ -161,11 +161,11 @@ class FedOpt(FedAvg):
         ]
 
 
-def FedAdam(**kw: Any) -> FedOpt:  # noqa: N802 - Flower's class name
+def FedAdam(**kw: Any) -> FedOpt:
     return FedOpt(kind="adam", **kw)
 
 
-def FedYogi(**kw: Any) -> FedOpt:  # noqa: N802 - Flower's class name
+def FedYogi(**kw: Any) -> FedOpt:
     return FedOpt(kind="yogi", **kw)
 
 

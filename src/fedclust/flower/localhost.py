@@ -105,7 +105,7 @@ def run_localhost(
     overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in cfg.items())
 
     def start(name: str, args: list[str]) -> subprocess.Popen:
-        log = open(work / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        log = open(work / f"{name}.log", "wb")
         return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)  # fmt: skip
 

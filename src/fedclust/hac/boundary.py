@@ -1,7 +1,7 @@
 """The HAC protocols' declarations for the ledger's disclosure rules (issue 13).
 
 Each message type of the federated HAC algorithms is declared as a
-:class:`fedclust.ledger.Protocol` whose ``min_samples`` is the run's ``n_min``: the ledger then
+:class:`fedclust.federation.Protocol` whose ``min_samples`` is the run's ``n_min``: the ledger then
 refuses any centroid / sum / size over fewer than ``n_min`` samples, and a center that cannot meet
 the rule *abstains* (:func:`abstain`) instead of sending. Distances and merge candidates are
 declared ``metadata``: the thesis' protocol discloses them by design (spec §5.3 "Shared with the

@@ -16,8 +16,8 @@ from scipy.spatial.distance import pdist, squareform
 from sklearn.metrics import calinski_harabasz_score, silhouette_score
 
 from ..errors import ConfigError, InputDataError
+from ..federation import Ledger
 from ..io import read_table
-from ..ledger import Ledger
 from ..metrics.hierarchy import ccc, compare, cut, flat_agreement, relative_cophenetic_error
 from ..seeds import derive_seed
 from .federated import (

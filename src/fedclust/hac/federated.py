@@ -10,7 +10,7 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
-from ..ledger import Ledger
+from ..federation import Ledger
 from .pooled import EUCLIDEAN_ONLY, check_method, check_samples
 from .projection import (
     center_cost,

@@ -13,7 +13,7 @@ from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist, squareform
 
 from ..errors import ConfigError, InputDataError
-from ..ledger import Ledger
+from ..federation import Ledger
 from .boundary import SERVER, abstain, genewise_protocol, send
 from .pooled import check_method
 

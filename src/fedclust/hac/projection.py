@@ -50,7 +50,7 @@ def sparse_s(d: int, density: float | None = None) -> float:
     return 1.0 / density
 
 
-def torch_normal_block(block_seed: int, rows: int, k: int, out=None) -> np.ndarray:  # noqa: ANN001
+def torch_normal_block(block_seed: int, rows: int, k: int, out=None) -> np.ndarray:
     """``rows × k`` float32 N(0, 1) draws of ``torch.Generator().manual_seed(block_seed)``.
 
     Equals ``torch.randn(rows, k, generator=torch.Generator().manual_seed(block_seed))``
@@ -65,7 +65,7 @@ def torch_normal_block(block_seed: int, rows: int, k: int, out=None) -> np.ndarr
     return buf.normal_(generator=g).view(rows, k).numpy()
 
 
-def _block(g, rows: int, k: int, kind: str, s: float, block_seed: int, out=None):  # noqa: ANN001
+def _block(g, rows: int, k: int, kind: str, s: float, block_seed: int, out=None):
     """One row block of Q (float32 draws; Cauchy float64; scipy CSR for very sparse draws)."""
     if kind == "gaussian":
         return torch_normal_block(block_seed, rows, k, out)
@@ -99,7 +99,7 @@ def block_seed(d: int, k: int, kind: str, seed: int, b: int, density: float | No
     return derive_seed(seed, "projection", kind, d, k, b, *extra)
 
 
-def _block_b(d: int, k: int, kind: str, seed: int, density: float | None, b: int, out=None):  # noqa: ANN001
+def _block_b(d: int, k: int, kind: str, seed: int, density: float | None, b: int, out=None):
     """Row block ``b`` of Q: its own generator, so blocks can be drawn in any order/thread."""
     s = sparse_s(d, density) if kind == "sparse" else 1.0
     bs = block_seed(d, k, kind, seed, b, density)

@@ -15,7 +15,7 @@ from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import cdist, pdist
 
 from ..errors import InputDataError
-from ..ledger import Ledger
+from ..federation import Ledger
 from .boundary import SERVER, abstain, send, simultaneous_protocol
 from .pooled import EUCLIDEAN_ONLY, check_method, weighted_linkage
 

@@ -149,7 +149,7 @@ def part_paths(cfg: dict[str, Any], variant: str, cohort: str, what: str, ext: s
     return [f"{root}/{cohort}/parts/{variant}/{p}{suffix}.{ext}" for p in parts(cfg, variant)]
 
 
-def part_inputs(cfg: dict[str, Any], variant: str, what: str = "table", ext: str = "parquet"):  # noqa: ANN201
+def part_inputs(cfg: dict[str, Any], variant: str, what: str = "table", ext: str = "parquet"):
     """An input function of ``hac_merge``: the per-part tables of ``wildcards.cohort``."""
     return lambda wc: part_paths(cfg, variant, wc.cohort, what, ext)
 
@@ -157,7 +157,7 @@ def part_inputs(cfg: dict[str, Any], variant: str, what: str = "table", ext: str
 # ---- running units (imports the numerical code lazily: not at workflow parse time) ------------
 
 
-def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str):  # noqa: ANN001
+def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str):
     """Gradual sharing of one (prep, metric, linkage): (table with timing columns, cuts)."""
     import pandas as pd
 
@@ -177,7 +177,7 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
     return t, cuts
 
 
-def run_simultaneous(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str):  # noqa: ANN001
+def run_simultaneous(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str):
     """Simultaneous sharing of one linkage: (table, cuts)."""
     import pandas as pd
 
@@ -194,7 +194,7 @@ def run_simultaneous(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohor
     return t, cuts
 
 
-def run_projection(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str, seed: int):  # noqa: ANN001
+def run_projection(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str, seed: int):
     """Random projections of one (prep, metric, estimator) and seed block (with timings)."""
     from . import experiments as ex
 
@@ -211,24 +211,24 @@ def run_projection(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort:
 # ---- merging parts into the all-in-one tables --------------------------------------------------
 
 
-def _concat(tables: list):  # noqa: ANN001, ANN202
+def _concat(tables: list):
     import pandas as pd
 
     return pd.concat(tables, ignore_index=True)
 
 
-def merge_rows(tables: list):  # noqa: ANN001, ANN202
+def merge_rows(tables: list):
     """Gradual / simultaneous tables and cuts: units are contiguous blocks of the all-in-one
     table, so the parts (in :func:`parts` order) are simply concatenated."""
     return _concat(tables)
 
 
-def merge_cuts(gradual: list, simultaneous: list, cohort: str):  # noqa: ANN001, ANN202
+def merge_cuts(gradual: list, simultaneous: list, cohort: str):
     """``cuts.tsv``: the gradual panels' cut rows, then simultaneous, then the cohort column."""
     return _concat([*gradual, *simultaneous]).assign(cohort=cohort)
 
 
-def merge_projection(tables: list, cfg: dict[str, Any]):  # noqa: ANN001, ANN202
+def merge_projection(tables: list, cfg: dict[str, Any]):
     """Projection parts → the all-in-one order: per (prep, metric, estimator) unit group, sketch
     size (config order), then seed index, then linkage (stable within a part)."""
     import numpy as np

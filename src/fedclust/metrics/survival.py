@@ -60,7 +60,7 @@ def survival_summary(times, events, groups, where: str = "survival") -> tuple[pd
 
 
 def plot_km(
-    ax,  # noqa: ANN001
+    ax,
     fits: dict[str, KaplanMeierFitter],
     title: str,
     p: float,

@@ -18,6 +18,7 @@ import pandas as pd
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
+from ..federation import Ledger
 from ..hac.federated import (
     perturbation_clustering,
     projection_center_costs,
@@ -28,7 +29,6 @@ from ..hac.gradual import gradual_sharing
 from ..hac.projection import project_centers
 from ..hac.simultaneous import simultaneous_sharing
 from ..hac.toy import cohort_like
-from ..ledger import Ledger
 
 METHODS = ("gradual", "simultaneous", "genewise", "projection", "perturbation")
 

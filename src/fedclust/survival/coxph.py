@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedclust.errors import FedclustError, InputDataError
-from fedclust.ledger import Ledger
+from fedclust.federation import Ledger
 
 from .cohort import check_survival
 

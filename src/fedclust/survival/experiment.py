@@ -121,7 +121,7 @@ def prepare(
     }
 
 
-def _clients(d, idx_centres, mc, seed, endpoint, rep, scenario) -> list[SurvivalClient]:  # noqa: ANN001
+def _clients(d, idx_centres, mc, seed, endpoint, rep, scenario) -> list[SurvivalClient]:
     out = []
     for k in idx_centres:
         m = d["centre"] == k
@@ -132,7 +132,7 @@ def _clients(d, idx_centres, mc, seed, endpoint, rep, scenario) -> list[Survival
     return out
 
 
-def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label, fed=DEFAULT) -> float:  # noqa: ANN001
+def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label, fed=DEFAULT) -> float:
     """Leave-one-centre-out CV: pooled C-index of the held-out centres' predictions."""
     risk, tt, ee = [], [], []
     local: Model | None = None
@@ -155,7 +155,7 @@ def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label, fed=DEFAU
     return c_index(np.concatenate(tt), np.concatenate(risk), np.concatenate(ee))
 
 
-def _cv_isolated(client: SurvivalClient, init, hp, mc, folds: int, seed: int) -> float:  # noqa: ANN001
+def _cv_isolated(client: SurvivalClient, init, hp, mc, folds: int, seed: int) -> float:
     """A centre alone: stratified K-fold CV on its own patients, pooled C-index."""
     skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     risk = np.empty(client.n)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from .km import federated_km  # noqa: E402
-from .tables import ROW_NAMES, SCEN_NAMES, risk_groups  # noqa: E402
+from .km import federated_km
+from .tables import ROW_NAMES, SCEN_NAMES, risk_groups
 
 
 def km_risk_groups(
@@ -22,7 +22,7 @@ def km_risk_groups(
     strategies: list[str],
     title: str,
     n_groups: int = 3,
-):  # noqa: ANN201
+):
     """Grid of panels (rows: scenarios, columns: strategies); returns (figure, log-rank table)."""
     fig, axes = plt.subplots(
         len(scenarios),

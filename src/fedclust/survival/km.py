@@ -17,7 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from fedclust.errors import InputDataError
-from fedclust.ledger import Ledger
+from fedclust.federation import Ledger
 
 from .cohort import check_survival
 
@@ -26,7 +26,7 @@ def centre_times(t: np.ndarray) -> dict[str, np.ndarray]:
     return {"times": np.unique(np.asarray(t, float))}
 
 
-def centre_counts(t, e, groups, grid: np.ndarray, labels: Sequence[str]) -> dict[str, np.ndarray]:  # noqa: ANN001
+def centre_counts(t, e, groups, grid: np.ndarray, labels: Sequence[str]) -> dict[str, np.ndarray]:
     """Per (group, grid time): at risk (t ≥ τ), events and censorings at τ."""
     t, e, g = np.asarray(t, float), np.asarray(e).astype(bool), np.asarray(groups).astype(str)
     at_risk = np.zeros((len(labels), len(grid)))
@@ -42,7 +42,7 @@ def centre_counts(t, e, groups, grid: np.ndarray, labels: Sequence[str]) -> dict
 
 def federated_counts(
     centres, ledger: Ledger | None = None, labels=None
-) -> tuple[np.ndarray, list[str], dict]:  # noqa: ANN001
+) -> tuple[np.ndarray, list[str], dict]:
     """``centres``: list of (t, e, groups) (groups None = one group "all"). Returns the grid,
     group labels and the summed counts."""
     ledger = ledger or Ledger()
@@ -108,7 +108,7 @@ def logrank_from_counts(counts: dict) -> tuple[float, float, int]:
 
 def federated_km(
     centres, ledger: Ledger | None = None, labels=None
-) -> tuple[pd.DataFrame, tuple[float, float, int] | None]:  # noqa: ANN001
+) -> tuple[pd.DataFrame, tuple[float, float, int] | None]:
     """KM table per group and the log-rank test (None with one group) from the centres."""
     grid, labels, counts = federated_counts(centres, ledger, labels)
     lr = logrank_from_counts(counts) if len(labels) > 1 else None

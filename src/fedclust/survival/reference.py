@@ -9,17 +9,17 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from lifelines import CoxPHFitter, KaplanMeierFitter  # noqa: E402
-from lifelines.statistics import multivariate_logrank_test  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from lifelines import CoxPHFitter, KaplanMeierFitter
+from lifelines.statistics import multivariate_logrank_test
 
-from fedclust.ledger import Ledger  # noqa: E402
+from fedclust.federation import Ledger
 
-from .coxph import fit_federated_coxph  # noqa: E402
-from .experiment import prepare  # noqa: E402
-from .km import federated_km  # noqa: E402
+from .coxph import fit_federated_coxph
+from .experiment import prepare
+from .km import federated_km
 
 # IPSS-R marrow blast categories (%): ≤2, >2–<5, 5–10, >10.
 BM_BINS = [
@@ -39,7 +39,7 @@ def bm_groups(bm: np.ndarray) -> np.ndarray:
 
 def reference_checks(
     x: pd.DataFrame, obs: pd.DataFrame, endpoint: str, scenario: str, cfg: dict[str, Any], seed: int
-):  # noqa: ANN201
+):
     """(Cox coefficients table, KM table, check dict, KM figure) for repetition 0."""
     d = prepare(x, obs, endpoint, scenario, 0, cfg, seed)
     K = int(cfg["n_centres"])

@@ -165,7 +165,7 @@ class SurvivalClient:
         }
 
 
-def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:  # noqa: ANN001
+def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:
     return sum(w * predict(net, p, x) for p, w in model)
 
 
@@ -173,7 +173,7 @@ def _proxies(clients: Sequence[SurvivalClient], ledger: Ledger) -> list[LedgerCl
     return [LedgerClientProxy(c.cid, c, ledger) for c in clients]
 
 
-def _lr_round(proxies: Sequence[LedgerClientProxy], params, rule: LrRule, k: int) -> float:  # noqa: ANN001
+def _lr_round(proxies: Sequence[LedgerClientProxy], params, rule: LrRule, k: int) -> float:
     """Evaluate exchange: masked (per-centre) Cox loss of the current model → lr rule."""
     msgs = [
         p.call("evaluate", {"parameters": params}, k, "evaluate", EVALUATE, EVALUATE_REQUEST)
@@ -193,7 +193,7 @@ class LrRuleFedAvg(FedAvg):
 
     def configure_fit(
         self, server_round: int, parameters, clients, config: Mapping[str, Any]
-    ) -> list[tuple[Any, dict[str, Any]]]:  # noqa: ANN001
+    ) -> list[tuple[Any, dict[str, Any]]]:
         lr = _lr_round(clients, parameters, self.rule, server_round - 1)
         return super().configure_fit(server_round, parameters, clients, {**config, "lr": lr})
 
@@ -206,7 +206,7 @@ def run_weights_averaging(
     ledger: Ledger,
     engine: str | None = None,
     fed: Federation = DEFAULT,
-) -> Model:  # noqa: ANN001
+) -> Model:
     """FedAvg with ``ie`` local epochs for ``fe`` rounds, weights n_k / N (D6.2 Fig. 8.5), on
     the federation core's round loop (``engine``: ``inprocess`` or ``flower``; default
     ``fed.engine``)."""
@@ -233,7 +233,7 @@ def run_sequential(
     ledger: Ledger,
     rng: np.random.Generator,
     fed: Federation = DEFAULT,
-) -> Model:  # noqa: ANN001
+) -> Model:
     """The model visits the centres one after another, ``ie`` epochs each; the order is
     reshuffled every federated epoch (D6.2 Fig. 8.4)."""
     params, rule = [p.copy() for p in init], LrRule(hp.lr, mc.lr_floor)
@@ -257,7 +257,7 @@ def run_local(
     ledger: Ledger,
     weighted: bool,
     fed: Federation = DEFAULT,
-) -> Model:  # noqa: ANN001
+) -> Model:
     """Independent local models sent once to the server: Ensemble (weights n_k / N, D6.2
     Fig. 8.6) or isolated centres (``weighted=False``: weights 1, scored one by one)."""
     out = []
@@ -282,7 +282,7 @@ def train_strategy(
     ledger: Ledger,
     rng: np.random.Generator,
     fed: Federation = DEFAULT,
-) -> Model:  # noqa: ANN001
+) -> Model:
     """Train ``strategy`` on ``clients`` (centralized: the clients' data pooled, no messages);
     ``fed``: the ledger's min_samples and Weights Averaging's engine."""
     if strategy == "weights_averaging":
@@ -309,7 +309,7 @@ def train_strategy(
     )
 
 
-def blind_c_index(net, model: Model, strategy: str, x: np.ndarray, t: np.ndarray, e: np.ndarray):  # noqa: ANN001
+def blind_c_index(net, model: Model, strategy: str, x: np.ndarray, t: np.ndarray, e: np.ndarray):
     """Blind-test C-index: one number; isolated centres: the mean over centres (and each)."""
     if strategy == "isolated":
         each = [c_index(t, predict(net, p, x), e) for p, _ in model]

@@ -68,7 +68,7 @@ class LrRule:
         return self.lr
 
 
-def make_optimizer(name: str, params, lr: float):  # noqa: ANN001, ANN201
+def make_optimizer(name: str, params, lr: float):
     """torch.optim's Adam / SGD numbers via :mod:`fedclust.torch_optim` (no torch._dynamo
     import: ~1 CPU-s per job)."""
     if name == "adam":

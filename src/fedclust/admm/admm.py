@@ -149,7 +149,7 @@ def check_block(A: Any, b: Any, problem: str, where: str = "data") -> tuple[np.n
     return A, b
 
 
-def _eps(d: int, nb: int, s: AdmmSettings, xnorm: float, znorm: float, wnorm: float):  # noqa: ANN202
+def _eps(d: int, nb: int, s: AdmmSettings, xnorm: float, znorm: float, wnorm: float):
     if s.eps_abs is None:
         return np.nan, np.nan
     root = np.sqrt(d * nb)

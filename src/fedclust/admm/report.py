@@ -44,7 +44,7 @@ def summary_table(infos: Mapping[tuple[str, str], dict[str, Any]]) -> pd.DataFra
 
 def convergence_figure(
     task: str, histories: Mapping[str, pd.DataFrame], f_ref: float, title: str = ""
-):  # noqa: ANN201
+):
     """Three panels vs iteration: relative suboptimality (f(z_k) − f*)/|f*|, primal and dual
     residual; one line per mode (centralized / distributed)."""
     import matplotlib.pyplot as plt

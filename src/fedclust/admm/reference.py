@@ -86,7 +86,7 @@ def svm(A: np.ndarray, b: np.ndarray, lam: float, penalize_bias: bool = True) ->
     return np.append(_svm_dual(Aw, b, lam, beta, state["alpha"])[0], beta)
 
 
-def _svm_dual(A, b, lam, beta, alpha0):  # noqa: ANN001, ANN202
+def _svm_dual(A, b, lam, beta, alpha0):
     YA, n = b[:, None] * A, len(b)
     c = 1.0 - b * beta
 
@@ -105,7 +105,7 @@ def _svm_dual(A, b, lam, beta, alpha0):  # noqa: ANN001, ANN202
     return YA.T @ res.x / lam, -res.fun, res.x
 
 
-def svm_primal_slsqp(A: np.ndarray, b: np.ndarray, lam: float, penalize_bias: bool = True):  # noqa: ANN201
+def svm_primal_slsqp(A: np.ndarray, b: np.ndarray, lam: float, penalize_bias: bool = True):
     """The SVM objective as a QP in (x, ξ) solved by scipy SLSQP (slow: small data / tests)."""
     n, d = A.shape
     mask = P._pen_mask(d, penalize_bias)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..data.split import center_names, make_split
 from ..errors import ConfigError, InputDataError
-from ..ledger import Ledger
+from ..federation import Ledger
 from . import data as D
 from . import problems as P
 from .admm import AdmmResult, AdmmSettings, admm_centralized, admm_distributed

@@ -67,7 +67,7 @@ def regularizer(problem: str, x: np.ndarray, lam: float, penalize_bias: bool = T
     return float(0.5 * lam * xm @ xm)
 
 
-def objective(problem: str, A, b, x, lam: float, penalize_bias: bool = True) -> float:  # noqa: ANN001
+def objective(problem: str, A, b, x, lam: float, penalize_bias: bool = True) -> float:
     """(3.3): (1/N) Σ l + R at x."""
     return loss(problem, A, b, x) / len(b) + regularizer(problem, x, lam, penalize_bias)
 
