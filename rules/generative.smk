@@ -1,0 +1,76 @@
+# Stage: generative — federated generative models of seed 003 (D6.2 ch. 5, 6, 9): SAVAE with the
+# good node / poor node test and virtual patients, the Deep Generative Decoder, RadialGAN.
+# One job per model x data set x scenario (generative.fanout: unit, thesis.yaml) or one job per
+# model running its units in one process (fanout: model, the default config; same numbers).
+from fedclust.generative import workflow as GW
+
+GEN = config.get("generative", {})
+GEN_MODELS = GW.enabled_models(GEN) if enabled("generative") else []
+GEN_GROUPED = GW.fanout(GEN) == "model"
+GEN_UNIT = "all" if GEN_GROUPED else "{unit}"
+GEN_SOURCES = GW.sources(config) if GEN_MODELS else {}
+GEN_REPORT = {"caption": "../report/generative.rst", "category": "Generative"}
+
+
+def gen_units(model):
+    return GW.units(GEN, model) if model in GEN_MODELS else []
+
+
+def gen_job_units(model, wc):
+    return gen_units(model) if GEN_GROUPED else [wc.unit]
+
+
+if "savae" in GEN_MODELS:
+
+    rule generative_savae:
+        input:
+            unpack(lambda wc: GW.inputs(config, "savae", gen_job_units("savae", wc))),
+        output:
+            **GW.unit_outputs("savae", gen_units("savae") if GEN_GROUPED else None),
+        log:
+            f"results/logs/generative/generative_savae_{GEN_UNIT}.log",
+        benchmark:
+            f"results/benchmarks/generative_savae/{GEN_UNIT}.tsv"
+        wildcard_constraints:
+            unit="[A-Za-z0-9_.]+",
+        conda:
+            "../envs/fedclust.yaml"
+        threads: job_threads("generative_savae")
+        resources:
+            **job_resources("generative_savae"),
+        params:
+            cfg=GEN,
+            units=lambda wc: gen_job_units("savae", wc),
+            seed=SEED,
+            sources=GEN_SOURCES,
+        script:
+            "../scripts/generative_savae.py"
+
+
+if GEN_MODELS:
+
+    rule generative_report:
+        input:
+            **GW.report_inputs(GEN),
+        output:
+            **{
+                k: report(v, **GEN_REPORT) if k != "ledger" else v
+                for k, v in GW.report_outputs(GEN).items()
+            },
+            section="results/report/sections/generative.json",
+        log:
+            "results/logs/generative/generative_report.log",
+        conda:
+            "../envs/fedclust.yaml"
+        threads: job_threads("generative_report")
+        resources:
+            **job_resources("generative_report"),
+        params:
+            models=GEN_MODELS,
+            units={m: gen_units(m) for m in GEN_MODELS},
+            digit_units=GW.digit_units(GEN),
+        script:
+            "../scripts/generative_report.py"
+
+    TARGETS += ["results/report/sections/generative.json"]
+    REPORT_SECTIONS.append("results/report/sections/generative.json")

@@ -1,0 +1,114 @@
+"""Rule `generative_report`: merged tables, figures and the section of the generative stage."""
+
+import numpy as np
+import pandas as pd
+from _common import run
+
+from fedclust.generative import report as R
+from fedclust.io import read_json, save_figure, write_table
+from fedclust.report import Section, headlines, write_section
+
+
+def _units(model):
+    return list(snakemake.params.units[model])
+
+
+def _read(model, key):
+    return [pd.read_csv(p, sep="\t") for p in snakemake.input[f"{model}_{key}"]]
+
+
+def main() -> None:
+    out, models = snakemake.output, list(snakemake.params.models)
+    infos = {m: [read_json(p) for p in snakemake.input[f"{m}_info"]] for m in models}
+    ledgers = {}
+    for m in models:
+        for u, t in zip(_units(m), _read(m, "ledger"), strict=True):
+            ledgers[(m, u)] = t
+    write_table(out.ledger, R.ledger_summary(ledgers), index=False)
+    tables = [
+        {
+            "path": out.ledger,
+            "caption": "Every message of every unit by protocol and "
+            "sender: messages, abstentions (a centre below generative.min_samples sends "
+            "nothing) and floats. What leaves a centre is declared in "
+            "fedclust.generative.protocols.",
+        }
+    ]
+    figures = []
+    savae = None
+    if "savae" in models:
+        savae = R.savae_table(_read("savae", "metrics"))
+        write_table(out.savae, savae, index=False)
+        tables.insert(
+            0,
+            {
+                "path": out.savae,
+                "caption": "SAVAE good node / poor node test (D6.2 "
+                "§6.6): one row per data set, corruption rate r, evaluation set "
+                "(clean / corrupted like the poor node) and arm. latent_* / "
+                "recovered_*: the poor node's downstream logistic regression on latent"
+                " means / recovered samples (the good node's own for the upper bound);"
+                " recon_error on observed, impute_error on the corrupted entries "
+                "(|error| in units of the test set's SD for Gaussian columns); c_index"
+                " and ibs (integrated Brier score) of the Weibull time decoder.",
+            },
+        )
+        save_figure(R.savae_figure(savae), out.savae_figure)
+        figures.append(
+            {
+                "path": out.savae_figure,
+                "reproduces": "D6.2 Figs 6.13-6.16 (bounds)",
+                "caption": "Poor node's downstream classifier on the corrupted test set "
+                "per arm vs corruption rate r: latent space (solid) and recovered samples"
+                " (dashed); the good node's on clean images is the upper bound and the "
+                "isolated poor node the lower bound. D6.2 shows these as curves only (no "
+                "numbers). Data: " + "; ".join(sorted({i["source"] for i in infos["savae"]})) + ".",
+            }
+        )
+        curves = pd.concat(_read("savae", "curves"), ignore_index=True)
+        save_figure(R.curves_figure(curves, "SAVAE"), out.savae_curves)
+        figures.append(
+            {
+                "path": out.savae_curves,
+                "caption": "SAVAE training loss (-ELBO per "
+                "sample) per epoch (isolated, virtual, pooled) or FedAvg round "
+                "(federated, sample-weighted mean of the centres' last local epoch).",
+            }
+        )
+        for path, unit in zip(out.savae_digits, snakemake.params.digit_units, strict=True):
+            i = _units("savae").index(unit)
+            ex = dict(np.load(snakemake.input["savae_examples"][i]))
+            save_figure(R.digits_figure(ex, f"SAVAE {unit}: test digits"), path)
+            figures.append(
+                {
+                    "path": path,
+                    "reproduces": "D6.2 Figs 6.13-6.15 (digit panels)",
+                    "caption": f"Unit {unit}: original test digits, the poor node's "
+                    "corrupted input, and each arm's reconstruction (good node: from "
+                    "the clean digit). Data: " + infos["savae"][i]["source"] + ".",
+                }
+            )
+    head = R.headline_table(savae=savae)
+    write_table(out.headline, head, index=False)
+    tables.append(
+        {
+            "path": out.headline,
+            "caption": "The values the headline reads (differences"
+            " between arms on the poor node's task, corrupted test set).",
+        }
+    )
+    write_section(
+        out.section,
+        Section(
+            id="generative",
+            title="Federated generative models: SAVAE, DGD, RadialGAN (seed 003 ch. 5, 6, 9)",
+            order=65,
+            text=R.text(models, infos),
+            figures=figures,
+            tables=tables,
+            headline=headlines.generative(tables, figures),
+        ),
+    )
+
+
+run(main, snakemake)

@@ -1,0 +1,245 @@
+"""The centres of the generative stage: each holds only its own data (``cid``, ``n_samples``)
+and answers the server's messages, ``method(parameters, config) -> message | Abstain``.
+
+Disclosure floors are the centre's own (``min_samples`` given at construction, config
+``generative.min_samples``): a centre that would summarise fewer samples abstains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedclust.federation import Abstain
+
+from . import data as D
+from . import dgd, savae
+from .nets import get_parameters, set_parameters
+
+
+class _Centre:
+    """Shared parts: identity, floor, the federated standardisation of gaussian columns."""
+
+    def __init__(self, cid: str, x: np.ndarray, mask: np.ndarray, spec, min_samples: int) -> None:
+        self.cid = str(cid)
+        self._x = np.asarray(x, float)  # the centre's data, its own units (never sent)
+        self._mask = np.asarray(mask, np.float32)
+        self.spec = spec
+        self.min_samples = int(min_samples)
+        self.scaler: D.Scaler | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return int(self._x.shape[0])
+
+    def _too_small(self) -> Abstain | None:
+        if self.n_samples < self.min_samples:
+            return Abstain(f"{self.n_samples} samples < min_samples={self.min_samples}")
+        return None
+
+    def moments(self, parameters: Any, config: dict) -> dict | Abstain:
+        """``generative_moments`` over the gaussian columns (``config['columns']``)."""
+        cols = np.asarray(config["columns"], int)
+        m = D.local_moments(self._x, self._mask, self.spec)
+        n = m["n"][cols]
+        if n.size and n.min() < self.min_samples:
+            return Abstain(
+                f"a gaussian column has {int(n.min())} observed values "
+                f"< min_samples={self.min_samples}"
+            )
+        return {"sum": m["sum"][cols], "sumsq": m["sumsq"][cols], "n": n}
+
+    def receive_global(self, parameters: list[np.ndarray], config: dict) -> dict | Abstain:
+        """The final global model (after the last FedAvg round); answers the sample count."""
+        if (a := self._too_small()) is not None:
+            return a
+        set_parameters(self.model, parameters)
+        return {"n": self.n_samples}
+
+    def standardise(self, parameters: Any, config: dict) -> dict | Abstain:
+        """Receive the global mean / SD of the gaussian columns; answer the sample count."""
+        if (a := self._too_small()) is not None:
+            return a
+        cols = np.asarray(config["columns"], int)
+        p = self.spec.n_features
+        mean, sd = np.zeros(p), np.ones(p)
+        mean[cols], sd[cols] = np.asarray(config["mean"]), np.asarray(config["sd"])
+        self._set_scaler(D.Scaler(mean, sd))
+        return {"n": self.n_samples}
+
+    def _set_scaler(self, scaler: D.Scaler) -> None:
+        raise NotImplementedError
+
+
+class SavaeCentre(_Centre):
+    """A SAVAE node (D6.2 §6.5–6.6): its covariates (raw units, NaN = missing), mask, labels and
+    optional survival; a model built by ``build()`` (weights replaced by the server's) and a
+    :class:`~.savae.Trainer` kept across rounds (Adam state, minibatch generator)."""
+
+    def __init__(
+        self,
+        cid: str,
+        table: D.Tabular,
+        mask: np.ndarray,
+        build: Callable,
+        train: dict,
+        seed: int,
+        min_samples: int,
+    ) -> None:
+        super().__init__(cid, table.x, mask, table.spec, min_samples)
+        self._table = table
+        self._build, self._train, self._seed = build, dict(train), int(seed)
+        self.model: savae.SAVAE | None = None
+        self.trainer: savae.Trainer | None = None
+        self._virtual: D.Tabular | None = None
+        if not any(k == "gaussian" for k in table.spec.kinds):
+            self._set_scaler(D.fit_scaler(self._x, self._mask, self.spec))
+
+    # ---- data and trainer
+    def _training_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        t, v = self._table, self._virtual
+        if v is None:
+            return self._x, self._mask, t.t, t.d
+        x = np.concatenate([self._x, v.x])
+        m = np.concatenate([self._mask, np.ones_like(v.x, dtype=np.float32)])
+        tt = None if t.t is None else np.concatenate([t.t, v.t])
+        dd = None if t.d is None else np.concatenate([t.d, v.d])
+        return x, m, tt, dd
+
+    def _set_scaler(self, scaler: D.Scaler) -> None:
+        self.scaler = scaler
+        x, m, t, d = self._training_rows()
+        self.model = self._build()
+        self.trainer = savae.Trainer(
+            self.model,
+            savae.tensors(scaler.transform(x), m, t, d),
+            lr=self._train["lr"],
+            batch_size=self._train["batch_size"],
+            w=self._train["w"],
+            generator=torch.Generator().manual_seed(self._seed),
+        )
+
+    def standardise_locally(self) -> None:
+        """Isolated node: its own scaler (no message)."""
+        x, m, _, _ = self._training_rows()
+        self._set_scaler(D.fit_scaler(x, m, self.spec))
+
+    # ---- messages
+    def fit(self, parameters: list[np.ndarray], config: dict):
+        """FedAvg update (``savae_fit``): local epochs from the global parameters."""
+        if (a := self._too_small()) is not None:
+            return a
+        set_parameters(self.model, parameters)
+        losses = self.trainer.epochs(int(config["epochs"]))
+        return get_parameters(self.model), self.n_samples, {"loss": float(losses[-1])}
+
+    def virtual_patients(self, parameters: Any, config: dict) -> dict | Abstain:
+        """Once: ``n_virtual`` virtual patients from this node's trained generator (z ~ N(0, I),
+        decoded), labelled by its latent-space classifier, times from its Weibull decoder
+        (``savae_virtual_patients``). Values in the data's units."""
+        if (a := self._too_small()) is not None:
+            return a
+        gen = torch.Generator().manual_seed(self._seed + 1)
+        z, xs, t = savae.generate(
+            self.model, int(config["n_virtual"]), gen, str(self._train.get("draw", "mean"))
+        )
+        x = self.scaler.inverse(xs)
+        y = self._latent_classifier().predict(z)
+        return {"x": x, "y": y, "t": t, "n": self.n_samples}
+
+    def receive_virtual(self, parameters: Any, config: dict) -> dict:
+        """Store the virtual patients (events at their drawn times) for local training."""
+        x = np.asarray(config["x"], float)
+        t = config.get("t")
+        has_t = t is not None and self._table.t is not None
+        self._virtual = D.Tabular(
+            x,
+            self._table.names,
+            self.spec,
+            np.asarray(config["y"]),
+            np.asarray(t, float) if has_t else None,
+            np.ones(len(x), int) if has_t else None,
+        )
+        return {"n": self.n_samples}
+
+    # ---- local work (isolated arms; the node's own evaluation)
+    def train_local(self, epochs: int) -> list[float]:
+        return self.trainer.epochs(int(epochs))
+
+    def training_latents(self) -> tuple[np.ndarray, np.ndarray]:
+        """(μ of every training row, labels): own rows, then virtual ones."""
+        x, _, _, _ = self._training_rows()
+        y = (
+            self._table.y
+            if self._virtual is None
+            else np.concatenate([self._table.y, self._virtual.y])
+        )
+        return savae.embed(self.model, self.scaler.transform(x)), y
+
+    def training_recovered(self) -> tuple[np.ndarray, np.ndarray]:
+        x, m, _, _ = self._training_rows()
+        y = (
+            self._table.y
+            if self._virtual is None
+            else np.concatenate([self._table.y, self._virtual.y])
+        )
+        return savae.reconstruct(self.model, self.scaler.transform(x), m), y
+
+    def _latent_classifier(self):
+        from sklearn.linear_model import LogisticRegression
+
+        z, y = self.training_latents()
+        return LogisticRegression(max_iter=2000, random_state=0).fit(z, y)
+
+
+class DgdCentre(_Centre):
+    """A DGD centre: its samples, its own representations and their optimiser (never sent), a
+    local copy of the decoder + mixture replaced by the server's parameters every round."""
+
+    def __init__(
+        self,
+        cid: str,
+        x: np.ndarray,
+        mask: np.ndarray,
+        spec,
+        build: Callable,
+        train: dgd.Training,
+        seed: int,
+        min_samples: int,
+    ) -> None:
+        super().__init__(cid, x, mask, spec, min_samples)
+        self._build, self._train, self._seed = build, train, int(seed)
+        self.model: dgd.DGD | None = None
+        self.trainer: dgd.Trainer | None = None
+
+    def _set_scaler(self, scaler: D.Scaler) -> None:
+        self.scaler = scaler
+        self.model = self._build()
+        self.trainer = dgd.Trainer(
+            self.model,
+            scaler.transform(self._x),
+            self._mask,
+            self._train,
+            torch.Generator().manual_seed(self._seed),
+        )
+
+    def standardise_locally(self) -> None:
+        self._set_scaler(D.fit_scaler(self._x, self._mask, self.spec))
+
+    def fit(self, parameters: list[np.ndarray], config: dict):
+        """FedAvg update (``dgd_fit``): decoder + mixture parameters only."""
+        if (a := self._too_small()) is not None:
+            return a
+        set_parameters(self.model, parameters)
+        losses = self.trainer.epochs(int(config["epochs"]))
+        return get_parameters(self.model), self.n_samples, {"loss": float(losses[-1])}
+
+    def train_local(self, epochs: int) -> list[float]:
+        return self.trainer.epochs(int(epochs))
+
+    def representations(self) -> np.ndarray:
+        """This centre's training representations (local evaluation only)."""
+        return self.trainer.representations()

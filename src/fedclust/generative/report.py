@@ -1,0 +1,260 @@
+"""Tables, figures and the report section of the generative stage (seed 003 ch. 5, 6, 9).
+
+D6.2 prints no number for any of these models (figures only, or "not yet completely
+operative"): every value here is a first measurement. The headline therefore compares the
+federated arm with the isolated and pooled ones: D6.2's qualitative claim (the federated poor
+node lies between its isolated lower bound and the good node's upper bound, Figs 6.13–6.16) as a
+bound ("> 0"), and the rest as "not reported"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ARMS = ("good_isolated", "poor_isolated", "federated", "virtual", "pooled", "mean_imputation")
+ARM_LABEL = {
+    "good_isolated": "good node isolated (upper bound)",
+    "poor_isolated": "poor node isolated (lower bound)",
+    "federated": "federated (FedAvg SAVAE)",
+    "virtual": "virtual patients from the good node",
+    "pooled": "pooled (centralised) model",
+    "mean_imputation": "column-mean imputation",
+}
+SAVAE_METRICS = [
+    "latent_accuracy",
+    "latent_auc",
+    "recovered_accuracy",
+    "recovered_auc",
+    "recon_error",
+    "impute_error",
+    "c_index",
+    "ibs",
+]
+FIRST = "first measurement (D6.2 prints no number)"
+
+
+# ---------------------------------------------------------------------------------- tables
+def savae_table(metrics: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """One row per (data set, rate, evaluation set, arm); one column per metric."""
+    long = pd.concat(list(metrics), ignore_index=True)
+    wide = long.pivot_table(
+        index=["dataset", "rate", "test", "arm"], columns="metric", values="value", aggfunc="first"
+    ).reset_index()
+    wide.columns.name = None
+    wide["arm"] = pd.Categorical(wide["arm"], ARMS, ordered=True)
+    wide = wide.sort_values(["dataset", "rate", "test", "arm"]).reset_index(drop=True)
+    wide["arm"] = wide["arm"].astype(str)
+    cols = ["dataset", "rate", "test", "arm"] + [m for m in SAVAE_METRICS if m in wide]
+    return wide[cols]
+
+
+def ledger_summary(ledgers: Mapping[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
+    """Messages and floats per (model, unit, protocol, sender); abstentions counted."""
+    rows = []
+    for (model, unit), t in ledgers.items():
+        if t.empty:
+            continue
+        g = t.assign(abstain=t["kind"] == "abstain").groupby(["protocol", "sender"], sort=False)
+        for (proto, sender), part in g:
+            rows.append(
+                {
+                    "model": model,
+                    "unit": unit,
+                    "protocol": proto,
+                    "sender": sender,
+                    "messages": int((~part["abstain"]).sum()),
+                    "abstentions": int(part["abstain"].sum()),
+                    "floats": int(part["floats"].sum()),
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["model", "unit", "protocol", "sender", "messages", "abstentions", "floats"]
+    )
+
+
+def _task_metric(wide: pd.DataFrame, dataset: str) -> str:
+    """Accuracy for multi-class tasks (D6.2's "probability of detection"), AUC for a binary
+    label (SF3B1: about a quarter mutated, accuracy says little)."""
+    return "latent_accuracy" if dataset == "mnist" else "latent_auc"
+
+
+def _get(wide: pd.DataFrame, ds: str, rate: float, test: str, arm: str, metric: str) -> float:
+    sel = wide[
+        (wide["dataset"] == ds)
+        & (wide["rate"] == rate)
+        & (wide["test"] == test)
+        & (wide["arm"] == arm)
+    ]
+    return float(sel[metric].iloc[0]) if len(sel) and metric in sel else float("nan")
+
+
+def headline_table(
+    savae: pd.DataFrame | None = None,
+    dgd: pd.DataFrame | None = None,
+    radialgan: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The rows the section headline reads (``fedclust.report.headlines.GENERATIVE``):
+    ``row`` (its kind), ``quantity``, ``value``."""
+    rows: list[dict[str, Any]] = []
+    if savae is not None and not savae.empty:
+        for (ds, rate), _ in savae.groupby(["dataset", "rate"], sort=True):
+            m = _task_metric(savae, ds)
+            name = m.replace("latent_", "latent ")
+            fed = _get(savae, ds, rate, "corrupted", "federated", m)
+            low = _get(savae, ds, rate, "corrupted", "poor_isolated", m)
+            up = _get(savae, ds, rate, "clean", "good_isolated", m)
+            vir = _get(savae, ds, rate, "corrupted", "virtual", m)
+            poo = _get(savae, ds, rate, "corrupted", "pooled", m)
+            tag = f"SAVAE {ds} r={rate:g}"
+            rows += [
+                {
+                    "row": "savae_above_lower",
+                    "quantity": f"{tag}: {name}, federated − isolated poor node",
+                    "value": fed - low,
+                },
+                {
+                    "row": "savae_below_upper",
+                    "quantity": f"{tag}: {name}, good node (upper bound) − federated",
+                    "value": up - fed,
+                },
+                {
+                    "row": "savae_virtual",
+                    "quantity": f"{tag}: {name}, virtual patients − isolated poor node",
+                    "value": vir - low,
+                },
+                {
+                    "row": "savae_pooled",
+                    "quantity": f"{tag}: {name}, federated − pooled",
+                    "value": fed - poo,
+                },
+            ]
+            if "c_index" in savae and not np.isnan(
+                _get(savae, ds, rate, "clean", "federated", "c_index")
+            ):
+                rows.append(
+                    {
+                        "row": "savae_cindex",
+                        "quantity": f"{tag}: C-index of the federated SAVAE (clean test set)",
+                        "value": _get(savae, ds, rate, "clean", "federated", "c_index"),
+                    }
+                )
+    return pd.DataFrame(rows, columns=["row", "quantity", "value"])
+
+
+# --------------------------------------------------------------------------------- figures
+def savae_figure(wide: pd.DataFrame):
+    """Fig. 6.13–6.16's bounds: the poor node's downstream score on the corrupted test set per
+    arm and corruption rate (latent space solid, recovered samples dashed), the good node's on
+    clean images as the upper bound."""
+    import matplotlib.pyplot as plt
+
+    sets = sorted(wide["dataset"].unique())
+    fig, axes = plt.subplots(1, len(sets), figsize=(5.2 * len(sets), 3.8), squeeze=False)
+    colors = {
+        "good_isolated": "C2",
+        "poor_isolated": "C3",
+        "federated": "C0",
+        "virtual": "C1",
+        "pooled": "C7",
+    }
+    for ax, ds in zip(axes[0], sets, strict=True):
+        m = _task_metric(wide, ds)
+        rm = m.replace("latent_", "recovered_")
+        part = wide[wide["dataset"] == ds]
+        rates = sorted(part["rate"].unique())
+        for arm, col in colors.items():
+            test = "clean" if arm == "good_isolated" else "corrupted"
+            lat = [_get(part, ds, r, test, arm, m) for r in rates]
+            rec = [_get(part, ds, r, test, arm, rm) for r in rates]
+            ax.plot(rates, lat, "o-", color=col, label=ARM_LABEL[arm])
+            ax.plot(rates, rec, "s--", color=col, alpha=0.7)
+        ax.set_xlabel("corruption rate r (fraction of entries replaced by noise)")
+        ax.set_ylabel(m.replace("latent_", "").replace("auc", "AUC") + " on the test set")
+        ax.set_title(f"{ds}: poor node's classifier")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def digits_figure(examples: Mapping[str, np.ndarray], title: str):
+    """Image panel of Figs 6.13–6.15: originals, the poor node's corrupted inputs, and each
+    arm's reconstruction."""
+    import matplotlib.pyplot as plt
+
+    cols = [c for c in ("original", "corrupted", *ARMS) if c in examples]
+    n = len(examples["original"])
+    side = int(round(np.sqrt(examples["original"].shape[1])))
+    fig, axes = plt.subplots(n, len(cols), figsize=(1.1 * len(cols), 1.1 * n + 0.6), squeeze=False)
+    for j, c in enumerate(cols):
+        for i in range(n):
+            ax = axes[i][j]
+            ax.imshow(np.asarray(examples[c][i]).reshape(side, side), cmap="gray_r", vmin=0, vmax=1)
+            ax.set_xticks([]), ax.set_yticks([])
+            if i == 0:
+                ax.set_title(c.replace("_", "\n"), fontsize=7)
+    fig.suptitle(title, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def curves_figure(curves: pd.DataFrame, model: str):
+    """Training loss per epoch (isolated, pooled) or per round (federated) of every unit."""
+    import matplotlib.pyplot as plt
+
+    keys = [c for c in ("dataset", "rate", "unit_id") if c in curves]
+    groups = list(curves.groupby(keys, sort=True)) if keys else [("all", curves)]
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.2), squeeze=False)
+    for ax, (key, part) in zip(axes[0], groups, strict=True):
+        for arm, c in part.groupby("arm", sort=False):
+            ax.plot(c["step"], c["loss"], label=f"{arm} (per {c['unit'].iloc[0]})")
+        ax.set_title(
+            f"{model} {key if isinstance(key, str) else ' '.join(map(str, key))}", fontsize=8
+        )
+        ax.set_xlabel("epoch / round")
+        ax.set_ylabel("training loss")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def text(models: Sequence[str], infos: Mapping[str, list[dict]]) -> list[str]:
+    """The section's paragraphs (first: what is measured and that it is a first measurement)."""
+    out = [
+        "Seed 003 (GenoMed4All D6.2) chapters 5, 6 and 9: federated generative models in which "
+        "nodes share a common latent space, model parameters or generated data instead of "
+        "patients. D6.2 reports no numbers for any of them (figures only; RadialGAN 'not yet "
+        "completely operative'), so every value in this section is a first measurement; the "
+        "headline compares the federated arm with the isolated and pooled ones, D6.2's "
+        "qualitative claim (federated between the poor node's lower bound and the good node's "
+        "upper bound) written as a bound.",
+    ]
+    if "savae" in models:
+        inf = infos.get("savae", [])
+        desc = "; ".join(
+            f"{i['dataset']} r={i['rate']:g}: good {i['n_good']} / poor {i['n_poor']} / test "
+            f"{i['n_test']} samples, {i['features']} features, {i['epochs']} epochs "
+            f"({i['rounds']} rounds x {i['local_epochs']} local), {i['n_virtual']} virtual "
+            f"patients; data: {i['source']}"
+            for i in inf
+        )
+        out.append(
+            "SAVAE (D6.2 §6.4.4): a VAE over the covariates with per-feature likelihoods "
+            "(Bernoulli, Gaussian, categorical; missing entries masked out of the likelihood) and "
+            "a Weibull time decoder, ELBO with the time term weighted by w; the censored "
+            "log-likelihood d log f(t) + (1-d) log S(t). Good node / poor node test (D6.2 "
+            "§6.6): the poor node has few samples and a fraction r of its entries replaced by "
+            "binary noise (known to be missing). Arms: each node isolated (bounds), FedAvg over "
+            "both nodes through the federation core, virtual patients (the good node's trained "
+            "generator sends decoded prior draws, labelled by its latent classifier, once), "
+            "and one pooled model. The poor node's downstream logistic regression learns from "
+            "its own labelled samples (plus the virtual ones in that arm) on latent means "
+            "(solid) or recovered samples (dashed), and is scored on a held-out test set "
+            "corrupted the same way; the good node's upper bound is scored on the clean test "
+            f"set. Units: {desc}."
+        )
+    return out
