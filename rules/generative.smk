@@ -39,12 +39,40 @@ if "savae" in GEN_MODELS:
         resources:
             **job_resources("generative_savae"),
         params:
-            cfg=GEN,
+            cfg=GW.model_cfg(GEN, "savae"),
             units=lambda wc: gen_job_units("savae", wc),
             seed=SEED,
             sources=GEN_SOURCES,
         script:
             "../scripts/generative_savae.py"
+
+
+if "dgd" in GEN_MODELS:
+
+    rule generative_dgd:
+        input:
+            unpack(lambda wc: GW.inputs(config, "dgd", gen_job_units("dgd", wc))),
+        output:
+            **GW.unit_outputs("dgd", gen_units("dgd") if GEN_GROUPED else None),
+        log:
+            f"results/logs/generative/generative_dgd_{GEN_UNIT}.log",
+        benchmark:
+            f"results/benchmarks/generative_dgd/{GEN_UNIT}.tsv"
+        wildcard_constraints:
+            unit="[A-Za-z0-9_.]+",
+        conda:
+            "../envs/fedclust.yaml"
+        threads: job_threads("generative_dgd")
+        resources:
+            **job_resources("generative_dgd"),
+        params:
+            cfg=GW.model_cfg(GEN, "dgd"),
+            units=lambda wc: gen_job_units("dgd", wc),
+            seed=SEED,
+            sources=GEN_SOURCES,
+            cohorts=GW.rnaseq_cohorts(config) if "dgd" in GEN_MODELS else [],
+        script:
+            "../scripts/generative_dgd.py"
 
 
 if GEN_MODELS:

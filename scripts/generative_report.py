@@ -88,7 +88,50 @@ def main() -> None:
                     "the clean digit). Data: " + infos["savae"][i]["source"] + ".",
                 }
             )
-    head = R.headline_table(savae=savae)
+    dgd = None
+    if "dgd" in models:
+        dgd = R.dgd_table(_read("dgd", "metrics"))
+        write_table(out.dgd, dgd, index=False)
+        tables.insert(
+            1 if savae is not None else 0,
+            {
+                "path": out.dgd,
+                "caption": "Deep Generative Decoder: one row per unit, arm and centre (isolated "
+                "centres one by one and their mean). nll_per_entry / nll_per_sample: held-out "
+                "-log p(x_observed, z) at the MAP representation; impute_error: hidden test "
+                "entries (|error| in units of the test set's SD); kmeans_* / train_*: ARI / FMI "
+                "of k-means / the mixture's components on the training representations vs the "
+                "reference clusters; test_*: the mixture's components on the test "
+                "representations; parameters: the VAE's size (the DGD's is in the text).",
+            },
+        )
+        reps = {
+            u: dict(np.load(p))
+            for u, p in zip(_units("dgd"), snakemake.input["dgd_representations"], strict=True)
+        }
+        save_figure(R.representations_figure(reps), out.dgd_figure)
+        figures.append(
+            {
+                "path": out.dgd_figure,
+                "reproduces": "D6.2 Fig. 9.1 D-F (representation space)",
+                "caption": "Federated DGD: the training representations (they never left their "
+                "centres; gathered here for the figure only) coloured by reference cluster, "
+                "with the mixture's component means. Data: "
+                + "; ".join(sorted({i["source"] for i in infos["dgd"]}))
+                + ".",
+            }
+        )
+        curves = pd.concat(_read("dgd", "curves"), ignore_index=True)
+        curves = curves[curves["centre"].fillna("").astype(str).isin(["", "nan"])]
+        save_figure(R.curves_figure(curves, "DGD"), out.dgd_curves)
+        figures.append(
+            {
+                "path": out.dgd_curves,
+                "caption": "DGD training loss (-log posterior per sample) per epoch (pooled, VAE:"
+                " -ELBO) or FedAvg round (federated).",
+            }
+        )
+    head = R.headline_table(savae=savae, dgd=dgd)
     write_table(out.headline, head, index=False)
     tables.append(
         {

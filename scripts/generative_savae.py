@@ -11,9 +11,8 @@ from fedclust.transports import from_config
 def main() -> None:
     p, out = snakemake.params, snakemake.output
     units = list(p.units)
-    results = run_savae_units(
-        p.cfg, units, dict(snakemake.input), p.seed, p.sources, from_config(snakemake.config)
-    )
+    files = {k: v for k, v in snakemake.input.items()}
+    results = run_savae_units(p.cfg, units, files, p.seed, p.sources, from_config(snakemake.config))
     paths = [out.metrics, out.curves, out.ledger, out.info, out.examples]
     if len(units) == 1 and isinstance(out.metrics, str):
         paths = [[x] for x in paths]

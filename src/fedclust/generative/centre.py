@@ -214,6 +214,8 @@ class DgdCentre(_Centre):
         self._build, self._train, self._seed = build, train, int(seed)
         self.model: dgd.DGD | None = None
         self.trainer: dgd.Trainer | None = None
+        if not any(k == "gaussian" for k in spec.kinds):  # nothing to standardise
+            self._set_scaler(D.fit_scaler(self._x, self._mask, self.spec))
 
     def _set_scaler(self, scaler: D.Scaler) -> None:
         self.scaler = scaler

@@ -139,11 +139,16 @@ class Training:
     rep_lr: float = 0.05
     batch_size: int = 64
     test_steps: int = 100
+    init_sd: float = 0.1
 
     @staticmethod
     def from_config(cfg: dict) -> Training:
         return Training(
-            float(cfg["lr"]), float(cfg["rep_lr"]), int(cfg["batch_size"]), int(cfg["test_steps"])
+            float(cfg["lr"]),
+            float(cfg["rep_lr"]),
+            int(cfg["batch_size"]),
+            int(cfg["test_steps"]),
+            float(cfg.get("init_sd", 0.1)),
         )
 
 
@@ -161,17 +166,13 @@ class Trainer:
         generator: torch.Generator,
     ) -> None:
         self.model, self.train, self.gen = model, train, generator
-        self.x = torch.as_tensor(np.asarray(x, np.float32))
-        self.mask = torch.as_tensor(np.asarray(mask, np.float32))
-        with torch.no_grad():
-            comp = torch.multinomial(
-                model.gmm.weights, self.n, replacement=True, generator=generator
-            )
-            sd = torch.exp(-0.5 * model.gmm.log_precision[comp])
-            z0 = model.gmm.means[comp] + sd * torch.randn(
-                self.n, model.gmm.prior.dim, generator=generator
-            )
-        self.z = nn.Parameter(z0.clone())
+        dev = _device(model)
+        self.x = torch.as_tensor(np.asarray(x, np.float32)).to(dev)
+        self.mask = torch.as_tensor(np.asarray(mask, np.float32)).to(dev)
+        # initial representations: small normal noise around the origin (the DGD code's
+        # representation layer); the decoder and the mixture pull them apart
+        z0 = float(train.init_sd) * torch.randn(self.n, model.gmm.prior.dim, generator=generator)
+        self.z = nn.Parameter(z0.to(dev))
         self.opt = torch.optim.Adam(model.parameters(), lr=train.lr)
         self.rep_opt = torch.optim.Adam([self.z], lr=train.rep_lr)
 
@@ -184,7 +185,7 @@ class Trainer:
         out = []
         bs = self.train.batch_size
         for _ in range(int(n_epochs)):
-            perm = torch.randperm(self.n, generator=self.gen)
+            perm = torch.randperm(self.n, generator=self.gen).to(self.x.device)
             self.rep_opt.zero_grad()
             total = 0.0
             for s in range(0, self.n, bs):
@@ -200,7 +201,7 @@ class Trainer:
         return out
 
     def representations(self) -> np.ndarray:
-        return self.z.detach().numpy().copy()
+        return self.z.detach().cpu().numpy().copy()
 
 
 def find_representations(
@@ -210,8 +211,9 @@ def find_representations(
     (all K starts optimised together for ``steps`` full-batch steps), the best per sample kept.
     Returns (z, per-sample −log p(x_obs, z))."""
     model.eval()
-    xt = torch.as_tensor(np.asarray(x, np.float32))
-    mt = torch.as_tensor(np.asarray(mask, np.float32))
+    dev = _device(model)
+    xt = torch.as_tensor(np.asarray(x, np.float32)).to(dev)
+    mt = torch.as_tensor(np.asarray(mask, np.float32)).to(dev)
     n, k = xt.shape[0], model.gmm.prior.components
     for p in model.parameters():
         p.requires_grad_(False)
@@ -226,19 +228,29 @@ def find_representations(
         with torch.no_grad():
             nll = model.sample_nll(z, xr, mr).reshape(n, k)
             best = nll.argmin(dim=1)
-            zb = z.detach().reshape(n, k, -1)[torch.arange(n), best]
-            return zb.numpy(), nll[torch.arange(n), best].numpy().astype(float)
+            rows = torch.arange(n, device=dev)
+            zb = z.detach().reshape(n, k, -1)[rows, best]
+            return zb.cpu().numpy(), nll[rows, best].cpu().numpy().astype(float)
     finally:
         for p in model.parameters():
             p.requires_grad_(True)
 
 
+def _device(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _in(model: nn.Module, a: np.ndarray) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(a, np.float32)).to(_device(model))
+
+
 @torch.no_grad()
 def impute(model: DGD, z: np.ndarray) -> np.ndarray:
     """The decoder's point estimate of every entry at the representations (§9.3)."""
-    return L.expected(model.decoder(torch.as_tensor(np.asarray(z, np.float32))), model.spec).numpy()
+    return L.expected(model.decoder(_in(model, z)), model.spec).cpu().numpy()
 
 
 @torch.no_grad()
 def assign(model: DGD, z: np.ndarray) -> np.ndarray:
-    return model.gmm.assign(torch.as_tensor(np.asarray(z, np.float32))).numpy()
+    """The most probable mixture component of each representation."""
+    return model.gmm.assign(_in(model, z)).cpu().numpy()

@@ -125,3 +125,12 @@ def agreement(labels: np.ndarray, reference: np.ndarray) -> dict[str, float]:
         "ari": float(adjusted_rand_score(reference, labels)),
         "fmi": float(fowlkes_mallows_score(reference, labels)),
     }
+
+
+def kmeans_labels(z: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """k-means (scikit-learn, 10 restarts) on representations: their cluster structure, apart
+    from the model's own mixture components."""
+    from sklearn.cluster import KMeans
+
+    k = max(1, min(int(k), len(z)))
+    return KMeans(k, n_init=10, random_state=seed).fit_predict(np.asarray(z, float))

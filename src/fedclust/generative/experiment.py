@@ -28,12 +28,13 @@ from fedclust.federation import INPROCESS, Ledger, Transport, federate
 from fedclust.seeds import derive_seed, rng
 
 from . import data as D
+from . import dgd as G
 from . import evaluate as E
 from . import likelihoods as L
 from . import pooled, savae
 from . import protocols as P
 from . import server as S
-from .centre import SavaeCentre
+from .centre import DgdCentre, SavaeCentre
 from .nets import device, get_parameters, init_module, n_parameters
 
 log = logging.getLogger(__name__)
@@ -328,6 +329,305 @@ def _examples(
         src = clean if arm == "good_isolated" else corr
         out[arm] = savae.decode_mean(nd.model, nd.scaler.transform(src.x[:n]))
     return {k: np.asarray(v, np.float32) for k, v in out.items()}
+
+
+# ---------------------------------------------------------------------------------------- DGD
+def _split_centres(
+    table: D.Tabular, how: str, n_centres: int, gen: np.random.Generator
+) -> list[tuple[str, np.ndarray]]:
+    """(centre id, row indices): the table's ``groups`` column (``column``) or a uniform random
+    split into ``n_centres`` (``uniform``)."""
+    if how == "column":
+        if table.groups is None:
+            raise ValueError("this data set has no centre column")
+        return [(str(g), np.flatnonzero(table.groups == g)) for g in sorted(set(table.groups))]
+    perm = gen.permutation(table.n)
+    return [(f"c{i:02d}", np.sort(part)) for i, part in enumerate(np.array_split(perm, n_centres))]
+
+
+def _dgd_eval(
+    model: G.DGD,
+    scaler: D.Scaler,
+    test_x: np.ndarray,
+    test_m: np.ndarray,
+    imp_m: np.ndarray,
+    y_test: np.ndarray,
+    steps: int,
+    lr: float,
+    spec,
+) -> tuple[dict[str, float], np.ndarray]:
+    """Held-out NLL (MAP representations from every component mean, ``steps`` Adam steps),
+    imputation of the entries hidden by ``imp_m`` (representation found from the rest), ARI /
+    FMI of the test representations' components."""
+    xs = scaler.transform(test_x)
+    z, nll = G.find_representations(model, xs, test_m, steps, lr)
+    zi, _ = G.find_representations(model, xs, imp_m, steps, lr)
+    est = scaler.inverse(G.impute(model, zi))
+    hidden = (test_m > 0) & (imp_m == 0)
+    out = {
+        "nll_per_sample": float(np.mean(nll)),
+        "nll_per_entry": float(np.sum(nll) / max(float(test_m.sum()), 1.0)),
+        "impute_error": E.masked_error(
+            est, np.nan_to_num(test_x), hidden, _eval_scale(test_x, spec), _cat(spec)
+        ),
+    }
+    agr = E.agreement(G.assign(model, z), y_test)
+    out.update({f"test_{k}": v for k, v in agr.items()})
+    return out, z
+
+
+def run_dgd(
+    table: D.Tabular, cfg: dict, unit: str, seed: int, transport: Transport = INPROCESS
+) -> dict[str, Any]:
+    """The DGD on ``table``: federated (decoder + mixture by FedAvg, representations kept at
+    the centres) vs pooled vs each centre isolated, and a same-size VAE (pooled)."""
+    dg = cfg["dgd"]
+    ds = dg["datasets"][unit]
+    ms = int(cfg["min_samples"])
+    g = rng(seed, "dgd", unit, "split")
+    if ds.get("n_samples") and table.n > int(ds["n_samples"]):
+        table = table.rows(np.sort(g.permutation(table.n)[: int(ds["n_samples"])]))
+    spec = table.spec
+    centres_rows = _split_centres(table, str(ds["split"]), int(ds["n_centres"]), g)
+    train_parts, test_idx = [], []
+    for cid, rows in centres_rows:
+        rows = g.permutation(rows)
+        k = int(round(float(ds["test_fraction"]) * len(rows)))
+        test_idx.append(rows[:k])
+        train_parts.append((cid, np.sort(rows[k:])))
+    test_i = np.sort(np.concatenate(test_idx))
+    train_i = np.sort(np.concatenate([r for _, r in train_parts]))
+    test = table.rows(test_i)
+    test_m = D.observed(test.x)
+    imp_m = test_m * (
+        rng(seed, "dgd", unit, "mask").random(test_m.shape) >= float(dg["mask_rate"])
+    ).astype(np.float32)
+    labels = np.unique(table.y)
+    prior = G.Prior.from_config(dg["prior"], int(dg.get("components") or len(labels)))
+    hidden = tuple(int(h) for h in dg["model"]["hidden"])
+    act = str(dg["model"]["activation"])
+    train = G.Training.from_config(dg["train"])
+    rounds, local = int(dg["train"]["rounds"]), int(dg["train"]["local_epochs"])
+    epochs = rounds * local
+    dev = device(str(cfg.get("device", "auto")))
+
+    def build():
+        return init_module(lambda: G.DGD(spec, prior, hidden, act), seed, "dgd", unit, "init").to(
+            dev
+        )
+
+    rows: list[dict] = []
+    curves: list[dict] = []
+
+    def record(arm, metrics, losses, unit_name="epoch", centre=""):
+        rows.extend(
+            {"arm": arm, "centre": centre, "metric": k, "value": float(v)}
+            for k, v in metrics.items()
+        )
+        curves.extend(
+            {"arm": arm, "centre": centre, "step": i + 1, "unit": unit_name, "loss": float(v)}
+            for i, v in enumerate(losses)
+        )
+
+    n_clusters = len(labels)
+
+    def train_agreement(model, z, y):
+        """ARI / FMI vs the reference labels of the mixture's components and of k-means
+        (k = number of reference clusters) on the training representations (evaluation)."""
+        out = {f"train_{k}": v for k, v in E.agreement(G.assign(model, z), y).items()}
+        km = E.kmeans_labels(z, n_clusters, derive_seed(seed, "dgd", unit, "kmeans"))
+        out.update({f"kmeans_{k}": v for k, v in E.agreement(km, y).items()})
+        return out
+
+    # federated
+    ledger = Ledger()
+    centres = [
+        DgdCentre(
+            cid,
+            table.x[r],
+            D.observed(table.x[r]),
+            spec,
+            build,
+            train,
+            derive_seed(seed, "dgd", unit, cid),
+            ms,
+        )
+        for cid, r in train_parts
+    ]
+    init = get_parameters(build())
+    params, hist = federate(
+        centres,
+        lambda px: S.federated_training(
+            px, spec, init, rounds, local, P.dgd_fit(ms), "dgd_fit", ms
+        ),
+        ledger=ledger,
+        transport=transport,
+    )
+    active = [c for c in centres if c.n_samples >= ms]
+    ref = active[0]
+    m, z_test = _dgd_eval(
+        ref.model, ref.scaler, test.x, test_m, imp_m, test.y, train.test_steps, train.rep_lr, spec
+    )
+    # the training representations stay at their centres: each scores its own assignments
+    # (an evaluation; the labels never travel either)
+    z_train = np.concatenate([c.representations() for c in active])
+    y_train = np.concatenate(
+        [table.y[r] for (cid, r), c in zip(train_parts, centres, strict=True) if c in active]
+    )
+    m.update(train_agreement(ref.model, z_train, y_train))
+    record("federated", m, hist.loss, "round")
+    # pooled
+    pn, losses = pooled.dgd(
+        table.x[train_i],
+        D.observed(table.x[train_i]),
+        spec,
+        build,
+        train,
+        derive_seed(seed, "dgd", unit, "pooled"),
+        epochs,
+    )
+    mp, z_pooled = _dgd_eval(
+        pn.model, pn.scaler, test.x, test_m, imp_m, test.y, train.test_steps, train.rep_lr, spec
+    )
+    mp.update(train_agreement(pn.model, pn.representations(), table.y[train_i]))
+    record("pooled", mp, losses)
+    # each centre isolated
+    for cid, r in train_parts:
+        if len(r) < ms:
+            continue
+        node = DgdCentre(
+            cid,
+            table.x[r],
+            D.observed(table.x[r]),
+            spec,
+            build,
+            train,
+            derive_seed(seed, "dgd", unit, cid),
+            ms,
+        )
+        node.standardise_locally()
+        losses = node.train_local(epochs)
+        mi, _ = _dgd_eval(
+            node.model,
+            node.scaler,
+            test.x,
+            test_m,
+            imp_m,
+            test.y,
+            train.test_steps,
+            train.rep_lr,
+            spec,
+        )
+        mi.update(train_agreement(node.model, node.representations(), table.y[r]))
+        record("isolated", mi, losses, centre=cid)
+    # a VAE of the same size (decoder as the DGD's, plus an encoder), pooled
+    arch = savae.Arch(latent=prior.dim, hidden=hidden, time_hidden=(), activation=act)
+    vtrain = {"lr": train.lr, "batch_size": train.batch_size, "w": 0.0, "draw": "mean"}
+    vae_tab = D.Tabular(table.x[train_i], table.names, spec, table.y[train_i])
+
+    def build_vae():
+        return init_module(
+            lambda: savae.SAVAE(spec, arch, time=False), seed, "dgd", unit, "vae"
+        ).to(dev)
+
+    vn, losses = pooled.savae(
+        vae_tab,
+        D.observed(vae_tab.x),
+        build_vae,
+        vtrain,
+        derive_seed(seed, "dgd", unit, "vae"),
+        epochs,
+    )
+    xs = vn.scaler.transform(np.where(imp_m > 0, test.x, np.nan))
+    est = vn.scaler.inverse(savae.decode_mean(vn.model, xs))
+    hidden_m = (test_m > 0) & (imp_m == 0)
+    record(
+        "vae",
+        {
+            "impute_error": E.masked_error(
+                est, np.nan_to_num(test.x), hidden_m, _eval_scale(test.x, spec), _cat(spec)
+            ),
+            "parameters": n_parameters(vn.model),
+        },
+        losses,
+    )
+    mean_err = _mean_imputation(
+        table.x[train_i],
+        D.observed(table.x[train_i]),
+        [EvalSet("masked", test.x, imp_m, test.x, test.y, None, None)],
+        spec,
+    )[0]["value"]
+    record("mean_imputation", {"impute_error": mean_err}, [])
+    metrics = pd.DataFrame(rows)
+    metrics.insert(0, "unit", unit)
+    curves_t = pd.DataFrame(curves, columns=["arm", "centre", "step", "unit", "loss"])
+    curves_t.insert(0, "unit_id", unit)
+    info = {
+        "unit": unit,
+        "data": ds["data"],
+        "source": table.source,
+        "samples": int(table.n),
+        "features": int(spec.n_features),
+        "train": int(len(train_i)),
+        "test": int(len(test_i)),
+        "centres": {cid: int(len(r)) for cid, r in train_parts},
+        "abstaining": [c.cid for c in centres if c.n_samples < ms],
+        "components": prior.components,
+        "dim": prior.dim,
+        "labels": int(len(labels)),
+        "epochs": epochs,
+        "rounds": rounds,
+        "local_epochs": local,
+        "test_steps": train.test_steps,
+        "mask_rate": float(dg["mask_rate"]),
+        "dgd_parameters": n_parameters(build()),
+        "vae_parameters": n_parameters(vn.model),
+        "messages": int(ledger.n_messages),
+        "floats": int(ledger.n_floats),
+        "representation_floats": int(z_train.size),
+    }
+    reps = {
+        "federated_train": z_train,
+        "federated_train_labels": y_train,
+        "federated_test": z_test,
+        "pooled_test": z_pooled,
+        "test_labels": test.y,
+        "means": ref.model.gmm.means.detach().cpu().numpy(),
+    }
+    return {
+        "metrics": metrics,
+        "curves": curves_t,
+        "ledger": ledger.table(),
+        "info": info,
+        "representations": {k: np.asarray(v) for k, v in reps.items()},
+    }
+
+
+def run_dgd_units(
+    cfg: dict,
+    unit_ids: list[str],
+    files: dict,
+    seed: int,
+    sources: dict,
+    transport: Transport = INPROCESS,
+) -> list[dict[str, Any]]:
+    """Every DGD unit of one job."""
+    out = []
+    for unit in unit_ids:
+        ds = cfg["dgd"]["datasets"][unit]
+        rs = cfg["dgd"].get("rnaseq", {})
+        kw = {}
+        if ds["data"] == "rnaseq":
+            kw = {
+                "cohorts": files["cohorts"],
+                "label": rs["label"],
+                "group": rs["group"],
+                "max_genes": rs.get("max_genes"),
+            }
+        table = load_table(ds["data"], cfg, files, seed, sources, **kw)
+        log.info("DGD unit %s: %d samples x %d features", unit, table.n, table.spec.n_features)
+        out.append(run_dgd(table, cfg, unit, seed, transport))
+    return out
 
 
 # ------------------------------------------------------------------------- units of a job

@@ -186,4 +186,17 @@ def report_outputs(cfg: dict[str, Any]) -> dict[str, Any]:
         out["savae_figure"] = f"{root}/figures/savae_bounds.png"
         out["savae_curves"] = f"{root}/figures/savae_curves.png"
         out["savae_digits"] = [f"{root}/figures/savae_digits_{u}.png" for u in digit_units(cfg)]
+    if "dgd" in models:
+        out["dgd"] = f"{root}/tables/dgd.tsv"
+        out["dgd_figure"] = f"{root}/figures/dgd_representations.png"
+        out["dgd_curves"] = f"{root}/figures/dgd_curves.png"
     return out
+
+
+SHARED_KEYS = ("enabled", "min_samples", "device", "fanout", "mds")
+
+
+def model_cfg(cfg: dict[str, Any], model: str) -> dict[str, Any]:
+    """The part of ``generative`` one model's jobs read (its section and the shared keys), so a
+    change to another model's settings does not re-run them."""
+    return {k: v for k, v in cfg.items() if k in SHARED_KEYS or k == model}
