@@ -75,6 +75,39 @@ if "dgd" in GEN_MODELS:
             "../scripts/generative_dgd.py"
 
 
+if "radialgan" in GEN_MODELS:
+
+    rule generative_radialgan:
+        input:
+            unpack(
+                lambda wc: GW.inputs(
+                    config, "radialgan", gen_job_units("radialgan", wc)
+                )
+            ),
+        output:
+            **GW.unit_outputs(
+                "radialgan", gen_units("radialgan") if GEN_GROUPED else None
+            ),
+        log:
+            f"results/logs/generative/generative_radialgan_{GEN_UNIT}.log",
+        benchmark:
+            f"results/benchmarks/generative_radialgan/{GEN_UNIT}.tsv"
+        wildcard_constraints:
+            unit="[A-Za-z0-9_.]+",
+        conda:
+            "../envs/fedclust.yaml"
+        threads: job_threads("generative_radialgan")
+        resources:
+            **job_resources("generative_radialgan"),
+        params:
+            cfg=GW.model_cfg(GEN, "radialgan"),
+            units=lambda wc: gen_job_units("radialgan", wc),
+            seed=SEED,
+            sources=GEN_SOURCES,
+        script:
+            "../scripts/generative_radialgan.py"
+
+
 if GEN_MODELS:
 
     rule generative_report:

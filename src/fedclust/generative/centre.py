@@ -245,3 +245,129 @@ class DgdCentre(_Centre):
     def representations(self) -> np.ndarray:
         """This centre's training representations (local evaluation only)."""
         return self.trainer.representations()
+
+
+class RadialCentre:
+    """A RadialGAN centre: its own feature set, training / test rows (scaled to [0, 1] with its
+    own training minima / maxima), labels, and F_i, G_i, D_i with their optimisers. Sends latent
+    codes of its rows and the gradient of its loss with respect to the others' codes; nothing
+    else of its data leaves it."""
+
+    def __init__(self, cid: str, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray,
+                 y_test: np.ndarray, build: Callable, cfg: dict, seed: int,
+                 min_samples: int) -> None:  # fmt: skip
+        from . import radialgan as R
+
+        self.cid = str(cid)
+        self.min_samples = int(min_samples)
+        fill = np.nanmedian(x_train, axis=0)
+        fill = np.where(np.isnan(fill), 0.0, fill)
+        xtr = np.where(np.isnan(x_train), fill, x_train)
+        xte = np.where(np.isnan(x_test), fill, x_test)
+        lo, hi = xtr.min(axis=0), xtr.max(axis=0)
+        span = np.where(hi > lo, hi - lo, 1.0)
+        self._x = ((xtr - lo) / span).astype(np.float32)
+        self._x_test = ((xte - lo) / span).astype(np.float32)
+        self._y = np.asarray(y_train, int)
+        self._y_test = np.asarray(y_test, int)
+        self._real = R.xy(self._x, self._y.astype(np.float32))
+        self.node = build(self._x.shape[1])
+        self._R, self._cfg = R, dict(cfg)
+        lr = float(cfg["lr"])
+        self.d_opt = torch.optim.Adam(self.node.D.parameters(), lr=lr)
+        self.g_opt = torch.optim.Adam(self.node.generator_parameters(), lr=lr)
+        self.gen = torch.Generator().manual_seed(int(seed))
+        self._z: torch.Tensor | None = None
+        self._batch: torch.Tensor | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return int(self._x.shape[0])
+
+    def _too_small(self) -> Abstain | None:
+        if self.n_samples < self.min_samples:
+            return Abstain(f"{self.n_samples} samples < min_samples={self.min_samples}")
+        return None
+
+    def batch(self, size: int) -> torch.Tensor:
+        """A minibatch drawn with replacement from the centre's generator."""
+        idx = torch.randint(0, self.n_samples, (int(size),), generator=self.gen)
+        return self._real[idx]
+
+    def encode(self, parameters: Any, config: dict) -> dict | Abstain:
+        """``radialgan_codes``: F_i of a fresh minibatch (kept, with its graph, for this
+        iteration) or, with ``all``, of every training row (the augmentation, eq. 5.8)."""
+        if (a := self._too_small()) is not None:
+            return a
+        if int(config.get("all", 0)):
+            with torch.no_grad():
+                return {"z": self.node.encode(self._real).numpy(), "n": self.n_samples}
+        self.g_opt.zero_grad()
+        self._batch = self.batch(int(config["batch"]))
+        self._z = self.node.encode(self._batch)
+        return {"z": self._z.detach().numpy(), "n": self.n_samples}
+
+    def step(self, parameters: Any, config: dict) -> dict | Abstain:
+        """One iteration at this centre: a D_i ascent step on its real minibatch vs G_i of the
+        others' codes, then its F/G loss (adversarial + λ·cycle); its own gradients are kept
+        for :meth:`apply`, the gradients with respect to the received codes go back
+        (``radialgan_code_grads``)."""
+        if (a := self._too_small()) is not None:
+            return a
+        R = self._R
+        codes = [torch.tensor(np.asarray(c, np.float32), requires_grad=True)
+                 for c in config["codes"]]  # fmt: skip
+        alphas = [float(a) for a in config["alpha"]]
+        self.d_opt.zero_grad()
+        R.discriminator_loss(self.node, self._batch, codes, alphas).backward()
+        self.d_opt.step()
+        loss = R.generator_loss(self.node, self._batch, self._z, codes, alphas,
+                                float(self._cfg["lam"]), str(self._cfg["gan_loss"]))  # fmt: skip
+        loss.backward(retain_graph=True)
+        grads = [c.grad.numpy() for c in codes]
+        return {"z_grad": grads, "loss": float(loss.detach()), "n": self.n_samples}
+
+    def apply(self, parameters: Any, config: dict) -> dict | Abstain:
+        """Back-propagate the others' gradients through this centre's codes into F_i, then one
+        joint step of F_i and G_i."""
+        if (a := self._too_small()) is not None:
+            return a
+        g = torch.as_tensor(np.asarray(config["z_grad"], np.float32))
+        self._z.backward(g)
+        self.g_opt.step()
+        self.g_opt.zero_grad()
+        self._z = self._batch = None
+        return {"n": self.n_samples}
+
+    def augment(self, parameters: Any, config: dict) -> dict | Abstain:
+        """Eq. 5.8 at this centre: G_i of the others' codes as virtual rows (label = decoded
+        y > 0.5); logistic regression on its own rows and on the augmented set, both scored on
+        its test rows (``radialgan_evaluation``)."""
+        from sklearn.linear_model import LogisticRegression
+
+        from .evaluate import auc
+
+        if (a := self._too_small()) is not None:
+            return a
+        with torch.no_grad():
+            fakes = [self.node.decode(torch.as_tensor(np.asarray(c, np.float32))).numpy()
+                     for c in config["codes"]]  # fmt: skip
+        p = self._x.shape[1]
+        xv = np.concatenate([f[:, :p] for f in fakes]) if fakes else np.zeros((0, p))
+        yv = (np.concatenate([f[:, p] for f in fakes]) > 0.5).astype(int) if fakes else np.zeros(0)
+        c = float(self._cfg["classifier_c"])
+        classes = np.array([0, 1])
+
+        def score(x, y):
+            if len(np.unique(y)) < 2:
+                return float("nan")
+            clf = LogisticRegression(C=c, max_iter=2000, random_state=0).fit(x, y)
+            return auc(self._y_test, clf.predict_proba(self._x_test), classes)
+
+        return {
+            "auc_local": score(self._x, self._y),
+            "auc_augmented": score(np.concatenate([self._x, xv]), np.concatenate([self._y, yv])),
+            "virtual": int(len(yv)),
+            "virtual_positive": float(yv.mean()) if len(yv) else float("nan"),
+            "n": self.n_samples,
+        }

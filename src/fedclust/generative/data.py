@@ -108,7 +108,7 @@ def load_mds(cfg: dict, seed: int, files: dict | None, source: str) -> Tabular:
     else:
         x, obs = simulate_cohort(seed, int(cfg["simulate_n"]), int(cfg["min_carriers"]))
         x = x[[c for c in x.columns if c in cfg["clinical"] or c not in _SIM_CLINICAL]]
-    label = str(cfg["label"])
+    label = str(cfg["label"] if files else (cfg.get("simulated_label") or cfg["label"]))
     if label not in x.columns:
         raise ConfigError(
             f"label column {label!r} is not in the MDS cohort",
@@ -126,7 +126,9 @@ def load_mds(cfg: dict, seed: int, files: dict | None, source: str) -> Tabular:
     t = np.maximum(t, float(cfg["time_floor"]))
     v = x.to_numpy(np.float64)
     spec = infer_spec(v, list(x.columns), cfg.get("categorical", []))
-    return Tabular(v, list(x.columns), spec, y, t, e, source=source, ids=list(x.index))
+    return Tabular(
+        v, list(x.columns), spec, y, t, e, source=f"{source}; label {label}", ids=list(x.index)
+    )
 
 
 _SIM_CLINICAL = ("AGE", "SEX", "BM_BLAST", "HB", "PLT", "ANC", "CYTO_IPSSR")

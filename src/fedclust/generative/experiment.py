@@ -630,6 +630,173 @@ def run_dgd_units(
     return out
 
 
+# ---------------------------------------------------------------------------------- RadialGAN
+def radialgan_domains(
+    table: D.Tabular, tb: dict, seed: int, testbed: str
+) -> list[tuple[str, np.ndarray, list[int]]]:
+    """(centre, rows, feature columns) of a test bed: the table's centre column (heart: the
+    source hospital) or a uniform random split; each centre's own feature set (``drop``: named
+    columns a centre lacks, e.g. Switzerland's cholesterol; ``drop_fraction``: a random share
+    of the columns removed per centre, the IPSS-M column subsets)."""
+    g = rng(seed, "radialgan", testbed, "domains")
+    if str(tb["split"]) == "column":
+        parts = _split_centres(table, "column", 0, g)
+    else:
+        parts = _split_centres(table, "uniform", int(tb["n_centres"]), g)
+    out = []
+    p = table.spec.n_features
+    for cid, rows in parts:
+        cols = list(range(p))
+        for name in (tb.get("drop") or {}).get(cid, []):
+            if name not in table.names:
+                raise ValueError(f"{name!r} is not a feature of test bed {testbed!r}")
+            cols.remove(table.names.index(name))
+        frac = float(tb.get("drop_fraction") or 0.0)
+        if frac > 0:
+            k = int(round(frac * len(cols)))
+            gone = set(g.choice(cols, size=k, replace=False).tolist())
+            cols = [c for c in cols if c not in gone]
+        out.append((cid, rows, cols))
+    return out
+
+
+def run_radialgan(
+    table: D.Tabular, cfg: dict, unit: str, seed: int, transport: Transport = INPROCESS
+) -> dict[str, Any]:
+    """RadialGAN on one test bed with one α rule: every centre's downstream AUC on its own test
+    rows, trained without and with the augmented data (eq. 5.8)."""
+    from sklearn.model_selection import train_test_split
+
+    from . import radialgan as R
+    from .centre import RadialCentre
+
+    rg = cfg["radialgan"]
+    testbed, rule = unit.rsplit("_", 1)
+    tb = rg["testbeds"][testbed]
+    ms = int(cfg["min_samples"])
+    arch = R.Arch(int(rg["latent"]), tuple(int(h) for h in rg["hidden"]), str(rg["activation"]))
+    train = {
+        "lr": float(rg["train"]["lr"]),
+        "lam": float(rg["lam"]),
+        "gan_loss": str(rg["gan_loss"]),
+        "classifier_c": float(rg["classifier_c"]),
+    }
+    centres, rows_info = [], []
+    for cid, rows, cols in radialgan_domains(table, tb, seed, testbed):
+        y = table.y[rows]
+        strat = y if min(np.bincount(y, minlength=2)) >= 2 else None
+        tr, te = train_test_split(
+            np.arange(len(rows)),
+            test_size=float(rg["test_fraction"]),
+            random_state=derive_seed(seed, "radialgan", testbed, cid) % 2**31,
+            stratify=strat,
+        )
+        x = table.x[np.ix_(rows, cols)]
+
+        def build(p, cid=cid):
+            return init_module(
+                lambda: R.Domain(p, arch, str(rg["labels"])), seed, "radialgan", testbed, cid
+            )
+
+        centres.append(
+            RadialCentre(
+                cid,
+                x[tr],
+                y[tr],
+                x[te],
+                y[te],
+                build,
+                train,
+                derive_seed(seed, "radialgan", testbed, cid, "batches"),
+                ms,
+            )
+        )
+        rows_info.append(
+            {
+                "centre": cid,
+                "n_train": len(tr),
+                "n_test": len(te),
+                "features": len(cols),
+                "missing_features": ",".join(
+                    table.names[c] for c in range(table.spec.n_features) if c not in cols
+                )[:200],
+                "positive": float(np.mean(y)),
+            }
+        )
+    ledger = Ledger()
+    res = federate(
+        centres,
+        lambda px: S.radialgan(
+            px, int(rg["train"]["iterations"]), int(rg["train"]["batch_size"]), rule, ms
+        ),
+        ledger=ledger,
+        transport=transport,
+    )
+    out = []
+    for info in rows_info:
+        ev = res["evaluation"].get(info["centre"])
+        row = {"unit": unit, "testbed": testbed, "alpha": rule, **info}
+        if ev is None:
+            row.update(auc_local=np.nan, auc_augmented=np.nan, virtual=0, virtual_positive=np.nan)
+        else:
+            row.update(
+                {k: ev[k] for k in ("auc_local", "auc_augmented", "virtual", "virtual_positive")}
+            )
+        row["gain"] = row["auc_augmented"] - row["auc_local"]
+        out.append(row)
+    curves = pd.DataFrame(
+        {
+            "unit_id": unit,
+            "arm": "radialgan",
+            "step": np.arange(1, len(res["losses"]) + 1),
+            "unit": "iteration",
+            "loss": res["losses"],
+        }
+    )
+    info = {
+        "unit": unit,
+        "testbed": testbed,
+        "alpha": rule,
+        "source": table.source,
+        "centres": rows_info,
+        "iterations": int(rg["train"]["iterations"]),
+        "latent": arch.latent,
+        "lam": float(rg["lam"]),
+        "gan_loss": str(rg["gan_loss"]),
+        "messages": int(ledger.n_messages),
+        "floats": int(ledger.n_floats),
+        "alpha_matrix": R.alpha([res["sizes"].get(r["centre"], 0) for r in rows_info], rule)
+        .round(4)
+        .tolist(),
+    }
+    return {"metrics": pd.DataFrame(out), "curves": curves, "ledger": ledger.table(), "info": info}
+
+
+def run_radialgan_units(
+    cfg: dict,
+    unit_ids: list[str],
+    files: dict,
+    seed: int,
+    sources: dict,
+    transport: Transport = INPROCESS,
+) -> list[dict[str, Any]]:
+    """Every RadialGAN unit of one job (each test bed loaded once)."""
+    tables: dict[str, D.Tabular] = {}
+    out = []
+    for unit in unit_ids:
+        testbed = unit.rsplit("_", 1)[0]
+        tb = cfg["radialgan"]["testbeds"][testbed]
+        if testbed not in tables:
+            t = load_table(tb["data"], cfg, files, seed, sources, group=tb.get("group", "source"))
+            if tb.get("n_samples") and t.n > int(tb["n_samples"]):
+                g = rng(seed, "radialgan", testbed, "subset")
+                t = t.rows(np.sort(g.permutation(t.n)[: int(tb["n_samples"])]))
+            tables[testbed] = t
+        log.info("RadialGAN unit %s: %d samples", unit, tables[testbed].n)
+        out.append(run_radialgan(tables[testbed], cfg, unit, seed, transport))
+    return out
+
+
 # ------------------------------------------------------------------------- units of a job
 def load_table(kind: str, cfg: dict, files: dict, seed: int, sources: dict, **kw) -> D.Tabular:
     """The data set ``kind`` from the job's input files (``files``: the rule's named inputs)."""

@@ -66,12 +66,8 @@ def radialgan_codes(min_samples: int) -> Protocol:
 
 
 def radialgan_code_grads(min_samples: int) -> Protocol:
-    return Protocol(
-        "radialgan_code_grads",
-        {"z_grad": "per_sample", "n": "count"},
-        min_samples=min_samples,
-        per_sample=True,
-    )
+    fields = {"z_grad": "per_sample", "loss": "aggregate", "n": "count"}
+    return Protocol("radialgan_code_grads", fields, min_samples=min_samples, per_sample=True)
 
 
 # ----------------------------------------------------------------------- server -> centre
@@ -93,3 +89,13 @@ CODES_RELAY = Protocol(
     per_sample=True,
 )
 GRADS_RELAY = Protocol("radialgan_grads_relay", {"z_grad": "per_sample"}, per_sample=True)
+
+
+def radialgan_evaluation(min_samples: int) -> Protocol:
+    """A centre's downstream AUC without / with the augmented data (an evaluation summary)."""
+    return Protocol(
+        "radialgan_evaluation",
+        {"auc_local": "aggregate", "auc_augmented": "aggregate", "virtual": "aggregate",
+         "virtual_positive": "aggregate", "n": "count"},
+        min_samples=min_samples,
+    )  # fmt: skip

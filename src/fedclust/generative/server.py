@@ -126,3 +126,64 @@ def virtual_patients(
         P.VIRTUAL_RELAY,
     )
     return int(len(msg["x"]))
+
+
+def radialgan(proxies: Sequence[Any], iterations: int, batch_size: int, rule: str,
+              min_samples: int) -> dict[str, Any]:  # fmt: skip
+    """RadialGAN training and augmentation (D6.2 ch. 5) with the latent codes as the only
+    cross-centre payload: per iteration every centre's minibatch codes go to every other
+    centre (``radialgan_codes`` → relay), each centre returns the gradient of its loss with
+    respect to them (``radialgan_code_grads``), which the server sums per sender and sends back
+    (``radialgan_grads_relay``) for the joint F/G step. Then every centre's training codes go
+    to every other centre once (eq. 5.8) and each reports its downstream AUC without / with the
+    augmented data (``radialgan_evaluation``). α_ij from the centres' counts (``rule``)."""
+    from .radialgan import alpha
+
+    codes_p, grads_p = P.radialgan_codes(min_samples), P.radialgan_code_grads(min_samples)
+    ack = P.received("radialgan_applied", min_samples)
+    losses: list[float] = []
+    sizes: dict[str, int] = {}
+    for it in range(1, int(iterations) + 1):
+        codes = {}
+        for p in proxies:
+            msg = p.call("encode", {"batch": int(batch_size)}, it, "codes", codes_p,
+                         P.CODES_REQUEST)  # fmt: skip
+            if msg is not None:
+                codes[p.cid] = msg["z"]
+                sizes[p.cid] = int(msg["n"])
+        ids = list(codes)
+        a = alpha([sizes[c] for c in ids], rule)
+        grads = {c: np.zeros_like(codes[c]) for c in ids}
+        total = 0.0
+        for i, ci in enumerate(ids):
+            others = [j for j in range(len(ids)) if j != i]
+            proxy = next(p for p in proxies if p.cid == ci)
+            msg = proxy.call("step", {"codes": [codes[ids[j]] for j in others],
+                                      "alpha": np.asarray([a[i, j] for j in others]),
+                                      "train": 1}, it, "step", grads_p, P.CODES_RELAY)  # fmt: skip
+            for j, g in zip(others, msg["z_grad"], strict=True):
+                grads[ids[j]] = grads[ids[j]] + np.asarray(g)
+            total += float(msg["loss"])
+        for p in proxies:
+            if p.cid in grads:
+                p.call("apply", {"z_grad": grads[p.cid]}, it, "apply", ack, P.GRADS_RELAY)
+        losses.append(total)
+    # augmentation (eq. 5.8) and evaluation
+    it = int(iterations) + 1
+    codes = {}
+    for p in proxies:
+        msg = p.call("encode", {"all": 1}, it, "codes_all", codes_p, P.CODES_REQUEST)
+        if msg is not None:
+            codes[p.cid] = msg["z"]
+    ev = P.radialgan_evaluation(min_samples)
+    out = {}
+    for p in proxies:
+        if p.cid not in codes:
+            continue
+        others = [c for c in codes if c != p.cid]
+        msg = p.call("augment", {"codes": [codes[c] for c in others],
+                                 "alpha": np.zeros(len(others)), "train": 0}, it, "augment", ev,
+                     P.CODES_RELAY)  # fmt: skip
+        if msg is not None:
+            out[p.cid] = msg
+    return {"evaluation": out, "sizes": sizes, "losses": losses}

@@ -190,13 +190,19 @@ def report_outputs(cfg: dict[str, Any]) -> dict[str, Any]:
         out["dgd"] = f"{root}/tables/dgd.tsv"
         out["dgd_figure"] = f"{root}/figures/dgd_representations.png"
         out["dgd_curves"] = f"{root}/figures/dgd_curves.png"
+    if "radialgan" in models:
+        out["radialgan"] = f"{root}/tables/radialgan.tsv"
+        out["radialgan_figure"] = f"{root}/figures/radialgan_auc.png"
+        out["radialgan_curves"] = f"{root}/figures/radialgan_curves.png"
     return out
 
 
-SHARED_KEYS = ("enabled", "min_samples", "device", "fanout", "mds")
+SHARED_KEYS = ("enabled", "min_samples", "device", "fanout")
 
 
 def model_cfg(cfg: dict[str, Any], model: str) -> dict[str, Any]:
-    """The part of ``generative`` one model's jobs read (its section and the shared keys), so a
-    change to another model's settings does not re-run them."""
-    return {k: v for k, v in cfg.items() if k in SHARED_KEYS or k == model}
+    """The part of ``generative`` one model's jobs read (its section, the shared keys and, for
+    the models with MDS units, ``mds``), so a change to another model's settings does not
+    re-run them."""
+    keep = {*SHARED_KEYS, model, *(("mds",) if model in ("savae", "radialgan") else ())}
+    return {k: v for k, v in cfg.items() if k in keep}

@@ -915,6 +915,13 @@ GENERATIVE = Spec(
             "DGD: imputation error, federated DGD - VAE",
         ),
         _gen_line("dgd_ari", "not reported", GEN_FIRST, "DGD: ARI of the representations"),
+        _gen_line(
+            "radialgan_gain",
+            "> 0",
+            "augmentation does not raise the centres' mean AUC at this size (Yoon et al. 2018 "
+            "report gains; D6.2 has no RadialGAN result)",
+            "RadialGAN: AUC gain from augmentation",
+        ),
     ),
     source_label="D6.2 (qualitative)",
     figure=("savae_bounds",),
