@@ -121,6 +121,8 @@ if GEN_MODELS:
             section="results/report/sections/generative.json",
         log:
             "results/logs/generative/generative_report.log",
+        benchmark:
+            "results/benchmarks/generative_report/all.tsv"
         conda:
             "../envs/fedclust.yaml"
         threads: job_threads("generative_report")

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from fedclust.federation import Ledger, federate
+from fedclust.federation.disclosure import DisclosurePolicy
 from fedclust.generative import radialgan as R
 from fedclust.generative import server as S
 from fedclust.generative.centre import RadialCentre
@@ -17,6 +18,8 @@ from fedclust.generative.nets import init_module
 
 ARCH = R.Arch(latent=3, hidden=(8,))
 CFG = {"lr": 0.01, "lam": 2.0, "gan_loss": "nonsaturating", "classifier_c": 1.0}
+#: the centres' own opt-in to release latent codes (and their gradients), one row per sample
+OPT_IN = DisclosurePolicy(allow_per_sample=("radialgan_codes", "radialgan_code_grads"))
 
 
 @pytest.mark.parametrize("labels", R.LABELS)
@@ -42,7 +45,7 @@ def test_alpha_as_d62_and_as_the_authors_code():
     np.testing.assert_allclose(R.alpha([7], "d62"), [[0.0]])
 
 
-def _centres(sizes=(40, 30, 25), dims=(5, 4, 6), labels="code", floor=3):
+def _centres(sizes=(40, 30, 25), dims=(5, 4, 6), labels="code", floor=3, policy=OPT_IN):
     out = []
     for i, (n, p) in enumerate(zip(sizes, dims, strict=True)):
         g = np.random.default_rng(i)
@@ -53,7 +56,7 @@ def _centres(sizes=(40, 30, 25), dims=(5, 4, 6), labels="code", floor=3):
         def build(q, i=i):
             return init_module(lambda: R.Domain(q, ARCH, labels), 4, "c", i)
 
-        out.append(RadialCentre(f"c{i}", x, y, x[:10], y[:10], build, CFG, 100 + i, floor))
+        out.append(RadialCentre(f"c{i}", x, y, x[:10], y[:10], build, CFG, 100 + i, floor, policy))
     return out
 
 
@@ -103,3 +106,16 @@ def test_latent_codes_are_the_only_cross_centre_payload():
     assert set(res["evaluation"]) == {"c0", "c1"}
     for ev in res["evaluation"].values():
         assert 0 <= ev["auc_local"] <= 1 and 0 <= ev["auc_augmented"] <= 1
+
+
+def test_without_the_centres_opt_in_no_code_leaves_and_each_scores_alone():
+    centres = _centres(policy=DisclosurePolicy())
+    led = Ledger()
+    res = federate(centres, lambda px: S.radialgan(px, 3, 8, "d62", 3), ledger=led)
+    sent = led.messages()
+    sent = sent[sent["sender"] != "server"]
+    assert not (sent["protocol"] == "radialgan_codes").any()
+    assert res["released"] == [] and res["losses"] == []
+    assert set(led.abstentions()["protocol"]) == {"radialgan_codes"}
+    for ev in res["evaluation"].values():  # no augmentation: the same model twice
+        assert ev["virtual"] == 0 and ev["auc_local"] == ev["auc_augmented"]

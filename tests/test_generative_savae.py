@@ -13,6 +13,7 @@ from lifelines import KaplanMeierFitter, WeibullAFTFitter, WeibullFitter
 
 from fedclust.errors import DisclosureError
 from fedclust.federation import Abstain, Ledger, federate
+from fedclust.federation.disclosure import DisclosurePolicy
 from fedclust.generative import data as D
 from fedclust.generative import evaluate as E
 from fedclust.generative import likelihoods as L
@@ -228,9 +229,18 @@ def test_good_poor_protocol_floors_and_virtual_patients():
     # moments + standardise + 2 rounds + the final model
     assert set(ab["center"]) == {"poor"} and len(ab) == 5
     assert hist.participants == [1, 1]
-    # virtual patients: per-sample rows of a generator, once, with the real count
+    # virtual patients: per-sample rows of a generator, once, with the real count; released
+    # only because the good node's own disclosure settings opt in to this protocol
     good.standardise_locally()
     good.train_local(2)
+    led0 = Ledger()
+    refused = SavaeCentre("poor", tab.rows(np.arange(10)), D.observed(tab.x[:10]), build, TRAIN,
+                          3, 3)  # fmt: skip
+    n0 = federate([good, refused], lambda px: S.virtual_patients(px, "good", "poor", 25, 3),
+                  ledger=led0)  # fmt: skip
+    assert n0 == 0 and list(led0.abstentions()["center"]) == ["good"]
+    assert refused._virtual is None
+    good.disclosure = DisclosurePolicy(allow_per_sample=("savae_virtual_patients",))
     poor2 = SavaeCentre("poor", tab.rows(np.arange(10)), D.observed(tab.x[:10]), build, TRAIN, 3, 3)
     n = federate(
         [good, poor2], lambda px: S.virtual_patients(px, "good", "poor", 25, 3), ledger=led

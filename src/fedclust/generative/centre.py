@@ -14,17 +14,23 @@ import numpy as np
 import torch
 
 from fedclust.federation import Abstain
+from fedclust.federation.disclosure import DisclosurePolicy
 
 from . import data as D
 from . import dgd, savae
+from . import protocols as P
 from .nets import get_parameters, set_parameters
 
 
 class _Centre:
     """Shared parts: identity, floor, the federated standardisation of gaussian columns."""
 
-    def __init__(self, cid: str, x: np.ndarray, mask: np.ndarray, spec, min_samples: int) -> None:
+    def __init__(self, cid: str, x: np.ndarray, mask: np.ndarray, spec, min_samples: int,
+                 disclosure: DisclosurePolicy | None = None) -> None:  # fmt: skip
         self.cid = str(cid)
+        #: the centre's own disclosure settings (None: its entry of the configured
+        #: ``disclosure`` section, :mod:`fedclust.federation.disclosure`)
+        self.disclosure = disclosure
         self._x = np.asarray(x, float)  # the centre's data, its own units (never sent)
         self._mask = np.asarray(mask, np.float32)
         self.spec = spec
@@ -88,8 +94,9 @@ class SavaeCentre(_Centre):
         train: dict,
         seed: int,
         min_samples: int,
+        disclosure: DisclosurePolicy | None = None,
     ) -> None:
-        super().__init__(cid, table.x, mask, table.spec, min_samples)
+        super().__init__(cid, table.x, mask, table.spec, min_samples, disclosure)
         self._table = table
         self._build, self._train, self._seed = build, dict(train), int(seed)
         self.model: savae.SAVAE | None = None
@@ -97,6 +104,15 @@ class SavaeCentre(_Centre):
         self._virtual: D.Tabular | None = None
         if not any(k == "gaussian" for k in table.spec.kinds):
             self._set_scaler(D.fit_scaler(self._x, self._mask, self.spec))
+
+    @property
+    def protocols(self) -> dict:
+        """The protocol of every method this centre answers (the guard applies its own)."""
+        ms = self.min_samples
+        return {"moments": P.moments(ms), "standardise": P.received("generative_standardised", ms),
+                "fit": P.savae_fit(ms), "receive_global": P.received("savae_fit_received", ms),
+                "virtual_patients": P.virtual_patients(ms),
+                "receive_virtual": P.received("savae_virtual_received", ms)}  # fmt: skip
 
     # ---- data and trainer
     def _training_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -209,13 +225,25 @@ class DgdCentre(_Centre):
         train: dgd.Training,
         seed: int,
         min_samples: int,
+        disclosure: DisclosurePolicy | None = None,
     ) -> None:
-        super().__init__(cid, x, mask, spec, min_samples)
+        super().__init__(cid, x, mask, spec, min_samples, disclosure)
         self._build, self._train, self._seed = build, train, int(seed)
         self.model: dgd.DGD | None = None
         self.trainer: dgd.Trainer | None = None
         if not any(k == "gaussian" for k in spec.kinds):  # nothing to standardise
             self._set_scaler(D.fit_scaler(self._x, self._mask, self.spec))
+
+    @property
+    def protocols(self) -> dict:
+        """The protocol of every method this centre answers (the guard applies its own)."""
+        ms = self.min_samples
+        return {
+            "moments": P.moments(ms),
+            "standardise": P.received("generative_standardised", ms),
+            "fit": P.dgd_fit(ms),
+            "receive_global": P.received("dgd_fit_received", ms),
+        }
 
     def _set_scaler(self, scaler: D.Scaler) -> None:
         self.scaler = scaler
@@ -255,10 +283,11 @@ class RadialCentre:
 
     def __init__(self, cid: str, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray,
                  y_test: np.ndarray, build: Callable, cfg: dict, seed: int,
-                 min_samples: int) -> None:  # fmt: skip
+                 min_samples: int, disclosure: DisclosurePolicy | None = None) -> None:  # fmt: skip
         from . import radialgan as R
 
         self.cid = str(cid)
+        self.disclosure = disclosure
         self.min_samples = int(min_samples)
         fill = np.nanmedian(x_train, axis=0)
         fill = np.where(np.isnan(fill), 0.0, fill)
@@ -283,6 +312,14 @@ class RadialCentre:
     @property
     def n_samples(self) -> int:
         return int(self._x.shape[0])
+
+    @property
+    def protocols(self) -> dict:
+        """The protocol of every method this centre answers (the guard applies its own)."""
+        ms = self.min_samples
+        return {"encode": P.radialgan_codes(ms), "step": P.radialgan_code_grads(ms),
+                "apply": P.received("radialgan_applied", ms),
+                "augment": P.radialgan_evaluation(ms)}  # fmt: skip
 
     def _too_small(self) -> Abstain | None:
         if self.n_samples < self.min_samples:

@@ -763,11 +763,14 @@ def run_radialgan(
         "latent": arch.latent,
         "lam": float(rg["lam"]),
         "gan_loss": str(rg["gan_loss"]),
+        "labels": str(rg["labels"]),
         "messages": int(ledger.n_messages),
         "floats": int(ledger.n_floats),
-        "alpha_matrix": R.alpha([res["sizes"].get(r["centre"], 0) for r in rows_info], rule)
-        .round(4)
-        .tolist(),
+        "released_codes": res["released"],
+        "alpha_centres": list(res["sizes"]),
+        "alpha_matrix": R.alpha(list(res["sizes"].values()), rule).round(4).tolist()
+        if res["sizes"]
+        else [],
     }
     return {"metrics": pd.DataFrame(out), "curves": curves, "ledger": ledger.table(), "info": info}
 

@@ -5,6 +5,7 @@ hands it to :func:`fedclust.federation.federate`."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +16,8 @@ from fedclust.federation import History, make_strategy, run_rounds
 from . import protocols as P
 from .data import scaler_from_moments
 from .likelihoods import FeatureSpec
+
+log = logging.getLogger(__name__)
 
 
 def standardise(proxies: Sequence[Any], spec: FeatureSpec, min_samples: int) -> dict | None:
@@ -152,6 +155,9 @@ def radialgan(proxies: Sequence[Any], iterations: int, batch_size: int, rule: st
                 codes[p.cid] = msg["z"]
                 sizes[p.cid] = int(msg["n"])
         ids = list(codes)
+        if len(ids) < 2:  # nobody to exchange with: the centres' own settings refused it
+            log.warning("RadialGAN: %d centre(s) released latent codes; no training", len(ids))
+            break
         a = alpha([sizes[c] for c in ids], rule)
         grads = {c: np.zeros_like(codes[c]) for c in ids}
         total = 0.0
@@ -178,12 +184,10 @@ def radialgan(proxies: Sequence[Any], iterations: int, batch_size: int, rule: st
     ev = P.radialgan_evaluation(min_samples)
     out = {}
     for p in proxies:
-        if p.cid not in codes:
-            continue
         others = [c for c in codes if c != p.cid]
         msg = p.call("augment", {"codes": [codes[c] for c in others],
                                  "alpha": np.zeros(len(others)), "train": 0}, it, "augment", ev,
                      P.CODES_RELAY)  # fmt: skip
         if msg is not None:
             out[p.cid] = msg
-    return {"evaluation": out, "sizes": sizes, "losses": losses}
+    return {"evaluation": out, "sizes": sizes, "losses": losses, "released": sorted(codes)}
