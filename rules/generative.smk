@@ -12,21 +12,20 @@ GEN_SOURCES = GW.sources(config) if GEN_MODELS else {}
 GEN_REPORT = {"caption": "../report/generative.rst", "category": "Generative"}
 
 
-def gen_units(model):
-    return GW.units(GEN, model) if model in GEN_MODELS else []
-
-
-def gen_job_units(model, wc):
-    return gen_units(model) if GEN_GROUPED else [wc.unit]
-
-
 if "savae" in GEN_MODELS:
 
     rule generative_savae:
         input:
-            unpack(lambda wc: GW.inputs(config, "savae", gen_job_units("savae", wc))),
+            unpack(
+                lambda wc: GW.inputs(
+                    config, "savae", GW.job_units(GEN, GEN_MODELS, "savae", wc)
+                )
+            ),
         output:
-            **GW.unit_outputs("savae", gen_units("savae") if GEN_GROUPED else None),
+            **GW.unit_outputs(
+                "savae",
+                GW.model_units(GEN, GEN_MODELS, "savae") if GEN_GROUPED else None,
+            ),
         log:
             f"results/logs/generative/generative_savae_{GEN_UNIT}.log",
         benchmark:
@@ -40,7 +39,7 @@ if "savae" in GEN_MODELS:
             **job_resources("generative_savae"),
         params:
             cfg=GW.model_cfg(GEN, "savae"),
-            units=lambda wc: gen_job_units("savae", wc),
+            units=lambda wc: GW.job_units(GEN, GEN_MODELS, "savae", wc),
             seed=SEED,
             sources=GEN_SOURCES,
         script:
@@ -51,9 +50,15 @@ if "dgd" in GEN_MODELS:
 
     rule generative_dgd:
         input:
-            unpack(lambda wc: GW.inputs(config, "dgd", gen_job_units("dgd", wc))),
+            unpack(
+                lambda wc: GW.inputs(
+                    config, "dgd", GW.job_units(GEN, GEN_MODELS, "dgd", wc)
+                )
+            ),
         output:
-            **GW.unit_outputs("dgd", gen_units("dgd") if GEN_GROUPED else None),
+            **GW.unit_outputs(
+                "dgd", GW.model_units(GEN, GEN_MODELS, "dgd") if GEN_GROUPED else None
+            ),
         log:
             f"results/logs/generative/generative_dgd_{GEN_UNIT}.log",
         benchmark:
@@ -67,7 +72,7 @@ if "dgd" in GEN_MODELS:
             **job_resources("generative_dgd"),
         params:
             cfg=GW.model_cfg(GEN, "dgd"),
-            units=lambda wc: gen_job_units("dgd", wc),
+            units=lambda wc: GW.job_units(GEN, GEN_MODELS, "dgd", wc),
             seed=SEED,
             sources=GEN_SOURCES,
             cohorts=GW.rnaseq_cohorts(config) if "dgd" in GEN_MODELS else [],
@@ -81,12 +86,13 @@ if "radialgan" in GEN_MODELS:
         input:
             unpack(
                 lambda wc: GW.inputs(
-                    config, "radialgan", gen_job_units("radialgan", wc)
+                    config, "radialgan", GW.job_units(GEN, GEN_MODELS, "radialgan", wc)
                 )
             ),
         output:
             **GW.unit_outputs(
-                "radialgan", gen_units("radialgan") if GEN_GROUPED else None
+                "radialgan",
+                GW.model_units(GEN, GEN_MODELS, "radialgan") if GEN_GROUPED else None,
             ),
         log:
             f"results/logs/generative/generative_radialgan_{GEN_UNIT}.log",
@@ -101,7 +107,7 @@ if "radialgan" in GEN_MODELS:
             **job_resources("generative_radialgan"),
         params:
             cfg=GW.model_cfg(GEN, "radialgan"),
-            units=lambda wc: gen_job_units("radialgan", wc),
+            units=lambda wc: GW.job_units(GEN, GEN_MODELS, "radialgan", wc),
             seed=SEED,
             sources=GEN_SOURCES,
         script:
@@ -130,7 +136,7 @@ if GEN_MODELS:
             **job_resources("generative_report"),
         params:
             models=GEN_MODELS,
-            units={m: gen_units(m) for m in GEN_MODELS},
+            units={m: GW.units(GEN, m) for m in GEN_MODELS},
             digit_units=GW.digit_units(GEN),
         script:
             "../scripts/generative_report.py"

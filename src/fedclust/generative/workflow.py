@@ -206,3 +206,15 @@ def model_cfg(cfg: dict[str, Any], model: str) -> dict[str, Any]:
     re-run them."""
     keep = {*SHARED_KEYS, model, *(("mds",) if model in ("savae", "radialgan") else ())}
     return {k: v for k, v in cfg.items() if k in keep}
+
+
+def model_units(cfg: dict[str, Any], models: list[str], model: str) -> list[str]:
+    """The units of ``model`` when it runs (in ``models``), else none."""
+    return units(cfg, model) if model in models else []
+
+
+def job_units(cfg: dict[str, Any], models: list[str], model: str, wildcards: Any) -> list[str]:
+    """The units one job of ``model`` runs: all (fanout ``model``) or its ``{unit}``."""
+    if fanout(cfg) == "model":
+        return model_units(cfg, models, model)
+    return [wildcards.unit]
