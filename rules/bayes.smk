@@ -49,7 +49,9 @@ rule bayes_central:
         + ("all" if BAYES_GROUPED else "{unit}")
         + ".log",
     benchmark:
-        "results/benchmarks/bayes_central/" + ("all" if BAYES_GROUPED else "{unit}") + ".tsv"
+        "results/benchmarks/bayes_central/"
+        + ("all" if BAYES_GROUPED else "{unit}")
+        + ".tsv"
     wildcard_constraints:
         unit="[A-Za-z0-9_]+",
     conda:
@@ -69,13 +71,17 @@ rule bayes_federated:
     input:
         data="results/bayes/data.npz",
     output:
-        **_bayes_out("federated", ["rounds.tsv", "ledger.tsv", "result.json"], BAYES_FEDERATED),
+        **_bayes_out(
+            "federated", ["rounds.tsv", "ledger.tsv", "result.json"], BAYES_FEDERATED
+        ),
     log:
         "results/logs/bayes/bayes_federated_"
         + ("all" if BAYES_GROUPED else "{unit}")
         + ".log",
     benchmark:
-        "results/benchmarks/bayes_federated/" + ("all" if BAYES_GROUPED else "{unit}") + ".tsv"
+        "results/benchmarks/bayes_federated/"
+        + ("all" if BAYES_GROUPED else "{unit}")
+        + ".tsv"
     wildcard_constraints:
         unit="[A-Za-z0-9_]+",
     conda:
@@ -96,9 +102,15 @@ rule bayes_report:
         info="results/bayes/data.json",
         central_curve=expand("results/bayes/central/{u}/curve.tsv", u=BAYES_CENTRAL),
         central_result=expand("results/bayes/central/{u}/result.json", u=BAYES_CENTRAL),
-        federated_rounds=expand("results/bayes/federated/{u}/rounds.tsv", u=BAYES_FEDERATED),
-        federated_ledger=expand("results/bayes/federated/{u}/ledger.tsv", u=BAYES_FEDERATED),
-        federated_result=expand("results/bayes/federated/{u}/result.json", u=BAYES_FEDERATED),
+        federated_rounds=expand(
+            "results/bayes/federated/{u}/rounds.tsv", u=BAYES_FEDERATED
+        ),
+        federated_ledger=expand(
+            "results/bayes/federated/{u}/ledger.tsv", u=BAYES_FEDERATED
+        ),
+        federated_result=expand(
+            "results/bayes/federated/{u}/result.json", u=BAYES_FEDERATED
+        ),
     output:
         table_4_1=report("results/bayes/tables/table_4_1.tsv", **BAYES_REPORT),
         virtual=report("results/bayes/tables/virtual.tsv", **BAYES_REPORT),

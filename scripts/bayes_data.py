@@ -9,8 +9,9 @@ from fedclust.io import write_json, write_npz
 def main() -> None:
     d = snakemake.params.cfg["data"]
     idx = dict(snakemake.input.items()) or None
-    data = build_dataset(d["source"], snakemake.params.seed, d["test_fraction"],
-                         d["validation_fraction"], idx)  # fmt: skip
+    data = build_dataset(
+        d["source"], snakemake.params.seed, d["test_fraction"], d["validation_fraction"], idx
+    )
     write_npz(snakemake.output.data, **data)
     write_json(snakemake.output.info, describe(data, d["source"], d["label"]))
 

@@ -9,16 +9,22 @@ from fedclust.bayes.experiment import load_data, run_units
 from fedclust.io import write_json, write_table
 
 
+def _paths(v) -> list[str]:
+    """One path (a unit job) or a list (a grouped job)."""
+    return [v] if isinstance(v, str) else list(v)
+
+
 def main() -> None:
     cfg = snakemake.params.cfg
     torch.set_num_threads(int(cfg["threads"]))
     transport = fedclust.transports.from_config(snakemake.config)
     units = list(snakemake.params.units)
-    runs = run_units("federated", cfg, load_data(snakemake.input.data), units,
-                     snakemake.params.seed, transport)  # fmt: skip
+    runs = run_units(
+        "federated", cfg, load_data(snakemake.input.data), units, snakemake.params.seed, transport
+    )
     out = snakemake.output
-    for (rounds, ledger, result), a, b, c in zip(runs, out.rounds, out.ledger, out.result,
-                                                 strict=True):  # fmt: skip
+    files = zip(_paths(out.rounds), _paths(out.ledger), _paths(out.result), strict=True)
+    for (rounds, ledger, result), (a, b, c) in zip(runs, files, strict=True):
         write_table(a, rounds, index=False)
         write_table(b, ledger, index=False)
         write_json(c, result)

@@ -31,23 +31,41 @@ def main() -> None:
     virt = R.virtual_table(fed, cfg["federated"]["headline_unit"], info)
     het = R.heterogeneity_table(fed, kinds)
     tables_out = {
-        "table_4_1": (t41, "Table 4.1 (D6.2): MNIST test error (%) of Blundell et al.'s, "
-                      "Srivastava et al.'s and D6.2's runs beside ours (the validation-selected "
-                      "setting of each family); not_comparable says why a row measures another "
-                      "setting."),
-        "virtual": (virt, "VIRTUAL on MNIST (D6.2 §4.3.2): server and clients' accuracy (%) "
-                    "beside the headline unit's."),
-        "central": (central, "Every central run: prior setting, validation and test error "
-                    "(MC predictive; test_error_mean: posterior-mean weights), the posterior's "
-                    "median sigma."),
-        "federated": (fed, "Every federated run: method, client split, schedule, damping, final "
-                      "server and clients' accuracy (%), messages and floats through the ledger, "
-                      "abstentions, clipped precisions (server) and cavity entries reset to the "
-                      "prior (centres)."),
-        "heterogeneity": (het, "D6.2's motivating claim measured: server accuracy (%) on the "
-                          "IID split and on each non-IID split, and the drop (points)."),
-        "conjugate": (conj, "Conjugate check: relative error of the global natural parameters "
-                      "vs the exact pooled posterior (Bayesian linear regression)."),
+        "table_4_1": (
+            t41,
+            "Table 4.1 (D6.2): MNIST test error (%) of Blundell et al.'s, "
+            "Srivastava et al.'s and D6.2's runs beside ours (the validation-selected "
+            "setting of each family); not_comparable says why a row measures another "
+            "setting.",
+        ),
+        "virtual": (
+            virt,
+            "VIRTUAL on MNIST (D6.2 §4.3.2): server and clients' accuracy (%) "
+            "beside the headline unit's.",
+        ),
+        "central": (
+            central,
+            "Every central run: prior setting, validation and test error "
+            "(MC predictive; test_error_mean: posterior-mean weights), the posterior's "
+            "median sigma.",
+        ),
+        "federated": (
+            fed,
+            "Every federated run: method, client split, schedule, damping, final "
+            "server and clients' accuracy (%), messages and floats through the ledger, "
+            "abstentions, clipped precisions (server) and cavity entries reset to the "
+            "prior (centres).",
+        ),
+        "heterogeneity": (
+            het,
+            "D6.2's motivating claim measured: server accuracy (%) on the "
+            "IID split and on each non-IID split, and the drop (points).",
+        ),
+        "conjugate": (
+            conj,
+            "Conjugate check: relative error of the global natural parameters "
+            "vs the exact pooled posterior (Bayesian linear regression).",
+        ),
         "messages": (R.message_table(ledgers), "Ledger by unit, protocol and direction."),
     }
     tables = []
@@ -63,28 +81,50 @@ def main() -> None:
         figs.append({"path": path, "reproduces": reproduces, "caption": caption})
 
     for fam, path, num in (("gaussian", out.fig_4_1, "4.1"), ("mixture", out.fig_4_2, "4.2")):
-        fig(path, R.error_curves_figure(curves, central, fam, f"test error, {fam} prior ({label})"),
+        fig(
+            path,
+            R.error_curves_figure(curves, central, fam, f"test error, {fam} prior ({label})"),
             f"seed 003 Fig {num}",
             f"Test error (%) per epoch of every BBB run with a {fam} prior (thick: selected on the "
-            f"validation images), SGD and dropout dashed. Data: {label}.")  # fmt: skip
-    fig(out.fig_4_4, R.federated_figure(rounds, fed, f"federated BNNs ({label})"),
+            f"validation images), SGD and dropout dashed. Data: {label}.",
+        )
+    fig(
+        out.fig_4_4,
+        R.federated_figure(rounds, fed, f"federated BNNs ({label})"),
         "seed 003 Fig 4.4",
         "Accuracy (%) per round of every federated run: training accuracy of the round's "
         "clients, server (global model on all test images), clients (each client's latest local "
-        f"model on its own test images) and the round's clients. Data: {label}.")  # fmt: skip
-    fig(out.heterogeneity_fig, R.heterogeneity_figure(fed, "server accuracy by client split"),
+        f"model on its own test images) and the round's clients. Data: {label}.",
+    )
+    fig(
+        out.heterogeneity_fig,
+        R.heterogeneity_figure(fed, "server accuracy by client split"),
         "D6.2 §4.1 claim (no figure in D6.2)",
-        f"Final server accuracy (%) of each federated method on each client split. Data: {label}.")
-    fig(out.conjugate_fig, R.conjugate_figure(_read(inp.federated_rounds[f_units.index("conjugate")])
-                                          if "conjugate" in f_units else pd.DataFrame(
-                                              columns=["schedule", "round", "relative_error"])),
+        f"Final server accuracy (%) of each federated method on each client split. Data: {label}.",
+    )
+    fig(
+        out.conjugate_fig,
+        R.conjugate_figure(
+            _read(inp.federated_rounds[f_units.index("conjugate")])
+            if "conjugate" in f_units
+            else pd.DataFrame(columns=["schedule", "round", "relative_error"])
+        ),
         "PVI invariant (Bui et al.; no figure in D6.2)",
         "Relative error of the global natural parameters vs the exact pooled posterior per round "
-        "(Bayesian linear regression, simulated).")  # fmt: skip
-    write_section(out.section, Section(
-        id="bayes", title="Bayesian neural networks, PVI and VIRTUAL (seed 003 ch. 4)", order=62,
-        text=R.section_text(cfg, info, conj), figures=figs, tables=tables,
-        headline=headlines.bayes(tables, figs)))  # fmt: skip
+        "(Bayesian linear regression, simulated).",
+    )
+    write_section(
+        out.section,
+        Section(
+            id="bayes",
+            title="Bayesian neural networks, PVI and VIRTUAL (seed 003 ch. 4)",
+            order=62,
+            text=R.section_text(cfg, info, conj),
+            figures=figs,
+            tables=tables,
+            headline=headlines.bayes(tables, figs),
+        ),
+    )
 
 
 run(main, snakemake)

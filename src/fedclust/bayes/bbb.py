@@ -119,7 +119,7 @@ def init_rho(n: int, mean: float, std: float, seed: int) -> np.ndarray:
 
 def softplus_inv(sigma: np.ndarray) -> np.ndarray:
     """ρ with log(1 + e^ρ) = σ (stable for small and large σ)."""
-    sigma = np.asarray(sigma, dtype=np.float64)
+    sigma = np.clip(np.asarray(sigma, dtype=np.float64), 1e-30, None)
     return np.where(sigma > 20, sigma, np.log(np.expm1(np.minimum(sigma, 20))))
 
 
@@ -145,7 +145,9 @@ class GaussianPrior:
     def kl_closed(self, mu: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
         """KL(N(μ, σ²) ‖ N(m, v)) = Σ ½[log(v/σ²) + (σ² + (μ − m)²)/v − 1]."""
         s2 = sigma**2
-        return 0.5 * (self.log_var - torch.log(s2) + (s2 + (mu - self.mean) ** 2) / self.var - 1).sum()
+        return (
+            0.5 * (self.log_var - torch.log(s2) + (s2 + (mu - self.mean) ** 2) / self.var - 1).sum()
+        )
 
 
 class ScaleMixturePrior:
@@ -187,8 +189,11 @@ def kl_weights(n_batches: int, kind: str) -> np.ndarray:
     if kind == "blundell":
         i = np.arange(1, n_batches + 1)
         return np.exp2(-i) / -np.expm1(-n_batches * math.log(2))
-    raise ConfigError(f"unknown KL weighting {kind!r}", where="bayes.train.kl_weighting",
-                      fix=f"one of {KL_WEIGHTINGS}")  # fmt: skip
+    raise ConfigError(
+        f"unknown KL weighting {kind!r}",
+        where="bayes.train.kl_weighting",
+        fix=f"one of {KL_WEIGHTINGS}",
+    )
 
 
 # -------------------------------------------------------------------------------- the trainer
@@ -241,8 +246,9 @@ def _optimizer(params: list[torch.Tensor], s: TrainSettings) -> torch.optim.Opti
         return torch.optim.Adam(params, lr=s.lr)
     if s.optimizer == "sgd":
         return torch.optim.SGD(params, lr=s.lr, momentum=s.momentum)
-    raise ConfigError(f"unknown optimizer {s.optimizer!r}", where="bayes.train.optimizer",
-                      fix="adam or sgd")  # fmt: skip
+    raise ConfigError(
+        f"unknown optimizer {s.optimizer!r}", where="bayes.train.optimizer", fix="adam or sgd"
+    )
 
 
 @dataclass
@@ -261,11 +267,23 @@ def _kl(mu, rho, eps, w, prior: Prior, s: TrainSettings) -> torch.Tensor:
     if s.kl == "closed":
         return prior.kl_closed(mu, sigma)
     if s.kl != "mc":
-        raise ConfigError(f"unknown KL estimator {s.kl!r}", where="bayes.train.kl",
-                          fix=f"one of {KL_ESTIMATORS}")  # fmt: skip
+        raise ConfigError(
+            f"unknown KL estimator {s.kl!r}", where="bayes.train.kl", fix=f"one of {KL_ESTIMATORS}"
+        )
     # log q(w|θ) at w = μ + σε is −½ε² − log σ − ½ log 2π (its total derivative in θ is exact)
     log_q = (-0.5 * eps**2 - torch.log(sigma) - 0.5 * LOG_2PI).sum()
     return log_q - prior.log_prob(w)
+
+
+def _check_finite(loss: torch.Tensor, epoch: int, s: TrainSettings) -> None:
+    if not torch.isfinite(loss):
+        raise ConfigError(
+            f"training diverged (minibatch loss {float(loss)} in epoch {epoch}; {s.optimizer}, "
+            f"lr {s.lr:g}, batch {s.batch_size})",
+            where="bayes.train / bayes.federated.local",
+            fix="lower lr: the minibatch loss is a sum over the batch (Blundell's form), so an "
+            "SGD learning rate of a per-image mean loss corresponds to lr / batch_size here",
+        )
 
 
 def fit_variational(
@@ -317,13 +335,18 @@ def fit_variational(
                 nll = nll + F.cross_entropy(logits, yb, reduction="sum")
                 correct += int((logits.argmax(1) == yb).sum())
             loss = (pis[i] * kl + nll) / s.mc_train
+            _check_finite(loss, epoch, s)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             tot += float(loss.detach())
             kl_val = float(kl.detach()) / s.mc_train
-        rec = {"epoch": epoch, "loss": tot / n, "kl": kl_val,
-               "train_accuracy": correct / (n * s.mc_train)}  # fmt: skip
+        rec = {
+            "epoch": epoch,
+            "loss": tot / n,
+            "kl": kl_val,
+            "train_accuracy": correct / (n * s.mc_train),
+        }
         if on_epoch is not None:
             rec.update(on_epoch(epoch))
         records.append(rec)
@@ -356,6 +379,7 @@ def fit_deterministic(
             idx = order[i * s.batch_size : (i + 1) * s.batch_size]
             logits = forward(x[idx], w, layout, dropout, gens.noise)
             loss = F.cross_entropy(logits, y[idx], reduction="sum")
+            _check_finite(loss, epoch, s)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

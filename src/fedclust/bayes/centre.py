@@ -45,14 +45,19 @@ class _Images:
     @classmethod
     def of(cls, x, y, x_test, y_test, device) -> _Images:
         t = lambda a, d: torch.as_tensor(np.asarray(a), dtype=d, device=device)  # noqa: E731
-        return cls(t(x, torch.float32), t(y, torch.int64), t(x_test, torch.float32),
-                   t(y_test, torch.int64))  # fmt: skip
+        return cls(
+            t(x, torch.float32), t(y, torch.int64), t(x_test, torch.float32), t(y_test, torch.int64)
+        )
 
 
-def _metrics(index: int, n_test: int, min_samples: int, loss: float, train_acc: float,
-             test_acc: float) -> dict[str, Any]:  # fmt: skip
-    out: dict[str, Any] = {"loss": float(loss), "train_accuracy": float(train_acc),
-                           "client": int(index)}  # fmt: skip
+def _metrics(
+    index: int, n_test: int, min_samples: int, loss: float, train_acc: float, test_acc: float
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "loss": float(loss),
+        "train_accuracy": float(train_acc),
+        "client": int(index),
+    }
     if n_test >= min_samples:  # an accuracy over fewer test images than the floor stays here
         out.update(test_accuracy=float(test_acc), n_test=int(n_test))
     return out
@@ -93,8 +98,9 @@ class PVICentre:
             prior = bbb.GaussianPrior(*bbb.gaussian_natural(n, self.private_sigma), self.device)
             self.private = bbb.Private(
                 torch.zeros(n, device=self.device),
-                torch.as_tensor(self.init[1], device=self.device).clone(), prior,
-            )  # fmt: skip
+                torch.as_tensor(self.init[1], device=self.device).clone(),
+                prior,
+            )
 
     def fit(self, parameters: list[np.ndarray], config: dict[str, Any]):
         """One PVI step from the global η_q (``parameters``); ``config``: ``damping`` ε,
@@ -115,9 +121,18 @@ class PVICentre:
         mu = torch.as_tensor(mu0, device=self.device).clone()
         rho = torch.as_tensor(rho0, device=self.device).clone()
         d = self.data
-        recs = bbb.fit_variational(mu, rho, d.x, d.y, self.layout, prior, self.settings,
-                                   self.gens, epochs=int(config.get("epochs", self.settings.epochs)),
-                                   private=self.private)  # fmt: skip
+        recs = bbb.fit_variational(
+            mu,
+            rho,
+            d.x,
+            d.y,
+            self.layout,
+            prior,
+            self.settings,
+            self.gens,
+            epochs=int(config.get("epochs", self.settings.epochs)),
+            private=self.private,
+        )
         sigma = F.softplus(rho)
         self.mu, self.sigma = mu, sigma
         eta_new = P.to_natural(mu.double().cpu().numpy(), (sigma.double() ** 2).cpu().numpy())
@@ -125,9 +140,18 @@ class PVICentre:
         delta = [eps * (a - b) for a, b in zip(eta_new, eta_q, strict=True)]
         self.factor = P.add(self.factor, delta)
         test_acc = 1.0 - self.local_error()
-        return delta, self.n_samples, _metrics(self.index, len(self.y_test), self.min_samples,
-                                               recs[-1]["loss"], recs[-1]["train_accuracy"],
-                                               test_acc)  # fmt: skip
+        return (
+            delta,
+            self.n_samples,
+            _metrics(
+                self.index,
+                len(self.y_test),
+                self.min_samples,
+                recs[-1]["loss"],
+                recs[-1]["train_accuracy"],
+                test_acc,
+            ),
+        )
 
     def local_error(self) -> float:
         """Test error of the centre's own posterior (θ [+ φ]) on its own test images."""
@@ -137,8 +161,9 @@ class PVICentre:
         if self.private is not None:  # θ + φ: means add, variances add
             mu = mu + self.private.mu
             sigma = torch.sqrt(sigma**2 + F.softplus(self.private.rho) ** 2)
-        p = bbb.predict_proba(self.data.x_test, self.layout, mu, sigma,
-                              self.settings.mc_test, self.gens.eval)  # fmt: skip
+        p = bbb.predict_proba(
+            self.data.x_test, self.layout, mu, sigma, self.settings.mc_test, self.gens.eval
+        )
         return bbb.error_rate(p, self.data.y_test)
 
 
@@ -201,12 +226,28 @@ class FedAvgCentre:
             return a
         w = torch.as_tensor(np.asarray(parameters[0]), device=self.device).clone()
         d = self.data
-        recs = bbb.fit_deterministic(w, d.x, d.y, self.layout, self.settings, self.gens,
-                                     epochs=int(config.get("epochs", self.settings.epochs)))  # fmt: skip
+        recs = bbb.fit_deterministic(
+            w,
+            d.x,
+            d.y,
+            self.layout,
+            self.settings,
+            self.gens,
+            epochs=int(config.get("epochs", self.settings.epochs)),
+        )
         test_acc = float("nan")
         if len(self.y_test):
             p = bbb.predict_proba(d.x_test, self.layout, w)
             test_acc = 1.0 - bbb.error_rate(p, d.y_test)
-        return [w.cpu().numpy()], self.n_samples, _metrics(
-            self.index, len(self.y_test), self.min_samples, recs[-1]["loss"],
-            recs[-1]["train_accuracy"], test_acc)  # fmt: skip
+        return (
+            [w.cpu().numpy()],
+            self.n_samples,
+            _metrics(
+                self.index,
+                len(self.y_test),
+                self.min_samples,
+                recs[-1]["loss"],
+                recs[-1]["train_accuracy"],
+                test_acc,
+            ),
+        )

@@ -40,8 +40,9 @@ def build_dataset(
     ``val`` (a boolean mask over the training images held out for validation)."""
     if source == "idx":
         if not idx:
-            raise ConfigError("bayes.data.source idx needs the four MNIST IDX files",
-                              where="bayes.data.source")  # fmt: skip
+            raise ConfigError(
+                "bayes.data.source idx needs the four MNIST IDX files", where="bayes.data.source"
+            )
         x_tr, y_tr = load_source("idx", idx["train_images"], idx["train_labels"])
         x_te, y_te = load_source("idx", idx["test_images"], idx["test_labels"])
     else:
@@ -49,16 +50,24 @@ def build_dataset(
 
         x, y = load_source(source)
         x_tr, x_te, y_tr, y_te = train_test_split(
-            x, y, test_size=test_fraction, stratify=y,
+            x,
+            y,
+            test_size=test_fraction,
+            stratify=y,
             random_state=derive_seed(seed, "bayes", "test") % (2**31),
-        )  # fmt: skip
+        )
     n = len(y_tr)
     val = np.zeros(n, dtype=bool)
     k = int(round(validation_fraction * n))
     if k:
         val[rng(seed, "bayes", "validation").choice(n, size=k, replace=False)] = True
-    return {"x_train": x_tr.astype(np.float32), "y_train": y_tr.astype(np.int64),
-            "x_test": x_te.astype(np.float32), "y_test": y_te.astype(np.int64), "val": val}  # fmt: skip
+    return {
+        "x_train": x_tr.astype(np.float32),
+        "y_train": y_tr.astype(np.int64),
+        "x_test": x_te.astype(np.float32),
+        "y_test": y_te.astype(np.int64),
+        "val": val,
+    }
 
 
 def _shards(labels: np.ndarray, n_clients: int, per_client: int, seed: int) -> np.ndarray:
@@ -73,38 +82,59 @@ def _shards(labels: np.ndarray, n_clients: int, per_client: int, seed: int) -> n
     return centre
 
 
-def split_clients(labels: np.ndarray, spec: dict[str, Any], n_clients: int, seed: int) -> np.ndarray:
+def split_clients(
+    labels: np.ndarray, spec: dict[str, Any], n_clients: int, seed: int
+) -> np.ndarray:
     """Client index per training image for a ``bayes.federated.splits`` entry."""
     kind, n = spec.get("kind"), len(labels)
     if n_clients > n:
-        raise InputDataError(f"{n_clients} clients but only {n} training images",
-                             where="bayes.federated.n_clients", fix="use fewer clients")  # fmt: skip
+        raise InputDataError(
+            f"{n_clients} clients but only {n} training images",
+            where="bayes.federated.n_clients",
+            fix="use fewer clients",
+        )
     if kind == "chunks":
-        centre = np.repeat(np.arange(n_clients), [len(c) for c in np.array_split(np.arange(n), n_clients)])
+        centre = np.repeat(
+            np.arange(n_clients), [len(c) for c in np.array_split(np.arange(n), n_clients)]
+        )
     elif kind == "equal":
         centre = make_split(n, "equal", n_clients, derive_seed(seed, "bayes"))
     elif kind == "dirichlet":
-        centre = make_split(labels, "dirichlet", n_clients, derive_seed(seed, "bayes"),
-                            alpha=float(spec.get("alpha", 0.5)))  # fmt: skip
+        centre = make_split(
+            labels,
+            "dirichlet",
+            n_clients,
+            derive_seed(seed, "bayes"),
+            alpha=float(spec.get("alpha", 0.5)),
+        )
     elif kind == "shards":
         centre = _shards(labels, n_clients, int(spec.get("classes_per_client", 2)), seed)
     else:
-        raise ConfigError(f"unknown client split kind {kind!r}", where="bayes.federated.splits",
-                          fix=f"one of {SPLIT_KINDS}")  # fmt: skip
+        raise ConfigError(
+            f"unknown client split kind {kind!r}",
+            where="bayes.federated.splits",
+            fix=f"one of {SPLIT_KINDS}",
+        )
     check_nonempty(centre, n_clients, str(kind))
     return centre
 
 
 def split_test(
-    train_labels: np.ndarray, train_centre: np.ndarray, test_labels: np.ndarray, kind: str,
-    n_clients: int, seed: int,
-) -> np.ndarray:  # fmt: skip
+    train_labels: np.ndarray,
+    train_centre: np.ndarray,
+    test_labels: np.ndarray,
+    kind: str,
+    n_clients: int,
+    seed: int,
+) -> np.ndarray:
     """Client index per test image: VIRTUAL's contiguous chunks for ``chunks``; otherwise, per
     class, the test images of that class shared among the clients in proportion to their
     training images of the class (largest remainder), so each client's test mix is its own."""
     n = len(test_labels)
     if kind == "chunks":
-        return np.repeat(np.arange(n_clients), [len(c) for c in np.array_split(np.arange(n), n_clients)])
+        return np.repeat(
+            np.arange(n_clients), [len(c) for c in np.array_split(np.arange(n), n_clients)]
+        )
     g = rng(seed, "bayes", "test_split", kind, n_clients)
     centre = np.full(n, -1, dtype=int)
     for c in np.unique(test_labels):

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from ..config import defaults_at
 from ..errors import ConfigError
@@ -38,13 +37,23 @@ def run_central_unit(cfg: dict[str, Any], data: dict[str, np.ndarray], unit: str
     cfg = settings(cfg)
     specs = central_specs(cfg)
     if unit not in specs:
-        raise ConfigError(f"unknown central unit {unit!r}", where="bayes", fix=f"one of {list(specs)}")
+        raise ConfigError(
+            f"unknown central unit {unit!r}", where="bayes", fix=f"one of {list(specs)}"
+        )
     s = bbb.TrainSettings.from_config(cfg["train"])
     curve, result = pooled.run_central(
-        data, specs[unit], cfg["model"]["hidden"], cfg["model"]["bias"], cfg["init"], s,
-        cfg["dropout"], seed, derive_seed(seed, "bayes", "central", unit),
-        pooled.device_of(cfg["device"]), int(cfg["train"]["eval_every"]),
-    )  # fmt: skip
+        data,
+        specs[unit],
+        cfg["model"]["hidden"],
+        cfg["model"]["bias"],
+        cfg["init"],
+        s,
+        cfg["dropout"],
+        seed,
+        derive_seed(seed, "bayes", "central", unit),
+        pooled.device_of(cfg["device"]),
+        int(cfg["train"]["eval_every"]),
+    )
     return curve, {"unit": unit, **result}
 
 
@@ -55,51 +64,86 @@ def _damping(spec: dict[str, Any], per_round: int) -> float:
 
 def _per_round(spec: dict[str, Any], n_clients: int) -> int:
     return {"sequential": 1, "synchronous": n_clients}.get(
-        spec["schedule"], min(int(spec.get("clients_per_round") or n_clients), n_clients))
+        spec["schedule"], min(int(spec.get("clients_per_round") or n_clients), n_clients)
+    )
 
 
-def run_federated_unit(cfg: dict[str, Any], data: dict[str, np.ndarray], unit: str, seed: int,
-                       transport: Transport = INPROCESS):  # fmt: skip
+def run_federated_unit(
+    cfg: dict[str, Any],
+    data: dict[str, np.ndarray],
+    unit: str,
+    seed: int,
+    transport: Transport = INPROCESS,
+):
     """(rounds table, ledger table, result dict) of one federated unit."""
     cfg = settings(cfg)
     specs = federated_specs(cfg)
     if unit not in specs:
-        raise ConfigError(f"unknown federated unit {unit!r}", where="bayes.federated",
-                          fix=f"one of {list(specs)}")  # fmt: skip
+        raise ConfigError(
+            f"unknown federated unit {unit!r}", where="bayes.federated", fix=f"one of {list(specs)}"
+        )
     spec = specs[unit]
     if unit == CONJUGATE:
         return run_conjugate(cfg, seed, transport)
     fed = cfg["federated"]
     device = pooled.device_of(cfg["device"])
-    local = {**fed["local"], **{k: spec[k] for k in ("kl_weight", "epochs", "lr") if k in spec
-                                 and spec["algorithm"] != "pooled"}}  # fmt: skip
+    local = {
+        **fed["local"],
+        **{
+            k: spec[k]
+            for k in ("kl_weight", "epochs", "lr")
+            if k in spec and spec["algorithm"] != "pooled"
+        },
+    }
     s = bbb.TrainSettings.from_config(local)
     x, y = data["x_train"], data["y_train"]
     xt, yt = data["x_test"], data["y_test"]
-    layout = bbb.make_layout(x.shape[1], fed["model"]["hidden"], int(y.max()) + 1,
-                             fed["model"]["bias"])  # fmt: skip
+    layout = bbb.make_layout(
+        x.shape[1], fed["model"]["hidden"], int(y.max()) + 1, fed["model"]["bias"]
+    )
     mu0, rho0 = pooled.initial_posterior(layout, cfg["init"], seed)
     xt_t = torch.as_tensor(xt, device=device)
     yt_t = torch.as_tensor(yt, device=device)
-    eval_gen = bbb.Generators.from_seed(derive_seed(seed, "bayes", "server_eval", unit), device).eval
-    base = {"unit": unit, "method": spec["method"], "split": spec["split"],
-            "algorithm": spec["algorithm"], "sizes": list(layout.sizes)}  # fmt: skip
+    eval_gen = bbb.Generators.from_seed(
+        derive_seed(seed, "bayes", "server_eval", unit), device
+    ).eval
+    base = {
+        "unit": unit,
+        "method": spec["method"],
+        "split": spec["split"],
+        "algorithm": spec["algorithm"],
+        "sizes": list(layout.sizes),
+    }
 
     if spec["algorithm"] == "pooled":
         s_pool = bbb.TrainSettings.from_config({**fed["local"], "epochs": spec["epochs"]})
         curve, res = pooled.run_central(
             {**data, "val": np.zeros(len(y), dtype=bool)},
             {"method": "bbb", "prior": "gaussian", "sigma": fed["prior_sigma"]},
-            fed["model"]["hidden"], fed["model"]["bias"], cfg["init"], s_pool, cfg["dropout"],
-            seed, derive_seed(seed, "bayes", "federated", unit), device, int(fed["eval_every"]),
-        )  # fmt: skip
+            fed["model"]["hidden"],
+            fed["model"]["bias"],
+            cfg["init"],
+            s_pool,
+            cfg["dropout"],
+            seed,
+            derive_seed(seed, "bayes", "federated", unit),
+            device,
+            int(fed["eval_every"]),
+        )
         rounds = curve.rename(columns={"epoch": "round"})
         rounds["server_accuracy"] = 1.0 - rounds["test_error"]
         rounds = rounds[["round", "loss", "train_accuracy", "server_accuracy"]]
-        result = {**base, "rounds": int(spec["epochs"]), "n_clients": 1,
-                  "server_accuracy": float(rounds["server_accuracy"].iloc[-1]),
-                  "clients_accuracy": None, "messages": 0, "floats": 0, "abstentions": 0,
-                  "clipped": 0}  # fmt: skip
+        result = {
+            **base,
+            "rounds": int(spec["epochs"]),
+            "n_clients": 1,
+            "server_accuracy": float(rounds["server_accuracy"].iloc[-1]),
+            "clients_accuracy": None,
+            "messages": 0,
+            "floats": 0,
+            "abstentions": 0,
+            "clipped": 0,
+        }
         return rounds, Ledger().table(), result
 
     m = int(fed["n_clients"])
@@ -118,15 +162,27 @@ def run_federated_unit(cfg: dict[str, Any], data: dict[str, np.ndarray], unit: s
         var_max = float(fed["var_max"] or float(fed["prior_sigma"]) ** 2)
         centres = [
             centre.PVICentre(
-                names[i], i, x[owner == i], y[owner == i], xt[towner == i], yt[towner == i],
-                layout, s, derive_seed(seed, "bayes", "client", unit, i), (mu0, rho0), initial,
-                min_samples=floor, var_max=var_max, private_sigma=private,
+                names[i],
+                i,
+                x[owner == i],
+                y[owner == i],
+                xt[towner == i],
+                yt[towner == i],
+                layout,
+                s,
+                derive_seed(seed, "bayes", "client", unit, i),
+                (mu0, rho0),
+                initial,
+                min_samples=floor,
+                var_max=var_max,
+                private_sigma=private,
                 device=device,
             )
             for i in range(m)
-        ]  # fmt: skip
-        strategy = server.Scheduled(server.NaturalSum(var_max=var_max), spec["schedule"],
-                                    per_round, strat_seed)  # fmt: skip
+        ]
+        strategy = server.Scheduled(
+            server.NaturalSum(var_max=var_max), spec["schedule"], per_round, strat_seed
+        )
         protocol = protocols.pvi_delta(floor)
 
         def evaluate(params):
@@ -138,42 +194,69 @@ def run_federated_unit(cfg: dict[str, Any], data: dict[str, np.ndarray], unit: s
     elif spec["algorithm"] == "fedavg":
         centres = [
             centre.FedAvgCentre(
-                names[i], i, x[owner == i], y[owner == i], xt[towner == i], yt[towner == i],
-                layout, s, derive_seed(seed, "bayes", "client", unit, i), min_samples=floor,
+                names[i],
+                i,
+                x[owner == i],
+                y[owner == i],
+                xt[towner == i],
+                yt[towner == i],
+                layout,
+                s,
+                derive_seed(seed, "bayes", "client", unit, i),
+                min_samples=floor,
                 device=device,
             )
             for i in range(m)
-        ]  # fmt: skip
-        strategy = server.Scheduled(make_strategy("fedavg"), spec["schedule"], per_round, strat_seed)
+        ]
+        strategy = server.Scheduled(
+            make_strategy("fedavg"), spec["schedule"], per_round, strat_seed
+        )
         initial = [mu0]
         protocol = protocols.fedavg_fit(floor)
 
         def evaluate(params):
             w = torch.as_tensor(params[0], device=device)
-            return {"server_accuracy": 1.0 - bbb.error_rate(bbb.predict_proba(xt_t, layout, w), yt_t)}
+            return {
+                "server_accuracy": 1.0 - bbb.error_rate(bbb.predict_proba(xt_t, layout, w), yt_t)
+            }
     else:
-        raise ConfigError(f"unknown algorithm {spec['algorithm']!r}",
-                          where=f"bayes.federated.methods.{spec['method']}.algorithm")  # fmt: skip
+        raise ConfigError(
+            f"unknown algorithm {spec['algorithm']!r}",
+            where=f"bayes.federated.methods.{spec['method']}.algorithm",
+        )
 
     ledger = Ledger()
     config = {"epochs": int(s.epochs), "damping": damping}
-    serve = server.serve(strategy, initial, int(spec["rounds"]), config, protocol, evaluate,
-                         int(fed["eval_every"]), label=unit)  # fmt: skip
+    serve = server.serve(
+        strategy,
+        initial,
+        int(spec["rounds"]),
+        config,
+        protocol,
+        evaluate,
+        int(fed["eval_every"]),
+        label=unit,
+    )
     _, records = federate(centres, serve, ledger=ledger, transport=transport)
     rounds = pd.DataFrame(records)
     last = rounds.iloc[-1]
     result = {
-        **base, "rounds": int(spec["rounds"]), "n_clients": m, "per_round": per_round,
-        "damping": damping, "schedule": spec["schedule"],
+        **base,
+        "rounds": int(spec["rounds"]),
+        "n_clients": m,
+        "per_round": per_round,
+        "damping": damping,
+        "schedule": spec["schedule"],
         "hierarchical": bool(spec.get("hierarchical", False)),
         "client_sizes": [int(c.n_samples) for c in centres],
         "server_accuracy": float(rounds["server_accuracy"].dropna().iloc[-1]),
         "clients_accuracy": float(last["clients_accuracy"]) if "clients_accuracy" in last else None,
-        "messages": ledger.n_messages, "floats": ledger.n_floats,
+        "messages": ledger.n_messages,
+        "floats": ledger.n_floats,
         "abstentions": ledger.n_abstentions,
         "clipped": int(rounds["clipped"].sum()) if "clipped" in rounds else 0,
         "cavity_clipped": int(sum(getattr(c, "cavity_clipped", 0) for c in centres)),
-    }  # fmt: skip
+    }
     return rounds, ledger.table(), result
 
 
@@ -192,34 +275,60 @@ def run_conjugate(cfg: dict[str, Any], seed: int, transport: Transport = INPROCE
     exact = pooled.regression_natural(x, y, noise_var, prior_sd)
     floor = int(c["min_samples"])
     rows, ledgers, result = [], [], {"unit": CONJUGATE, "n": n, "d": d, "n_centres": m}
-    for schedule, rounds, damping in (("sequential", m, 1.0),
-                                      ("synchronous", int(c["rounds"]), float(c["damping"]))):
-        centres = [centre.ConjugateCentre(f"c{i:02d}", i, x[owner == i], y[owner == i], noise_var,
-                                          min_samples=floor) for i in range(m)]  # fmt: skip
+    for schedule, rounds, damping in (
+        ("sequential", m, 1.0),
+        ("synchronous", int(c["rounds"]), float(c["damping"])),
+    ):
+        centres = [
+            centre.ConjugateCentre(
+                f"c{i:02d}", i, x[owner == i], y[owner == i], noise_var, min_samples=floor
+            )
+            for i in range(m)
+        ]
         strategy = server.Scheduled(server.NaturalSum(var_max=1e12), schedule, None, 0)
         ledger = Ledger()
 
         def evaluate(params, exact=exact):
             return {"relative_error": P.relative_error(params, exact)}
 
-        serve = server.serve(strategy, P.isotropic_prior(d, prior_sd), rounds,
-                             {"damping": damping}, protocols.pvi_delta(floor), evaluate,
-                             label=f"conjugate_{schedule}")  # fmt: skip
+        serve = server.serve(
+            strategy,
+            P.isotropic_prior(d, prior_sd),
+            rounds,
+            {"damping": damping},
+            protocols.pvi_delta(floor),
+            evaluate,
+            label=f"conjugate_{schedule}",
+        )
         final, recs = federate(centres, serve, ledger=ledger, transport=transport)
         for r in recs:
-            rows.append({"schedule": schedule, "round": r["round"],
-                         "relative_error": r["relative_error"], "clipped": r.get("clipped", 0)})  # fmt: skip
+            rows.append(
+                {
+                    "schedule": schedule,
+                    "round": r["round"],
+                    "relative_error": r["relative_error"],
+                    "clipped": r.get("clipped", 0),
+                }
+            )
         ledgers.append(ledger.table().assign(schedule=schedule))
         result[f"{schedule}_rounds"] = rounds
         result[f"{schedule}_relative_error"] = P.relative_error(final, exact)
         result[f"{schedule}_damping"] = damping
     mean, _ = P.full_to_moments(exact)
-    result["ridge_max_abs_diff"] = float(np.max(np.abs(mean - pooled.ridge_mean(x, y, noise_var, prior_sd))))
+    result["ridge_max_abs_diff"] = float(
+        np.max(np.abs(mean - pooled.ridge_mean(x, y, noise_var, prior_sd)))
+    )
     return pd.DataFrame(rows), pd.concat(ledgers, ignore_index=True), result
 
 
-def run_units(kind: str, cfg: dict[str, Any], data: dict[str, np.ndarray] | None,
-              units: list[str], seed: int, transport: Transport = INPROCESS) -> list:  # fmt: skip
+def run_units(
+    kind: str,
+    cfg: dict[str, Any],
+    data: dict[str, np.ndarray] | None,
+    units: list[str],
+    seed: int,
+    transport: Transport = INPROCESS,
+) -> list:
     """Every unit of a grouped job (``bayes.fanout: all``), in order; seeds derive from each
     unit's own id, so grouping does not change a number."""
     if kind == "central":
@@ -230,6 +339,3 @@ def run_units(kind: str, cfg: dict[str, Any], data: dict[str, np.ndarray] | None
 def load_data(path: str) -> dict[str, np.ndarray]:
     with np.load(path) as z:
         return {k: z[k] for k in z.files}
-
-
-_ = F  # torch.nn.functional is used by the centres; imported here for type users

@@ -14,7 +14,6 @@ import torch.nn.functional as F
 
 from ..seeds import derive_seed
 from . import bbb
-from . import pvi as P
 
 
 def device_of(name: str) -> str:
@@ -36,11 +35,17 @@ def make_prior(spec: dict[str, Any], n_params: int, device: str) -> bbb.Prior:
     return bbb.ScaleMixturePrior(spec["pi"], spec["sigma1"], spec["sigma2"], device=device)
 
 
-def initial_posterior(layout: bbb.Layout, init: dict[str, Any], seed: int) -> tuple[np.ndarray, np.ndarray]:
+def initial_posterior(
+    layout: bbb.Layout, init: dict[str, Any], seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(μ₀, ρ₀): the seeded starting point shared by centralized BBB and every PVI centre."""
     mu = bbb.init_weights(layout, derive_seed(seed, "bayes", "init", *layout.sizes))
-    rho = bbb.init_rho(layout.n_params, float(init["rho_mean"]), float(init["rho_std"]),
-                       derive_seed(seed, "bayes", "init_rho", *layout.sizes))  # fmt: skip
+    rho = bbb.init_rho(
+        layout.n_params,
+        float(init["rho_mean"]),
+        float(init["rho_std"]),
+        derive_seed(seed, "bayes", "init_rho", *layout.sizes),
+    )
     return mu, rho
 
 
@@ -61,8 +66,14 @@ def run_central(
     images outside the validation mask; per evaluated epoch the validation and test error
     (MC predictive with ``s.mc_test`` samples; ``test_error_mean``: weights = μ)."""
     val = data["val"]
-    x, y = _t(data["x_train"][~val], torch.float32, device), _t(data["y_train"][~val], torch.int64, device)
-    xv, yv = _t(data["x_train"][val], torch.float32, device), _t(data["y_train"][val], torch.int64, device)
+    x, y = (
+        _t(data["x_train"][~val], torch.float32, device),
+        _t(data["y_train"][~val], torch.int64, device),
+    )
+    xv, yv = (
+        _t(data["x_train"][val], torch.float32, device),
+        _t(data["y_train"][val], torch.int64, device),
+    )
     xt, yt = _t(data["x_test"], torch.float32, device), _t(data["y_test"], torch.int64, device)
     layout = bbb.make_layout(x.shape[1], hidden, int(data["y_train"].max()) + 1, bias)
     gens = bbb.Generators.from_seed(train_seed, device)
@@ -92,7 +103,11 @@ def run_central(
         recs = bbb.fit_variational(mu, rho, x, y, layout, prior, s, gens, on_epoch=on_epoch)
         state = {"mu": mu, "rho": rho}
     else:
-        rates = (float(dropout["input"]), float(dropout["hidden"])) if method == "dropout" else (0.0, 0.0)
+        rates = (
+            (float(dropout["input"]), float(dropout["hidden"]))
+            if method == "dropout"
+            else (0.0, 0.0)
+        )
 
         def on_epoch(e: int) -> dict[str, float]:
             if e % eval_every and e != s.epochs:
@@ -105,11 +120,16 @@ def run_central(
     last = curve.iloc[-1]
     result = {
         **{k: v for k, v in spec.items()},
-        "n_train": int(len(y)), "n_validation": int(len(yv)), "n_test": int(len(yt)),
-        "sizes": list(layout.sizes), "n_params": layout.n_params, "epochs": int(s.epochs),
-        "val_error": float(last["val_error"]), "test_error": float(last["test_error"]),
+        "n_train": int(len(y)),
+        "n_validation": int(len(yv)),
+        "n_test": int(len(yt)),
+        "sizes": list(layout.sizes),
+        "n_params": layout.n_params,
+        "epochs": int(s.epochs),
+        "val_error": float(last["val_error"]),
+        "test_error": float(last["test_error"]),
         "test_error_mean": float(last["test_error_mean"]),
-    }  # fmt: skip
+    }
     if method == "bbb":
         sig = F.softplus(state["rho"])
         result["posterior_sigma_median"] = float(sig.median())
@@ -138,7 +158,3 @@ def ridge_mean(x: np.ndarray, y: np.ndarray, noise_var: float, prior_sd: float) 
 
     r = Ridge(alpha=noise_var / prior_sd**2, fit_intercept=False, solver="cholesky", tol=1e-12)
     return r.fit(x, y).coef_
-
-
-__all__ = ["P", "device_of", "initial_posterior", "make_prior", "regression_natural",
-           "regression_posterior", "ridge_mean", "run_central"]  # fmt: skip

@@ -27,11 +27,17 @@ METRICS = {
 
 def pvi_delta(min_samples: int = 3) -> Protocol:
     """Δη of one centre (and the global η_q it was computed from, sent down)."""
-    return Protocol("bayes_pvi_delta", {"parameters": "parameters", "n": "count", **METRICS},
-                    min_samples=int(min_samples))  # fmt: skip
+    return Protocol(
+        "bayes_pvi_delta",
+        {"parameters": "parameters", "n": "count", **METRICS},
+        min_samples=int(min_samples),
+    )
 
 
 def fedavg_fit(min_samples: int = 3) -> Protocol:
     """The weights of a deterministic network after local training (FedAvg)."""
-    return Protocol("bayes_fedavg_fit", {"parameters": "parameters", "n": "count", **METRICS},
-                    min_samples=int(min_samples))  # fmt: skip
+    return Protocol(
+        "bayes_fedavg_fit",
+        {"parameters": "parameters", "n": "count", **METRICS},
+        min_samples=int(min_samples),
+    )

@@ -51,8 +51,10 @@ def full_to_moments(eta: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 def add(a: Sequence[np.ndarray], b: Sequence[np.ndarray], scale: float = 1.0) -> Natural:
     """a + scale·b, entry-wise (float64)."""
-    return [np.asarray(x, dtype=np.float64) + scale * np.asarray(y, dtype=np.float64)
-            for x, y in zip(a, b, strict=True)]  # fmt: skip
+    return [
+        np.asarray(x, dtype=np.float64) + scale * np.asarray(y, dtype=np.float64)
+        for x, y in zip(a, b, strict=True)
+    ]
 
 
 def sub(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> Natural:
@@ -89,8 +91,9 @@ def clip_precision(eta: Sequence[np.ndarray], var_max: float) -> tuple[Natural, 
     return [e1.copy(), (vecs * vals) @ vecs.T], int(bad.sum())
 
 
-def reset_wide(eta: Sequence[np.ndarray], ref: Sequence[np.ndarray], var_max: float
-               ) -> tuple[Natural, int]:  # fmt: skip
+def reset_wide(
+    eta: Sequence[np.ndarray], ref: Sequence[np.ndarray], var_max: float
+) -> tuple[Natural, int]:
     """Diagonal only: every entry whose variance exceeds var_max (precision < 1/var_max, or
     not positive) is replaced by ``ref``'s entry (the prior). Used on a cavity: with
     unconverged mean-field fits the factors carry precision noise of either sign, and a cavity

@@ -28,13 +28,44 @@ VIRTUAL_SIZES = [784, 100, 100, 10]
 VIRTUAL = {"server accuracy": 97.15, "clients' accuracy": 96.94}
 IID_KINDS = ("chunks", "equal")
 
-CENTRAL_COLUMNS = ["unit", "method", "prior", "sigma", "pi", "sigma1", "sigma2", "sizes",
-                   "n_train", "n_validation", "n_test", "epochs", "val_error", "test_error",
-                   "test_error_mean", "posterior_sigma_median"]  # fmt: skip
-FEDERATED_COLUMNS = ["unit", "method", "algorithm", "split", "schedule", "hierarchical",
-                     "n_clients", "per_round", "damping", "rounds", "sizes", "server_accuracy",
-                     "clients_accuracy", "messages", "floats", "abstentions", "clipped",
-                     "cavity_clipped"]  # fmt: skip
+CENTRAL_COLUMNS = [
+    "unit",
+    "method",
+    "prior",
+    "sigma",
+    "pi",
+    "sigma1",
+    "sigma2",
+    "sizes",
+    "n_train",
+    "n_validation",
+    "n_test",
+    "epochs",
+    "val_error",
+    "test_error",
+    "test_error_mean",
+    "posterior_sigma_median",
+]
+FEDERATED_COLUMNS = [
+    "unit",
+    "method",
+    "algorithm",
+    "split",
+    "schedule",
+    "hierarchical",
+    "n_clients",
+    "per_round",
+    "damping",
+    "rounds",
+    "sizes",
+    "server_accuracy",
+    "clients_accuracy",
+    "messages",
+    "floats",
+    "abstentions",
+    "clipped",
+    "cavity_clipped",
+]
 
 
 def _sizes(v: Any) -> str:
@@ -83,20 +114,35 @@ def table_4_1(central: pd.DataFrame, info: Mapping[str, Any]) -> pd.DataFrame:
     for label, src, fam, who in TABLE_4_1:
         r = best.get(fam)
         if r is None:
-            rows.append({"method": label, "source": who, "units": 1200,
-                         "source_test_error": src, "test_error": np.nan, "setting": "",
-                         "not_comparable": "", "cause": "not run in this config"})  # fmt: skip
+            rows.append(
+                {
+                    "method": label,
+                    "source": who,
+                    "units": 1200,
+                    "source_test_error": src,
+                    "test_error": np.nan,
+                    "setting": "",
+                    "not_comparable": "",
+                    "cause": "not run in this config",
+                }
+            )
             continue
         setting = r["unit"]
-        rows.append({
-            "method": label, "source": who, "units": r["sizes"],
-            "source_test_error": src, "test_error": 100 * float(r["test_error"]),
-            "setting": setting, "epochs": int(r["epochs"]),
-            "not_comparable": _central_difference(info, str(r["sizes"])),
-            "cause": f"our run ({setting}, {int(r['epochs'])} epochs, prior chosen on "
-            f"{int(r['n_validation'])} validation images) differs in training length and "
-            "optimiser from the source's, which D6.2 does not state",
-        })  # fmt: skip
+        rows.append(
+            {
+                "method": label,
+                "source": who,
+                "units": r["sizes"],
+                "source_test_error": src,
+                "test_error": 100 * float(r["test_error"]),
+                "setting": setting,
+                "epochs": int(r["epochs"]),
+                "not_comparable": _central_difference(info, str(r["sizes"])),
+                "cause": f"our run ({setting}, {int(r['epochs'])} epochs, prior chosen on "
+                f"{int(r['n_validation'])} validation images) differs in training length and "
+                "optimiser from the source's, which D6.2 does not state",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -115,8 +161,16 @@ def virtual_table(fed: pd.DataFrame, unit: str, info: Mapping[str, Any]) -> pd.D
     for q, src in VIRTUAL.items():
         col = "server_accuracy" if q.startswith("server") else "clients_accuracy"
         if row.empty:
-            rows.append({"quantity": q, "source": src, "ours": np.nan, "unit": unit,
-                         "not_comparable": "", "cause": "not run in this config"})  # fmt: skip
+            rows.append(
+                {
+                    "quantity": q,
+                    "source": src,
+                    "ours": np.nan,
+                    "unit": unit,
+                    "not_comparable": "",
+                    "cause": "not run in this config",
+                }
+            )
             continue
         r = row.iloc[0]
         why = []
@@ -125,15 +179,22 @@ def virtual_table(fed: pd.DataFrame, unit: str, info: Mapping[str, Any]) -> pd.D
         if str(r["sizes"]) != _sizes(VIRTUAL_SIZES):
             why.append(f"network {r['sizes']}, not {_sizes(VIRTUAL_SIZES)}")
         if int(r["n_clients"]) != 100 or int(r["per_round"]) != 10:
-            why.append(f"{int(r['n_clients'])} clients, {int(r['per_round'])} per round, not 100 / 10")
-        rows.append({
-            "quantity": q, "source": src, "ours": float(r[col]), "unit": unit,
-            "not_comparable": "; ".join(why),
-            "cause": f"{int(r['rounds'])} rounds of our mean-field BBB in torch (PVI-style "
-            "factors, damping "
-            f"{float(r['damping']):g}) in place of VIRTUAL's TensorFlow code; D6.2 does not "
-            "state its client split (VIRTUAL's own np.split is used)",
-        })  # fmt: skip
+            why.append(
+                f"{int(r['n_clients'])} clients, {int(r['per_round'])} per round, not 100 / 10"
+            )
+        rows.append(
+            {
+                "quantity": q,
+                "source": src,
+                "ours": float(r[col]),
+                "unit": unit,
+                "not_comparable": "; ".join(why),
+                "cause": f"{int(r['rounds'])} rounds of our mean-field BBB in torch (PVI-style "
+                "factors, damping "
+                f"{float(r['damping']):g}) in place of VIRTUAL's TensorFlow code; D6.2 does not "
+                "state its client split (VIRTUAL's own np.split is used)",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -146,23 +207,46 @@ def heterogeneity_table(fed: pd.DataFrame, split_kinds: Mapping[str, str]) -> pd
         for _, r in g.iterrows():
             if split_kinds.get(r["split"]) in IID_KINDS:
                 continue
-            rows.append({"method": m, "algorithm": r["algorithm"], "non_iid_split": r["split"],
-                         "iid_accuracy": ref, "non_iid_accuracy": float(r["server_accuracy"]),
-                         "drop": ref - float(r["server_accuracy"])})  # fmt: skip
-    return pd.DataFrame(rows, columns=["method", "algorithm", "non_iid_split", "iid_accuracy",
-                                       "non_iid_accuracy", "drop"])  # fmt: skip
+            rows.append(
+                {
+                    "method": m,
+                    "algorithm": r["algorithm"],
+                    "non_iid_split": r["split"],
+                    "iid_accuracy": ref,
+                    "non_iid_accuracy": float(r["server_accuracy"]),
+                    "drop": ref - float(r["server_accuracy"]),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "method",
+            "algorithm",
+            "non_iid_split",
+            "iid_accuracy",
+            "non_iid_accuracy",
+            "drop",
+        ],
+    )
 
 
 def conjugate_table(result: Mapping[str, Any] | None) -> pd.DataFrame:
     cols = ["schedule", "rounds", "damping", "relative_error", "ridge_max_abs_diff"]
     if not result:
         return pd.DataFrame(columns=cols)
-    return pd.DataFrame([
-        {"schedule": s, "rounds": result[f"{s}_rounds"], "damping": result[f"{s}_damping"],
-         "relative_error": result[f"{s}_relative_error"],
-         "ridge_max_abs_diff": result["ridge_max_abs_diff"]}
-        for s in ("sequential", "synchronous")
-    ], columns=cols)  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "schedule": s,
+                "rounds": result[f"{s}_rounds"],
+                "damping": result[f"{s}_damping"],
+                "relative_error": result[f"{s}_relative_error"],
+                "ridge_max_abs_diff": result["ridge_max_abs_diff"],
+            }
+            for s in ("sequential", "synchronous")
+        ],
+        columns=cols,
+    )
 
 
 def message_table(ledgers: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -171,17 +255,28 @@ def message_table(ledgers: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     for unit, t in ledgers.items():
         if t.empty:
             continue
-        t = t.assign(direction=np.where(t["sender"] == "server", "server->centre", "centre->server"))
+        t = t.assign(
+            direction=np.where(t["sender"] == "server", "server->centre", "centre->server")
+        )
         for (p, d), g in t.groupby(["protocol", "direction"], sort=False):
             ab = g["kind"] == "abstain"
-            rows.append({"unit": unit, "protocol": p, "direction": d, "messages": int((~ab).sum()),
-                         "floats": int(g["floats"].sum()), "abstentions": int(ab.sum())})  # fmt: skip
+            rows.append(
+                {
+                    "unit": unit,
+                    "protocol": p,
+                    "direction": d,
+                    "messages": int((~ab).sum()),
+                    "floats": int(g["floats"].sum()),
+                    "abstentions": int(ab.sum()),
+                }
+            )
     return pd.DataFrame(rows, columns=cols)
 
 
 # ------------------------------------------------------------------------------------ figures
-def error_curves_figure(curves: Mapping[str, pd.DataFrame], central: pd.DataFrame, fam: str,
-                        title: str):  # fmt: skip
+def error_curves_figure(
+    curves: Mapping[str, pd.DataFrame], central: pd.DataFrame, fam: str, title: str
+):
     """Test error (%) vs epoch of every run of a prior family (Figs 4.1 / 4.2); SGD and dropout
     dashed for reference; the validation-selected run drawn thick."""
     import matplotlib.pyplot as plt
@@ -193,11 +288,22 @@ def error_curves_figure(curves: Mapping[str, pd.DataFrame], central: pd.DataFram
         f = family(r)
         if f == fam:
             thick = fam in best and best[fam]["unit"] == r["unit"]
-            ax.plot(c["epoch"], 100 * c["test_error"], lw=2.2 if thick else 0.9,
-                    alpha=1 if thick else 0.6, label=r["unit"] + (" (selected)" if thick else ""))  # fmt: skip
+            ax.plot(
+                c["epoch"],
+                100 * c["test_error"],
+                lw=2.2 if thick else 0.9,
+                alpha=1 if thick else 0.6,
+                label=r["unit"] + (" (selected)" if thick else ""),
+            )
         elif f in ("sgd", "dropout"):
-            ax.plot(c["epoch"], 100 * c["test_error"], "--", color="k" if f == "sgd" else "0.5",
-                    lw=1, label=f)  # fmt: skip
+            ax.plot(
+                c["epoch"],
+                100 * c["test_error"],
+                "--",
+                color="k" if f == "sgd" else "0.5",
+                lw=1,
+                label=f,
+            )
     ax.set_xlabel("epoch")
     ax.set_ylabel("test error (%)")
     ax.set_title(title, fontsize=10)
@@ -209,9 +315,12 @@ def error_curves_figure(curves: Mapping[str, pd.DataFrame], central: pd.DataFram
     return fig
 
 
-CURVES = (("train_accuracy", "training (participants)"), ("server_accuracy", "server"),
-          ("clients_accuracy", "clients (all, own test images)"),
-          ("clients_selected_accuracy", "clients of the round"))  # fmt: skip
+CURVES = (
+    ("train_accuracy", "training (participants)"),
+    ("server_accuracy", "server"),
+    ("clients_accuracy", "clients (all, own test images)"),
+    ("clients_selected_accuracy", "clients of the round"),
+)
 
 
 def federated_figure(rounds: Mapping[str, pd.DataFrame], fed: pd.DataFrame, title: str):
@@ -221,19 +330,29 @@ def federated_figure(rounds: Mapping[str, pd.DataFrame], fed: pd.DataFrame, titl
     units = [u for u in fed["unit"] if u in rounds]
     methods = list(dict.fromkeys(fed.loc[fed["unit"].isin(units), "method"]))
     splits = list(dict.fromkeys(fed.loc[fed["unit"].isin(units), "split"].fillna("pooled")))
-    fig, axes = plt.subplots(len(methods), len(splits), figsize=(3.4 * len(splits), 2.4 * len(methods)),
-                             squeeze=False, sharey=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        len(methods),
+        len(splits),
+        figsize=(3.4 * len(splits), 2.4 * len(methods)),
+        squeeze=False,
+        sharey=True,
+    )
     for ax in axes.ravel():
         ax.set_visible(False)
     for _, r in fed[fed["unit"].isin(units)].iterrows():
-        ax = axes[methods.index(r["method"]), splits.index(r["split"] if isinstance(r["split"], str) else "pooled")]
+        ax = axes[
+            methods.index(r["method"]),
+            splits.index(r["split"] if isinstance(r["split"], str) else "pooled"),
+        ]
         ax.set_visible(True)
         t = rounds[r["unit"]]
         for col, lab in CURVES:
             if col in t and t[col].notna().any():
                 c = t.dropna(subset=[col])
                 ax.plot(c["round"], 100 * c[col], lw=1.2, label=lab)
-        ax.set_title(f"{r['method']} / {r['split'] if isinstance(r['split'], str) else 'pooled'}", fontsize=9)
+        ax.set_title(
+            f"{r['method']} / {r['split'] if isinstance(r['split'], str) else 'pooled'}", fontsize=9
+        )
         ax.set_xlabel("round (pooled: epoch)", fontsize=8)
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("accuracy (%)")
@@ -283,6 +402,12 @@ def conjugate_figure(rounds: pd.DataFrame):
 def section_text(cfg: Mapping[str, Any], info: Mapping[str, Any], conj: pd.DataFrame) -> list[str]:
     """The section's paragraphs: what ran, on what, and what is and is not comparable."""
     fed, tr = cfg["federated"], cfg["train"]
+    weighting = "1/M" if tr["kl_weighting"] == "uniform" else "2^(M-i)/(2^M-1)"
+    kl = (
+        "Monte Carlo at the sampled w"
+        if tr["kl"] == "mc"
+        else "the Gaussian closed form (MC for the mixture)"
+    )
     reduced = info.get("source") != "idx"
     size = "REDUCED size: " if reduced else ""
     text = [
@@ -296,8 +421,8 @@ def section_text(cfg: Mapping[str, Any], info: Mapping[str, Any], conj: pd.DataF
         "data or network differ from the source's are marked not comparable in the headline.",
         "BBB: mean-field Gaussian posterior w = mu + log(1+e^rho) eps on every weight, Gaussian or "
         "scale-mixture prior pi N(0, s1^2) + (1-pi) N(0, s2^2), minibatch loss pi_i KL - log "
-        f"p(batch|w) with pi_i = {tr['kl_weighting']} ({'1/M' if tr['kl_weighting'] == 'uniform' else '2^(M-i)/(2^M-1)'}), "
-        f"KL by {'Monte Carlo at the sampled w' if tr['kl'] == 'mc' else 'the Gaussian closed form (MC for the mixture)'}, "
+        f"p(batch|w) with pi_i = {tr['kl_weighting']} ({weighting}), "
+        f"KL by {kl}, "
         f"{tr['epochs']} epochs of {tr['optimizer']} (lr {tr['lr']:g}, batch {tr['batch_size']}), "
         f"test error of the MC predictive with {tr['mc_test']} weight samples (eq. 4.21). SGD and "
         "SGD + dropout train the same network deterministically. The prior of each family is the "
@@ -305,17 +430,18 @@ def section_text(cfg: Mapping[str, Any], info: Mapping[str, Any], conj: pd.DataF
         "PVI: the server keeps the global natural parameters eta_q = eta_prior + sum_m t_m; centre "
         "m forms its cavity eta_q - t_m, maximises the local ELBO with the cavity as prior by BBB, "
         "and sends Delta = eps (eta(q_new) - eta_q) through the ledger (protocol bayes_pvi_delta, "
-        f"counts >= min_samples = {fed['min_samples']}); the server adds the Deltas (core round loop "
-        "run_rounds). Schedules: sequential (one centre per round), synchronous (all, damped) and "
-        "sampled (VIRTUAL: clients_per_round drawn per round, server rate eps). Variance is kept "
+        f"counts >= min_samples = {fed['min_samples']}); the server adds the Deltas (core round "
+        "loop run_rounds). Schedules: sequential (one centre per round), synchronous (all, "
+        "damped) and sampled (VIRTUAL: clients_per_round drawn per round, server rate eps). Variance is kept "
         "positive by damping (eps x centres per round <= 1 makes the update a convex combination "
         "of valid Gaussians) and, otherwise, by clipping precisions at 1/var_max at the server "
         "(column clipped); a cavity entry wider than var_max (the other factors remove "
         "information: precision noise of unconverged fits) uses the prior (cavity_clipped). "
         "FedAvg averages deterministic networks with the core's make_strategy('fedavg') on the "
         "same client splits.",
-        "VIRTUAL (Corinzia et al.) shares server weights theta and optional private client weights "
-        "phi (hierarchical: w = theta + phi here, phi never leaves the centre); D6.2 ran theta only. "
+        "VIRTUAL (Corinzia et al.) shares server weights theta and optional private client "
+        "weights phi (hierarchical: w = theta + phi here, phi never leaves the centre); D6.2 ran "
+        "theta only. "
         "D6.2 does not state its client split: VIRTUAL's own configuration is used (100 clients "
         "of 600 training / 100 test images by np.split in file order, 10 clients per round, 20 "
         "epochs per round, server rate 0.6, KL weight 1e-5 on a per-image mean loss). Server "

@@ -37,8 +37,9 @@ class NaturalSum(Strategy):
     var_max: float = 1e3
     clipped: list[int] = field(default_factory=list)
 
-    def aggregate_fit(self, server_round: int, results: Sequence[Result],
-                      current: NDArrays | None = None) -> NDArrays:  # fmt: skip
+    def aggregate_fit(
+        self, server_round: int, results: Sequence[Result], current: NDArrays | None = None
+    ) -> NDArrays:
         if current is None:
             raise ValueError("the PVI server update needs the current η_q")
         eta = [np.asarray(c, dtype=np.float64) for c in current]
@@ -64,13 +65,20 @@ class Scheduled(Strategy):
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
-            raise ConfigError(f"unknown schedule {self.schedule!r}",
-                              where="bayes.federated.methods.<m>.schedule",
-                              fix=f"one of {SCHEDULES}")  # fmt: skip
+            raise ConfigError(
+                f"unknown schedule {self.schedule!r}",
+                where="bayes.federated.methods.<m>.schedule",
+                fix=f"one of {SCHEDULES}",
+            )
         self._gen = np.random.default_rng(self.seed)
 
-    def configure_fit(self, server_round: int, parameters: NDArrays, clients: Sequence[Any],
-                      config: Mapping[str, Any]) -> list[tuple[Any, dict[str, Any]]]:  # fmt: skip
+    def configure_fit(
+        self,
+        server_round: int,
+        parameters: NDArrays,
+        clients: Sequence[Any],
+        config: Mapping[str, Any],
+    ) -> list[tuple[Any, dict[str, Any]]]:
         cfg = {**config, "warm_start": int(server_round > 1)}
         if self.schedule == "sequential":
             chosen = [clients[(server_round - 1) % len(clients)]]
@@ -82,8 +90,9 @@ class Scheduled(Strategy):
             chosen = [clients[i] for i in pick]
         return [(c, dict(cfg)) for c in chosen]
 
-    def aggregate_fit(self, server_round: int, results: Sequence[Result],
-                      current: NDArrays | None = None) -> NDArrays:  # fmt: skip
+    def aggregate_fit(
+        self, server_round: int, results: Sequence[Result], current: NDArrays | None = None
+    ) -> NDArrays:
         out = self.inner.aggregate_fit(server_round, results, current)
         n = np.array([float(r[1]) for r in results])
         met = [r[2] if len(r) > 2 else {} for r in results]
@@ -95,7 +104,8 @@ class Scheduled(Strategy):
         if tested:
             nt = np.array([float(m["n_test"]) for m in tested])
             rec["clients_selected_accuracy"] = float(
-                np.dot(nt, [m["test_accuracy"] for m in tested]) / nt.sum())  # fmt: skip
+                np.dot(nt, [m["test_accuracy"] for m in tested]) / nt.sum()
+            )
             for m in tested:
                 self.latest[int(m["client"])] = (float(m["test_accuracy"]), int(m["n_test"]))
             acc = np.array([a for a, _ in self.latest.values()])
@@ -129,8 +139,17 @@ def serve(
             if evaluate is not None and (rnd % eval_every == 0 or rnd == rounds):
                 evals[rnd] = evaluate(params)
 
-        final = run_rounds(proxies, strategy, initial, rounds, dict(config), protocol,
-                           kind=protocol.name, label=label, on_round=on_round)  # fmt: skip
+        final = run_rounds(
+            proxies,
+            strategy,
+            initial,
+            rounds,
+            dict(config),
+            protocol,
+            kind=protocol.name,
+            label=label,
+            on_round=on_round,
+        )
         records = [{**r, **evals.get(r["round"], {})} for r in strategy.records]
         return final, records
 

@@ -29,16 +29,25 @@ def central_specs(cfg: dict[str, Any]) -> dict[str, dict[str, Any]]:
         out[b] = {"method": b}
     pri = cfg.get("priors", {})
     for a in (pri.get("gaussian") or {}).get("neg_log_sigma", []):
-        out[f"gauss_{_num(a)}"] = {"method": "bbb", "prior": "gaussian", "neg_log_sigma": a,
-                                   "sigma": math.exp(-a)}  # fmt: skip
+        out[f"gauss_{_num(a)}"] = {
+            "method": "bbb",
+            "prior": "gaussian",
+            "neg_log_sigma": a,
+            "sigma": math.exp(-a),
+        }
     mix = pri.get("mixture") or {}
     for p in mix.get("pi", []):
         for a in mix.get("neg_log_sigma1", []):
             for b in mix.get("neg_log_sigma2", []):
                 out[f"mix_pi{_num(100 * p)}_s{_num(a)}_s{_num(b)}"] = {
-                    "method": "bbb", "prior": "mixture", "pi": p, "neg_log_sigma1": a,
-                    "neg_log_sigma2": b, "sigma1": math.exp(-a), "sigma2": math.exp(-b),
-                }  # fmt: skip
+                    "method": "bbb",
+                    "prior": "mixture",
+                    "pi": p,
+                    "neg_log_sigma1": a,
+                    "neg_log_sigma2": b,
+                    "sigma1": math.exp(-a),
+                    "sigma2": math.exp(-b),
+                }
     return out
 
 

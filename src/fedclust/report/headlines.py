@@ -861,6 +861,7 @@ PERF = Spec(
     "from the rows above).",
 )
 
+
 # ---------------------------------------------------------------------------------------- bayes
 def _nc(s: Sel) -> str:
     v = s.row.get("not_comparable")
@@ -914,10 +915,14 @@ BAYES = Spec(
             ours=Col("relative_error", float),
             table="conjugate",
             where={"schedule": "synchronous"},
-            cause=lambda s: f"damped synchronous PVI converges geometrically (rate 1 − ε = "
-            f"{1 - float(s.row['damping']):g}); {int(s.row['rounds'])} rounds were not enough",
-            label=lambda s: f"conjugate PVI: relative error of η after {int(s.row['rounds'])} "
-            "synchronous damped rounds",
+            cause=lambda s: (
+                f"damped synchronous PVI converges geometrically (rate 1 − ε = "
+                f"{1 - float(s.row['damping']):g}); {int(s.row['rounds'])} rounds were not enough"
+            ),
+            label=lambda s: (
+                f"conjugate PVI: relative error of η after {int(s.row['rounds'])} "
+                "synchronous damped rounds"
+            ),
             tol=1e-8,
             digits=2,
         ),
@@ -928,8 +933,10 @@ BAYES = Spec(
             table="heterogeneity",
             cause="D6.2 states the claim without a number: our measured drop is shown",
             each=True,
-            label=lambda s: f"{s.row['method']} ({s.row['algorithm']}): accuracy drop IID → "
-            f"{s.row['non_iid_split']}, points",
+            label=lambda s: (
+                f"{s.row['method']} ({s.row['algorithm']}): accuracy drop IID → "
+                f"{s.row['non_iid_split']}, points"
+            ),
         ),
     ),
     source_label="D6.2 / Blundell et al. (seed 003)",
