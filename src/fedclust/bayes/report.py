@@ -151,6 +151,8 @@ def federated_table(results: list[dict[str, Any]]) -> pd.DataFrame:
     t = pd.DataFrame(rows).reindex(columns=FEDERATED_COLUMNS)
     for c in ("server_accuracy", "clients_accuracy"):
         t[c] = 100 * t[c].astype(float)
+    for c in ("n_clients", "per_round", "rounds", "messages", "floats", "abstentions"):
+        t[c] = t[c].astype("Int64")
     return t
 
 
@@ -427,18 +429,18 @@ def section_text(cfg: Mapping[str, Any], info: Mapping[str, Any], conj: pd.DataF
         f"test error of the MC predictive with {tr['mc_test']} weight samples (eq. 4.21). SGD and "
         "SGD + dropout train the same network deterministically. The prior of each family is the "
         "grid point with the lowest validation error.",
-        "PVI: the server keeps the global natural parameters eta_q = eta_prior + sum_m t_m; centre "
-        "m forms its cavity eta_q - t_m, maximises the local ELBO with the cavity as prior by BBB, "
-        "and sends Delta = eps (eta(q_new) - eta_q) through the ledger (protocol bayes_pvi_delta, "
-        f"counts >= min_samples = {fed['min_samples']}); the server adds the Deltas (core round "
-        "loop run_rounds). Schedules: sequential (one centre per round), synchronous (all, "
-        "damped) and sampled (VIRTUAL: clients_per_round drawn per round, server rate eps). "
-        "Variance is kept positive by damping (eps x centres per round <= 1 makes the update a convex combination "
-        "of valid Gaussians) and, otherwise, by clipping precisions at 1/var_max at the server "
-        "(column clipped); a cavity entry wider than var_max (the other factors remove "
-        "information: precision noise of unconverged fits) uses the prior (cavity_clipped). "
-        "FedAvg averages deterministic networks with the core's make_strategy('fedavg') on the "
-        "same client splits.",
+        "PVI: the server keeps the global natural parameters eta_q = eta_prior + sum_m t_m; "
+        "centre m forms its cavity eta_q - t_m, maximises the local ELBO with the cavity as prior"
+        " by BBB, and sends Delta = eps (eta(q_new) - eta_q) through the ledger (protocol "
+        f"bayes_pvi_delta, counts >= min_samples = {fed['min_samples']}); the server adds the "
+        "Deltas (core round loop run_rounds). Schedules: sequential (one centre per round), "
+        "synchronous (all, damped) and sampled (VIRTUAL: clients_per_round drawn per round, "
+        "server rate eps). Variance is kept positive by damping (eps x centres per round <= 1 "
+        "makes the update a convex combination of valid Gaussians) and, otherwise, by clipping "
+        "precisions at 1/var_max at the server (column clipped); a cavity entry wider than "
+        "var_max (the other factors remove information: precision noise of unconverged fits) uses"
+        " the prior (cavity_clipped). FedAvg averages deterministic networks with the core's "
+        "make_strategy('fedavg') on the same client splits.",
         "VIRTUAL (Corinzia et al.) shares server weights theta and optional private client "
         "weights phi (hierarchical: w = theta + phi here, phi never leaves the centre); D6.2 ran "
         "theta only. "
