@@ -255,6 +255,38 @@ def test_every_delta_passes_the_protocol_and_small_centres_abstain():
         federate(cs, serve, ledger=Ledger())
 
 
+def test_pooled_method_needs_epochs_and_runs_are_reproducible():
+    from fedclust.errors import ConfigError
+
+    cfg = {
+        "federated": {
+            "n_clients": 3,
+            "model": {"hidden": [8]},
+            "local": {"epochs": 1, "batch_size": 64, "mc_test": 2},
+            "splits": {"iid": {"kind": "equal"}},
+            "methods": {
+                "p": {"algorithm": "pooled"},
+                "s": {
+                    "algorithm": "pvi",
+                    "schedule": "sampled",
+                    "clients_per_round": 2,
+                    "rounds": 2,
+                    "damping": 0.6,
+                },
+            },
+        },
+        "conjugate": {"enabled": False},
+    }
+    d = data.build_dataset("digits", 1, 0.5, 0.0)
+    with pytest.raises(ConfigError, match="no epochs"):
+        experiment.run_federated_unit(cfg, d, "p", 1)
+    a = experiment.run_federated_unit(cfg, d, "s__iid", 1)
+    b = experiment.run_units("federated", cfg, d, ["s__iid"], 1)[0]
+    pd.testing.assert_frame_equal(a[0], b[0])  # byte-identical tables run to run
+    pd.testing.assert_frame_equal(a[1], b[1])
+    assert a[2] == b[2]
+
+
 def test_hierarchical_private_weights_never_leave_the_centre():
     cfg = {
         "data": {"source": "digits"},

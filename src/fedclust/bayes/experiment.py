@@ -116,6 +116,12 @@ def run_federated_unit(
     }
 
     if spec["algorithm"] == "pooled":
+        if "epochs" not in spec:
+            raise ConfigError(
+                f"pooled method {spec['method']!r} has no epochs",
+                where=f"bayes.federated.methods.{spec['method']}.epochs",
+                fix="set epochs (the pooled BBB reference's training length)",
+            )
         s_pool = bbb.TrainSettings.from_config({**fed["local"], "epochs": spec["epochs"]})
         curve, res = pooled.run_central(
             {**data, "val": np.zeros(len(y), dtype=bool)},

@@ -328,6 +328,7 @@ CURVES = (
 def federated_figure(rounds: Mapping[str, pd.DataFrame], fed: pd.DataFrame, title: str):
     """Fig 4.4: per (method, split) the four accuracy curves of VIRTUAL's logs."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     units = [u for u in fed["unit"] if u in rounds]
     methods = list(dict.fromkeys(fed.loc[fed["unit"].isin(units), "method"]))
@@ -356,6 +357,7 @@ def federated_figure(rounds: Mapping[str, pd.DataFrame], fed: pd.DataFrame, titl
             f"{r['method']} / {r['split'] if isinstance(r['split'], str) else 'pooled'}", fontsize=9
         )
         ax.set_xlabel("round (pooled: epoch)", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("accuracy (%)")
     for ax in axes.ravel():
