@@ -11,14 +11,6 @@ BAYES_GROUPED = BAYES_W.fanout(BAYES) == "all"
 BAYES_REPORT = {"caption": "../report/bayes.rst", "category": "Bayes"}
 
 
-def _bayes_out(kind, names, units):
-    """Output paths of a rule: every unit's (grouped) or the {unit} wildcard's."""
-    base = f"results/bayes/{kind}"
-    if BAYES_GROUPED:
-        return {n.split(".")[0]: [f"{base}/{u}/{n}" for u in units] for n in names}
-    return {n.split(".")[0]: f"{base}/{{unit}}/{n}" for n in names}
-
-
 rule bayes_data:
     input:
         unpack(lambda wc: BAYES_W.data_inputs(BAYES, config["data"]["download_dir"])),
@@ -43,7 +35,9 @@ rule bayes_central:
     input:
         data="results/bayes/data.npz",
     output:
-        **_bayes_out("central", ["curve.tsv", "result.json"], BAYES_CENTRAL),
+        **BAYES_W.unit_outputs(
+            "central", ["curve.tsv", "result.json"], BAYES_CENTRAL, BAYES_GROUPED
+        ),
     log:
         "results/logs/bayes/bayes_central_"
         + ("all" if BAYES_GROUPED else "{unit}")
@@ -71,8 +65,11 @@ rule bayes_federated:
     input:
         data="results/bayes/data.npz",
     output:
-        **_bayes_out(
-            "federated", ["rounds.tsv", "ledger.tsv", "result.json"], BAYES_FEDERATED
+        **BAYES_W.unit_outputs(
+            "federated",
+            ["rounds.tsv", "ledger.tsv", "result.json"],
+            BAYES_FEDERATED,
+            BAYES_GROUPED,
         ),
     log:
         "results/logs/bayes/bayes_federated_"

@@ -71,6 +71,15 @@ def fanout(cfg: dict[str, Any]) -> str:
     return str(cfg.get("fanout", "all"))
 
 
+def unit_outputs(kind: str, names: list[str], units: list[str], grouped: bool) -> dict:
+    """Output paths of rule ``bayes_<kind>``: every unit's files (a grouped job) or the
+    ``{unit}`` wildcard's; keyed by the file stem (``curve``, ``result``, ...)."""
+    base = f"results/bayes/{kind}"
+    if grouped:
+        return {n.split(".")[0]: [f"{base}/{u}/{n}" for u in units] for n in names}
+    return {n.split(".")[0]: f"{base}/{{unit}}/{n}" for n in names}
+
+
 def data_inputs(cfg: dict[str, Any], download_dir: str) -> dict[str, str]:
     """The four MNIST IDX files when ``bayes.data.source`` is idx, else nothing."""
     if (cfg.get("data") or {}).get("source") != "idx":
