@@ -380,3 +380,25 @@ def test_not_comparable_rows_are_shown_but_never_match():
     assert shown["ours"] == "1.32" and shown["difference"] == "— (not comparable)"
     s = sentence_for([r, row("x", 1.0, 1.0)])
     assert "1 of 2 rows match" in s and "not comparable: digits, not full MNIST" in s
+
+
+def test_idx_source_reads_the_train_and_test_files(tmp_path):
+    """Full MNIST is read from the four IDX files (train + t10k) by the data stage's parser."""
+    import gzip
+    import struct
+
+    def write(name, arr):
+        with gzip.open(tmp_path / name, "wb") as fh:
+            fh.write(bytes([0, 0, 8, arr.ndim]) + struct.pack(f">{arr.ndim}I", *arr.shape))
+            fh.write(arr.astype(">u1").tobytes())
+
+    g = np.random.default_rng(0)
+    x, y = g.integers(0, 256, (30, 28, 28)), np.arange(30) % 10
+    files = {"train_images": x, "train_labels": y, "test_images": x[:12], "test_labels": y[:12]}
+    for name, arr in files.items():
+        write(f"{name}.gz", arr)
+    d = data.build_dataset("idx", 1, validation_fraction=1 / 6,
+                           idx={k: str(tmp_path / f"{k}.gz") for k in files})  # fmt: skip
+    assert d["x_train"].shape == (30, 784) and d["x_test"].shape == (12, 784)
+    np.testing.assert_allclose(d["x_train"][0], x[0].ravel() / 255.0, rtol=1e-6)
+    assert d["val"].sum() == 5 and data.describe(d, "idx")["n_train_total"] == 30
