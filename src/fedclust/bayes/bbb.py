@@ -317,7 +317,10 @@ def fit_variational(
     records = []
     for epoch in range(1, (s.epochs if epochs is None else epochs) + 1):
         order = torch.randperm(n, generator=gens.batches).to(x.device)
-        tot, correct, kl_val = 0.0, 0, 0.0
+        # running sums stay on the device: no host synchronisation inside the epoch
+        tot = torch.zeros((), device=x.device)
+        correct = torch.zeros((), dtype=torch.int64, device=x.device)
+        kl_last = tot
         for i in range(m):
             idx = order[i * s.batch_size : (i + 1) * s.batch_size]
             xb, yb = x[idx], y[idx]
@@ -333,19 +336,19 @@ def fit_variational(
                     w = w + phi
                 logits = forward(xb, w, layout)
                 nll = nll + F.cross_entropy(logits, yb, reduction="sum")
-                correct += int((logits.argmax(1) == yb).sum())
+                correct += (logits.argmax(1) == yb).sum()
             loss = (pis[i] * kl + nll) / s.mc_train
-            _check_finite(loss, epoch, s)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            tot += float(loss.detach())
-            kl_val = float(kl.detach()) / s.mc_train
+            tot = tot + loss.detach()
+            kl_last = kl.detach() / s.mc_train
+        _check_finite(tot, epoch, s)  # a NaN anywhere in the epoch reaches the sum
         rec = {
             "epoch": epoch,
-            "loss": tot / n,
-            "kl": kl_val,
-            "train_accuracy": correct / (n * s.mc_train),
+            "loss": float(tot) / n,
+            "kl": float(kl_last),
+            "train_accuracy": int(correct) / (n * s.mc_train),
         }
         if on_epoch is not None:
             rec.update(on_epoch(epoch))
@@ -374,18 +377,24 @@ def fit_deterministic(
     records = []
     for epoch in range(1, (s.epochs if epochs is None else epochs) + 1):
         order = torch.randperm(n, generator=gens.batches).to(x.device)
-        tot, correct = 0.0, 0
+        tot = torch.zeros((), device=x.device)
+        correct = torch.zeros((), dtype=torch.int64, device=x.device)
         for i in range(m):
             idx = order[i * s.batch_size : (i + 1) * s.batch_size]
             logits = forward(x[idx], w, layout, dropout, gens.noise)
             loss = F.cross_entropy(logits, y[idx], reduction="sum")
-            _check_finite(loss, epoch, s)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            tot += float(loss.detach())
-            correct += int((logits.argmax(1) == y[idx]).sum())
-        rec = {"epoch": epoch, "loss": tot / n, "kl": 0.0, "train_accuracy": correct / n}
+            tot = tot + loss.detach()
+            correct += (logits.argmax(1) == y[idx]).sum()
+        _check_finite(tot, epoch, s)
+        rec = {
+            "epoch": epoch,
+            "loss": float(tot) / n,
+            "kl": 0.0,
+            "train_accuracy": int(correct) / n,
+        }
         if on_epoch is not None:
             rec.update(on_epoch(epoch))
         records.append(rec)
