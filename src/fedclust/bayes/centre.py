@@ -90,7 +90,9 @@ class PVICentre:
     cavity_clipped: int = 0
 
     def __post_init__(self) -> None:
-        self.n_samples = len(self.y)
+        self.n_train = len(self.y)
+        # every image the centre holds: the guard checks each released count against it
+        self.n_samples = self.n_train + len(self.y_test)
         self.data = _Images.of(self.x, self.y, self.x_test, self.y_test, self.device)
         self.gens = bbb.Generators.from_seed(self.seed, self.device)
         if self.private_sigma is not None:
@@ -105,7 +107,7 @@ class PVICentre:
     def fit(self, parameters: list[np.ndarray], config: dict[str, Any]):
         """One PVI step from the global η_q (``parameters``); ``config``: ``damping`` ε,
         ``warm_start`` (start from q rather than the seeded initial point)."""
-        if (a := _floor(self.cid, self.n_samples, self.min_samples)) is not None:
+        if (a := _floor(self.cid, self.n_train, self.min_samples)) is not None:
             return a
         eta_q = [np.asarray(p, dtype=np.float64) for p in parameters]
         if self.factor is None:
@@ -142,7 +144,7 @@ class PVICentre:
         test_acc = 1.0 - self.local_error()
         return (
             delta,
-            self.n_samples,
+            self.n_train,
             _metrics(
                 self.index,
                 len(self.y_test),
@@ -181,11 +183,11 @@ class ConjugateCentre:
     factor: list[np.ndarray] | None = None
 
     def __post_init__(self) -> None:
-        self.n_samples = len(self.y)
+        self.n_train = self.n_samples = len(self.y)
         self._lik = P.regression_likelihood(self.x, self.y, self.noise_var)
 
     def fit(self, parameters: list[np.ndarray], config: dict[str, Any]):
-        if (a := _floor(self.cid, self.n_samples, self.min_samples)) is not None:
+        if (a := _floor(self.cid, self.n_train, self.min_samples)) is not None:
             return a
         eta_q = [np.asarray(p, dtype=np.float64) for p in parameters]
         if self.factor is None:
@@ -196,7 +198,7 @@ class ConjugateCentre:
         self.factor = P.add(self.factor, delta)
         mean, _ = P.full_to_moments(eta_new)
         mse = float(np.mean((self.y - self.x @ mean) ** 2))
-        return delta, self.n_samples, {"loss": mse, "client": int(self.index)}
+        return delta, self.n_train, {"loss": mse, "client": int(self.index)}
 
 
 @dataclass
@@ -217,12 +219,14 @@ class FedAvgCentre:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        self.n_samples = len(self.y)
+        self.n_train = len(self.y)
+        # every image the centre holds: the guard checks each released count against it
+        self.n_samples = self.n_train + len(self.y_test)
         self.data = _Images.of(self.x, self.y, self.x_test, self.y_test, self.device)
         self.gens = bbb.Generators.from_seed(self.seed, self.device)
 
     def fit(self, parameters: list[np.ndarray], config: dict[str, Any]):
-        if (a := _floor(self.cid, self.n_samples, self.min_samples)) is not None:
+        if (a := _floor(self.cid, self.n_train, self.min_samples)) is not None:
             return a
         w = torch.as_tensor(np.asarray(parameters[0]), device=self.device).clone()
         d = self.data
@@ -241,7 +245,7 @@ class FedAvgCentre:
             test_acc = 1.0 - bbb.error_rate(p, d.y_test)
         return (
             [w.cpu().numpy()],
-            self.n_samples,
+            self.n_train,
             _metrics(
                 self.index,
                 len(self.y_test),
