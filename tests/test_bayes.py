@@ -17,7 +17,6 @@ from scipy import stats
 from fedclust.bayes import bbb, centre, data, experiment, pooled, protocols, server
 from fedclust.bayes import pvi as P
 from fedclust.bayes.workflow import central_specs, federated_specs
-from fedclust.errors import DisclosureError
 from fedclust.federation import Ledger, federate, make_strategy
 from fedclust.report.headline import row, sentence_for, table_rows, verdict
 

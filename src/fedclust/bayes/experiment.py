@@ -254,7 +254,7 @@ def run_federated_unit(
         "damping": damping,
         "schedule": spec["schedule"],
         "hierarchical": bool(spec.get("hierarchical", False)),
-        "client_sizes": [int(c.n_samples) for c in centres],
+        "client_sizes": [int(c.n_train) for c in centres],
         "server_accuracy": float(rounds["server_accuracy"].dropna().iloc[-1]),
         "clients_accuracy": float(last["clients_accuracy"]) if "clients_accuracy" in last else None,
         "messages": ledger.n_messages,
