@@ -4,6 +4,7 @@ or (``survival.fanout: repetition``) every (scenario, strategy) of one (endpoint
 import pandas as pd
 from _common import run
 
+import fedclust.transports
 from fedclust.io import read_table, write_json, write_table
 from fedclust.survival.experiment import run_units
 
@@ -23,7 +24,14 @@ def main() -> None:
         units = [tuple(u) for u in units]
         paths = list(zip(out.result, out.cv, out.predictions, strict=True))
     results = run_units(
-        x, obs, w.endpoint, units, int(w.rep), snakemake.params.cfg, snakemake.params.seed
+        x,
+        obs,
+        w.endpoint,
+        units,
+        int(w.rep),
+        snakemake.params.cfg,
+        snakemake.params.seed,
+        transport=fedclust.transports.from_config(snakemake.config),
     )
     for (res, cv, pred), (p_res, p_cv, p_pred) in zip(results, paths, strict=True):
         write_json(p_res, res)
