@@ -152,3 +152,40 @@ def test_hac_gene_selection_from_centre_moments():
     led = Ledger()
     gene_variances([*blocks, x[:2]], n_min=3, ledger=led)
     assert led.n_abstentions == 1
+
+
+def test_mds_frequency_over_flower_equals_inprocess(mds):
+    """The transport seam: the same centres and server over Flower's Simulation Runtime."""
+    pytest.importorskip("flwr")
+    import fedclust.transports
+
+    raw, centre = mds
+    raw, centre = raw.iloc[:90], centre.iloc[:90].map(lambda c: str(int(c) % 3))
+    a, _, fa = mds_impute_federated(raw, centre)
+    led = Ledger()
+    b, _, fb = mds_impute_federated(
+        raw, centre, transport=fedclust.transports.get("flower-simulation"), ledger=led
+    )
+    assert np.array_equal(fa.to_numpy(), fb.to_numpy()) and a.equals(b)
+    assert led.n_messages > 0
+
+
+def test_survival_prepare_federated_switch():
+    """survival.preprocess: federated fits imputation + scaling from the partition's centres;
+    the partition itself and the pooled path are unchanged."""
+    from fedclust.errors import ConfigError
+    from fedclust.survival.prepare import prepare, preprocess_agreement
+
+    x, obs = simulate_cohort(0, 400, 20)
+    cfg = {"test_fraction": 0.25, "n_centres": 4, "hub_fraction": 0.4,
+           "endpoints": ["OS"], "scenarios": ["iid_balanced"]}  # fmt: skip
+    pooled = prepare(x, obs, "OS", "iid_balanced", 0, cfg, 7)
+    fed = prepare(x, obs, "OS", "iid_balanced", 0, {**cfg, "preprocess": "federated"}, 7)
+    assert np.array_equal(pooled["centre"], fed["centre"])
+    assert np.isfinite(fed["x_train"]).all() and np.isfinite(fed["x_test"]).all()
+    assert not np.array_equal(pooled["x_train"], fed["x_train"])  # medians / ranges from bins
+    with pytest.raises(ConfigError, match="survival.preprocess"):
+        prepare(x, obs, "OS", "iid_balanced", 0, {**cfg, "preprocess": "both"}, 7)
+    t = preprocess_agreement(x, obs, cfg, 7)
+    assert set(t["scenario"]) == {"iid_balanced"} and (t["abstentions"] == 0).all()
+    assert t["max_abs_scaled_diff"].max() > 0

@@ -226,7 +226,7 @@ def fit_preprocess_federated(
     (:mod:`fedclust.data.fedpreprocess.tabular`: no single patient's value is disclosed, so
     the range is the outer edges of bins that ≥ floor patients of a centre share)."""
     from fedclust.data.fedpreprocess.protocols import Protocols
-    from fedclust.data.fedpreprocess.server import _Rounds
+    from fedclust.data.fedpreprocess.server import Rounds
     from fedclust.data.fedpreprocess.tabular import TableCentre, column_stats_server, no_report
     from fedclust.federation import INPROCESS, Ledger, federate
 
@@ -237,7 +237,7 @@ def fit_preprocess_federated(
     protos = Protocols(min_samples)
 
     def server(proxies):
-        r = _Rounds(proxies)
+        r = Rounds(proxies)
         st = column_stats_server(proxies, v.shape[1], protocols=protos, rounds=r)
         cont = np.flatnonzero(~st.binary & (st.n_obs > 0))
         st = column_stats_server(proxies, v.shape[1], binned=cont, bins=bins, protocols=protos,

@@ -32,8 +32,6 @@ MAXCOR, FTOL, GTOL, MAXLS, MAXFUN, MAXITER = 10, 2.2204460492503131e-09, 1e-5, 2
 
 def check_scipy() -> None:
     """Raise a clear error when this scipy lacks the reverse-communication L-BFGS-B."""
-    import inspect
-
     doc = getattr(getattr(_lbfgsb, "setulb", None), "__doc__", "") or ""
     if _lbfgsb is None or "ln_task" not in doc:
         import scipy
@@ -46,7 +44,6 @@ def check_scipy() -> None:
             where="data.rnaseq.preprocess: federated",
             fix="install scipy >= 1.15",
         )
-    del inspect
 
 
 @dataclass

@@ -81,7 +81,7 @@ class RnaseqFit:
     participants: list[str] = field(default_factory=list)
 
 
-class _Rounds:
+class Rounds:
     """Round counter and the one request helper (every proxy, abstentions dropped)."""
 
     def __init__(self, proxies: Sequence[Any]):
@@ -162,7 +162,7 @@ def rnaseq_server(
     (public: every centre holds the same columns)."""
     settings = settings if settings is not None else RnaseqSettings()
     names = np.asarray(genes).astype(str)
-    r = _Rounds(proxies)
+    r = Rounds(proxies)
     # 1. log geometric means
     msgs = r.ask("logsum", {"step": "logsum"}, "logsum", protocols.logsum, P.REQUEST)
     if not msgs:

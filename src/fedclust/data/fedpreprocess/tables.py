@@ -22,7 +22,7 @@ from fedclust.federation import INPROCESS, Ledger, Transport, federate
 from . import protocols as P
 from .protocols import MIN_SAMPLES, Protocols
 from .rnaseq import centre_labels
-from .server import _Rounds
+from .server import Rounds
 from .tabular import BINS, TableCentre, column_stats_server, no_report
 
 
@@ -37,7 +37,7 @@ def _centres(x: pd.DataFrame, centre: pd.Series, labels, min_samples: int, where
     return out, lab
 
 
-def _fill_broadcast(r: _Rounds, fill: np.ndarray, lo=None, hi=None) -> None:
+def _fill_broadcast(r: Rounds, fill: np.ndarray, lo=None, hi=None) -> None:
     """The server tells every centre the fill values (and scaling range); each keeps them
     (``TableCentre.take_fill``) and fills its own rows."""
     r.ask("take_fill", {"fill": fill, "lo": lo, "hi": hi}, "fill", P.ACK, P.FILL)
@@ -60,7 +60,7 @@ def mds_impute_federated(
     led = ledger if ledger is not None else Ledger()
 
     def server(proxies):
-        r = _Rounds(proxies)
+        r = Rounds(proxies)
         stats = column_stats_server(proxies, raw.shape[1], protocols=Protocols(min_samples),
                                     rounds=r)  # fmt: skip
         need = raw.isna().to_numpy().any(axis=0)  # which columns a centre will fill (its own)
@@ -104,7 +104,7 @@ def heart_impute_federated(
     led = ledger if ledger is not None else Ledger()
 
     def server(proxies):
-        r = _Rounds(proxies)
+        r = Rounds(proxies)
         fills = {}
         for cls in classes:
             st = column_stats_server(

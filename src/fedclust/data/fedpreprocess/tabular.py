@@ -32,7 +32,7 @@ from fedclust.federation import Abstain
 
 from . import protocols as P
 from .protocols import MIN_SAMPLES, Protocols
-from .server import _Rounds
+from .server import Rounds
 
 SPAN_SD = 5.0  # bins cover mean ± SPAN_SD standard deviations
 BINS = 50  # default number of bins (config data.federated.bins)
@@ -177,11 +177,11 @@ def column_stats_server(
     binned: Sequence[int] = (),
     bins: int = BINS,
     protocols: Protocols = P.DEFAULT,
-    rounds: _Rounds | None = None,
+    rounds: Rounds | None = None,
 ) -> ColumnStats:
     """Round 1 (moments of every column) and, for the columns ``binned``, round 2 (binned
     counts) over the rows of class ``label`` (None: all rows)."""
-    r = rounds if rounds is not None else _Rounds(proxies)
+    r = rounds if rounds is not None else Rounds(proxies)
     cols = np.arange(n_columns)
     msgs = r.ask("column_moments", {"columns": cols, "labels": label}, "column_moments",
                  protocols.column_moments, P.COLUMNS)  # fmt: skip
