@@ -187,7 +187,10 @@ def main() -> None:
     prep = snakemake.params.prep
     pa = preprocess_agreement(x, obs, {**cfg, "federated": prep}, int(snakemake.params.seed))
     write_table(out.preprocess, pa, index=False)
-    cont = pa[pa["fill_pooled"] != pa["fill_federated"]] if len(pa) else pa
+    differs = (pa["fill_pooled"] - pa["fill_federated"]).abs() > 1e-9 * (
+        pa["fill_pooled"].abs() + 1
+    )
+    cont = pa[differs] if len(pa) else pa
     text.append(
         f"Preprocessing: this run fits it {cfg.get('preprocess', 'pooled')} "
         "(survival.preprocess). Federated (issue 23), after the scenario's partition: binary "
