@@ -4,9 +4,9 @@ or (``survival.fanout: repetition``) every (scenario, strategy) of one (endpoint
 import pandas as pd
 from _common import run
 
-import fedclust.transports
 from fedclust.io import read_table, write_json, write_table
 from fedclust.survival.experiment import run_units
+from fedclust.transports import from_config
 
 
 def main() -> None:
@@ -31,7 +31,7 @@ def main() -> None:
         int(w.rep),
         snakemake.params.cfg,
         snakemake.params.seed,
-        transport=fedclust.transports.from_config(snakemake.config),
+        transport=from_config(snakemake.config),
     )
     for (res, cv, pred), (p_res, p_cv, p_pred) in zip(results, paths, strict=True):
         write_json(p_res, res)
