@@ -16,10 +16,12 @@ from fedclust.data.fedpreprocess import (
     pooled_rnaseq,
 )
 from fedclust.data.fedpreprocess.lbfgsb import minimize_lockstep
+from fedclust.data.fedpreprocess.protocols import from_row
 from fedclust.data.fedpreprocess.server import fit_trend
 from fedclust.data.preprocess import vst_closed_form
 from fedclust.errors import DisclosureError
 from fedclust.federation import Ledger
+from fedclust.federation.disclosure import DisclosurePolicy
 from fedclust.hac.genewise import genewise_clustering, pooled_gene_distances
 from fedclust.hac.pooled import pooled_linkage
 from fedclust.metrics.hierarchy import compare
@@ -51,8 +53,8 @@ class RecordingLedger(Ledger):
         super().__init__()
         self.received: list[tuple[str, dict]] = []
 
-    def send(self, sender, receiver, message, round=0, kind="", protocol=None):
-        out = super().send(sender, receiver, message, round, kind, protocol)
+    def send(self, sender, receiver, message, round=0, kind="", protocol=None, *, downlink=None):
+        out = super().send(sender, receiver, message, round, kind, protocol, downlink=downlink)
         if receiver == "server":
             self.received.append((sender, out))
         return out
@@ -230,20 +232,45 @@ def test_floor_small_centre_abstains_and_server_learns_nothing_of_it():
     assert np.isfinite(fed.vst.loc[["s58", "s59"]].to_numpy()).all()  # it still preprocesses
     rows = [r for r in led.records if r["receiver"] == "server" and r["sender"] == "tiny"]
     assert rows and all(r["floats"] == 0 for r in rows)
-    # positive control: with no floor the curious server recovers the centre's counts exactly
+    # positive control: with no floor (protocol and centres) the curious server gets the
+    # centre's per-gene sums of 2 samples
     led1 = RecordingLedger()
-    federated_rnaseq(counts, centre, RnaseqSettings(top_genes=50), 1, ledger=led1)
+    none = DisclosurePolicy(nfilter_subset=1, nfilter_tab=1)
+    federated_rnaseq(counts, centre, RnaseqSettings(top_genes=50), 1, ledger=led1, disclosure=none)
     msg = next(m for s, m in led1.received if s == "tiny" and "sum_log" in m)
     one = counts.loc[["s58", "s59"]].to_numpy()
     with np.errstate(divide="ignore"):
-        assert np.array_equal(msg["sum_log"], np.log(one).sum(axis=0))  # 2 samples: their sums
+        assert np.array_equal(from_row(msg["sum_log"]), np.log(one).sum(axis=0))
+    # the centre's own policy raises a protocol floor of 1 to 3: it abstains again
+    led3 = RecordingLedger()
+    federated_rnaseq(counts, centre, RnaseqSettings(top_genes=50), 1, ledger=led3)
+    assert {s for s, m in led3.received if m} == {"a", "b"}
     # and the ledger itself refuses a centre whose own floor is below the protocol's
     from fedclust.data.fedpreprocess.centre import RnaseqCentre
     from fedclust.data.fedpreprocess.protocols import Protocols
-    from fedclust.data.fedpreprocess.server import rnaseq_server
-    from fedclust.federation import federate
 
-    centres = [RnaseqCentre(c, counts.to_numpy()[(centre == c).to_numpy()], min_samples=1)
+    # a centre configured without any floor, asked under a protocol whose floor is 3: the
+    # server's ledger refuses what it would send
+    from fedclust.federation import Protocol, federate
+
+    class Leaky(RnaseqCentre):  # declares no protocols: the server's offer is used
+        protocols = None
+
+    centres = [Leaky(c, counts.to_numpy()[(centre == c).to_numpy()], 1, none)
                for c in ("a", "b", "tiny")]  # fmt: skip
-    with pytest.raises(DisclosureError, match="min-samples"):
-        federate(centres, lambda p: rnaseq_server(p, counts.columns, None, Protocols(3)))
+    proto3 = Protocols(3)
+    with pytest.raises(DisclosureError, match="min"):
+        federate(
+            centres,
+            lambda p: [
+                q.call(
+                    "logsum",
+                    {"step": "x"},
+                    1,
+                    "logsum",
+                    proto3.logsum,
+                    Protocol("req", {"step": "metadata"}),
+                )
+                for q in p
+            ],
+        )

@@ -9,11 +9,13 @@ import pandas as pd
 import pytest
 
 from fedclust.data import heart
+from fedclust.data.fedpreprocess.protocols import Protocols
 from fedclust.data.fedpreprocess.tables import heart_impute_federated, mds_impute_federated
 from fedclust.data.fedpreprocess.tabular import TableCentre, column_stats_server
 from fedclust.data.preprocess import impute_binary_frequency
 from fedclust.data.simulate import simulate_mds
 from fedclust.federation import Ledger, federate
+from fedclust.federation.disclosure import DisclosurePolicy
 from fedclust.hac.genewise import gene_variances
 from fedclust.survival.cohort import (
     fit_preprocess,
@@ -22,14 +24,16 @@ from fedclust.survival.cohort import (
     simulate_cohort,
 )
 
+NO_FLOOR = DisclosurePolicy(nfilter_subset=1, nfilter_tab=1)
+
 
 class RecordingLedger(Ledger):
     def __init__(self) -> None:
         super().__init__()
         self.received: list[tuple[str, dict]] = []
 
-    def send(self, sender, receiver, message, round=0, kind="", protocol=None):
-        out = super().send(sender, receiver, message, round, kind, protocol)
+    def send(self, sender, receiver, message, round=0, kind="", protocol=None, *, downlink=None):
+        out = super().send(sender, receiver, message, round, kind, protocol, downlink=downlink)
         if receiver == "server":
             self.received.append((sender, out))
         return out
@@ -80,7 +84,8 @@ def test_heart_class_medians(heart_raw):
     raw, hosp = heart_raw
     _, pooled = heart.impute_class_conditional(raw, "median")
     # floor 1: unit bins of the whole-number columns hold every value: the pooled medians
-    _, exact = heart_impute_federated(raw, hosp, heart.TARGET, "median", min_samples=1, bins=1000)
+    _, exact = heart_impute_federated(raw, hosp, heart.TARGET, "median", min_samples=1,
+                                      bins=1000, disclosure=NO_FLOOR)  # fmt: skip
     assert exact == pooled
     # means are ratios of sums: equal to pooled with the floor
     _, pm = heart.impute_class_conditional(raw, "mean")
@@ -109,8 +114,11 @@ def test_heart_class_medians(heart_raw):
 def test_binned_quantile_and_range_are_exact_without_floor():
     gen = np.random.default_rng(3)
     x = gen.integers(20, 90, size=(300, 1)).astype(float)
-    centres = [TableCentre(str(k), x[k::3], None, 1) for k in range(3)]
-    st = federate(centres, lambda p: column_stats_server(p, 1, binned=[0], bins=100))
+    centres = [TableCentre(str(k), x[k::3], None, 1, NO_FLOOR) for k in range(3)]
+    st = federate(
+        centres,
+        lambda p: column_stats_server(p, 1, binned=[0], bins=100, protocols=Protocols(1)),
+    )
     assert st.quantile(0.5)[0] == np.median(x)
     lo, hi = st.range()
     assert (lo[0], hi[0]) == (x.min(), x.max())

@@ -218,6 +218,7 @@ def fit_preprocess_federated(
     bins: int = 50,
     transport=None,
     ledger=None,
+    disclosure=None,
 ) -> Preprocess:
     """:func:`fit_preprocess` from the centres' summaries (issue 23; ``survival.preprocess:
     federated``): binary columns (0/1 at every reporting centre) → frequency of ones (a ratio
@@ -232,7 +233,7 @@ def fit_preprocess_federated(
 
     centre = np.asarray(centre)
     v = x_train.to_numpy(dtype=float)
-    centres = [TableCentre(f"centre{k}", v[centre == k], None, min_samples)
+    centres = [TableCentre(f"centre{k}", v[centre == k], None, min_samples, disclosure)
                for k in sorted(np.unique(centre).tolist())]  # fmt: skip
     protos = Protocols(min_samples)
 

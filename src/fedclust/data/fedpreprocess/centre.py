@@ -14,9 +14,11 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from fedclust.federation import Abstain
+from fedclust.federation.disclosure import DisclosurePolicy
+from fedclust.federation.guard import centre_policy
 
 from ..preprocess import vst_closed_form
-from .protocols import MIN_SAMPLES
+from .protocols import MIN_SAMPLES, Protocols, as_row
 
 
 def moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -33,21 +35,34 @@ class RnaseqCentre:
     the negative-binomial means of the fitted genes, the VST values.
     """
 
-    def __init__(self, cid: str, counts: np.ndarray, min_samples: int = MIN_SAMPLES):
+    def __init__(
+        self,
+        cid: str,
+        counts: np.ndarray,
+        min_samples: int = MIN_SAMPLES,
+        disclosure: DisclosurePolicy | None = None,
+    ):
         self.cid = str(cid)
         # column-major, as pydeseq2's AnnData matrix: per-gene sums run over contiguous
         # samples (numpy's pairwise summation), so one centre's sums are pooled pydeseq2's
         self.counts = np.asfortranarray(counts)
         self.n_samples = int(self.counts.shape[0])
         self.min_samples = int(min_samples)
+        self.protocols = Protocols(self.min_samples).rnaseq_methods()
+        self.disclosure = disclosure  # None: the job's configured policy for this centre
         self.size_factors: np.ndarray | None = None
         self.normed: np.ndarray | None = None
         self.vst: np.ndarray | None = None
         self.selected: np.ndarray | None = None
 
+    @property
+    def floor(self) -> int:
+        """The protocol's floor raised to the centre's own (``nfilter_subset``)."""
+        return centre_policy(self).floor(self.min_samples)
+
     def _abstain(self) -> Abstain | None:
-        if self.n_samples < self.min_samples:
-            return Abstain(f"{self.n_samples} sample(s) < floor {self.min_samples}")
+        if self.n_samples < self.floor:
+            return Abstain(f"{self.n_samples} sample(s) < floor {self.floor}")
         return None
 
     # ---- size factors (pydeseq2 deseq2_norm_fit / deseq2_norm_transform)
@@ -56,7 +71,7 @@ class RnaseqCentre:
         if (a := self._abstain()) is not None:
             return a
         with np.errstate(divide="ignore"):
-            return {"sum_log": np.log(self.counts).sum(axis=0), "n": self.n_samples}
+            return {"sum_log": as_row(np.log(self.counts).sum(axis=0)), "n": self.n_samples}
 
     def normed_moments(self, parameters: np.ndarray, config: dict) -> dict | Abstain:
         """Take the pooled log geometric means, compute the local median-of-ratios size factors
@@ -70,8 +85,8 @@ class RnaseqCentre:
         if (a := self._abstain()) is not None:
             return a
         mean, m2 = moments(self.normed)
-        return {"mean": mean, "m2": m2, "sum_inv_sf": float((1 / self.size_factors).sum()),
-                "n": self.n_samples}  # fmt: skip
+        inv = float((1 / self.size_factors).sum())
+        return {"mean": as_row(mean), "m2": as_row(m2), "sum_inv_sf": inv, "n": self.n_samples}
 
     # ---- genewise dispersions (pydeseq2 fit_alpha_mle terms, intercept design)
     def nb_terms(self, parameters: np.ndarray, config: dict) -> dict | Abstain:
@@ -106,8 +121,8 @@ class RnaseqCentre:
             digamma(ai) - digamma(y + ai) + np.log(1 + mu * alpha[:, None]) + (y - mu) / (mu + ai)
         ).sum(axis=1)
         w = mu / (1 + mu * alpha[:, None])
-        return {"nll": nll, "dnll": dnll, "w": w.sum(axis=1), "dw": (-(w**2)).sum(axis=1),
-                "n": n}  # fmt: skip
+        return {"nll": as_row(nll), "dnll": as_row(dnll), "w": as_row(w.sum(axis=1)),
+                "dw": as_row((-(w**2)).sum(axis=1)), "n": n}  # fmt: skip
 
     def _grid_terms(self, active: np.ndarray, log_alpha: np.ndarray) -> dict:
         n = self.n_samples
@@ -122,7 +137,9 @@ class RnaseqCentre:
                 -logbinom + (y + a_inv) * np.log(mu + a_inv) - self._ylogmu[g][:, None]
             ).sum(axis=0)
             w[r] = (mu / (1 + mu * alpha)).sum(axis=0)
-        return {"nll": nll, "dnll": np.zeros_like(nll), "w": w, "dw": np.zeros_like(w), "n": n}
+        zero = np.zeros_like(nll)
+        return {"nll": as_row(nll), "dnll": as_row(zero), "w": as_row(w), "dw": as_row(zero),
+                "n": n}  # fmt: skip
 
     # ---- VST and gene selection
     def apply_vst(self, parameters: Any, config: dict) -> dict | Abstain:
@@ -138,7 +155,7 @@ class RnaseqCentre:
         if (a := self._abstain()) is not None:
             return a
         mean, m2 = moments(self.vst[:, np.asarray(config["genes"], dtype=np.int64)])
-        return {"mean": mean, "m2": m2, "n": self.n_samples}
+        return {"mean": as_row(mean), "m2": as_row(m2), "n": self.n_samples}
 
     def select(self, parameters: Any, config: dict) -> dict:
         """Keep the genes the server selected (positions); nothing is sent back."""

@@ -1,8 +1,12 @@
 """Every message of federated preprocessing (issue 23), as declared :class:`Protocol` objects.
 
 One place a reviewer reads to know what leaves a centre. ``min_samples`` is the disclosure floor
-(config ``data.federated.min_samples``, default 3): no centre message summarises fewer samples;
-a centre below it abstains (it still receives the broadcasts and preprocesses its own rows).
+(config ``data.federated.min_samples``, default 3), a parameter of every protocol: no centre
+message summarises fewer samples. Each centre also declares these protocols itself (``protocols``
+of the centre classes) and applies its own disclosure policy on top (config ``disclosure``,
+:mod:`fedclust.federation.disclosure`: the floor is ``max(min_samples, nfilter_subset)``, table
+cells ``nfilter_tab``); a centre below its floor abstains but still receives the broadcasts and
+preprocesses its own rows.
 
 RNA-seq (pydeseq2's blind VST, :mod:`.server`), per gene unless said otherwise:
 
@@ -21,7 +25,8 @@ Tables (MDS, survival, heart; :mod:`.tabular`):
   column) and centred sum of squares of the observed values, and whether they are all 0/1 or
   all whole numbers (columns with fewer observed values than the floor are not sent);
 - ``prep_binned_counts``: per column the counts of observed values in the server's bins, a bin
-  with 1 … floor−1 values sent as 0 (DataSHIELD's small-cell suppression).
+  with 1 … floor−1 values sent as 0 (DataSHIELD's small-cell suppression; a ``table`` field, so
+  the ledger and the centre's guard check that every cell is 0 or ≥ the floor).
 
 Server broadcasts (``prep_*_broadcast``) carry aggregates already checked on the way in.
 """
@@ -29,10 +34,26 @@ Server broadcasts (``prep_*_broadcast``) carry aggregates already checked on the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from fedclust.federation import Protocol
 
 MIN_SAMPLES = 3  # default floor (config data.federated.min_samples)
+
+
+def as_row(values: Any) -> np.ndarray:
+    """A per-gene / per-column summary sent as one row, shape (1, …): the centre's guard
+    (:mod:`fedclust.federation.disclosure`) refuses an aggregate whose first axis has the
+    centre's sample count (one row per sample), which a vector of G per-gene sums would trip
+    whenever G happens to equal the centre's size."""
+    return np.asarray(values, dtype=np.float64)[None, ...]
+
+
+def from_row(values: Any) -> np.ndarray:
+    """The summary :func:`as_row` sent."""
+    return np.asarray(values, dtype=np.float64)[0]
 
 
 @dataclass(frozen=True)
@@ -81,8 +102,23 @@ class Protocols:
     def binned_counts(self) -> Protocol:
         return self._up(
             "prep_binned_counts",
-            {"columns": "metadata", "counts": "aggregate", "n_obs": "count", "n": "count"},
+            {"columns": "metadata", "counts": "table", "n_obs": "count", "n": "count"},
         )
+
+    # ---- what each centre class answers (the centre declares its own protocols: the guard
+    # of fedclust.federation applies these, whatever the server offers)
+    def rnaseq_methods(self) -> dict[str, Protocol]:
+        return {
+            "logsum": self.logsum,
+            "normed_moments": self.normed_moments,
+            "nb_terms": self.nb_terms,
+            "apply_vst": self.vst_moments,
+            "select": ACK,
+        }
+
+    def table_methods(self) -> dict[str, Protocol]:
+        return {"column_moments": self.column_moments, "binned_counts": self.binned_counts,
+                "take_fill": ACK}  # fmt: skip
 
 
 DEFAULT = Protocols()
@@ -94,7 +130,7 @@ LOGMEANS = Protocol("prep_logmeans_broadcast", {"parameters": "aggregate"})
 NB_REQUEST = Protocol(
     "prep_nb_request",
     {"parameters": "parameters", "active": "metadata", "fit_genes": "metadata",
-     "beta": "aggregate", "min_mu": "metadata"},
+     "beta": "aggregate", "min_mu": "parameters"},
 )  # fmt: skip
 TREND = Protocol(
     "prep_trend_broadcast", {"coeffs": "parameters", "mean_disp": "parameters", "genes": "metadata"}

@@ -19,6 +19,7 @@ import pandas as pd
 
 from fedclust.errors import InputDataError
 from fedclust.federation import INPROCESS, Ledger, Transport, federate
+from fedclust.federation.disclosure import DisclosurePolicy
 
 from ..preprocess import VstFit, _dds, check_counts, top_variable_genes, vst_fit
 from .centre import RnaseqCentre
@@ -64,10 +65,13 @@ def federated_rnaseq(
     min_samples: int = MIN_SAMPLES,
     transport: Transport = INPROCESS,
     ledger: Ledger | None = None,
+    disclosure: DisclosurePolicy | None = None,
 ) -> FederatedRnaseq:
     """Federated size factors, VST and top-N genes of ``counts`` (samples × genes, all genes)
     over the centres ``centre`` (sample → centre name); outputs restricted to expressed genes
-    and then the top-N, as the pooled rule does."""
+    and then the top-N, as the pooled rule does. ``disclosure``: every centre's own policy
+    (default: the job's configured ``disclosure`` section,
+    :mod:`fedclust.federation.disclosure`)."""
     settings = settings if settings is not None else RnaseqSettings()
     counts = check_counts(counts, where="federated preprocessing counts")
     if not counts.columns.is_unique:
@@ -76,7 +80,7 @@ def federated_rnaseq(
     names = sorted(labels.unique())
     values = counts.to_numpy()
     centres = [
-        RnaseqCentre(c, values[(labels == c).to_numpy()], min_samples=min_samples) for c in names
+        RnaseqCentre(c, values[(labels == c).to_numpy()], min_samples, disclosure) for c in names
     ]
     led = ledger if ledger is not None else Ledger()
     server = partial(

@@ -100,9 +100,10 @@ class Rounds:
 def merge_moments(msgs: Sequence[dict]) -> tuple[int, np.ndarray, np.ndarray]:
     """(n, mean, centred sum of squares) of the union: the parallel-variance merge (Chan et
     al.) of :mod:`fedclust.hac.genewise`."""
-    n, mean, m2 = int(msgs[0]["n"]), msgs[0]["mean"], msgs[0]["m2"]
+    n, mean, m2 = int(msgs[0]["n"]), P.from_row(msgs[0]["mean"]), P.from_row(msgs[0]["m2"])
     for m in msgs[1:]:
-        n, mean, m2 = combine_moments(n, mean, m2, int(m["n"]), m["mean"], m["m2"])
+        n, mean, m2 = combine_moments(n, mean, m2, int(m["n"]), P.from_row(m["mean"]),
+                                      P.from_row(m["m2"]))  # fmt: skip
     return int(n), np.asarray(mean, float), np.asarray(m2, float)
 
 
@@ -168,9 +169,9 @@ def rnaseq_server(
     if not msgs:
         raise _none_left("the size factors")
     n = sum(int(m["n"]) for _, m in msgs)
-    total = msgs[0][1]["sum_log"]
+    total = P.from_row(msgs[0][1]["sum_log"])
     for _, m in msgs[1:]:
-        total = total + m["sum_log"]
+        total = total + P.from_row(m["sum_log"])
     logmeans = total / n
     if not np.isfinite(logmeans).any():
         raise InputDataError(
@@ -210,10 +211,11 @@ def rnaseq_server(
         out = r.ask("nb_terms", req, "nb_terms", protocols.nb_terms, P.NB_REQUEST, senders)
         if not out:
             raise _none_left("the dispersion fit")
-        tot = dict(out[0][1])
+        keys = ("nll", "dnll", "w", "dw")
+        tot = {k: P.from_row(out[0][1][k]) for k in keys}
         for _, m in out[1:]:
-            for k in ("nll", "dnll", "w", "dw"):
-                tot[k] = tot[k] + m[k]
+            for k in keys:
+                tot[k] = tot[k] + P.from_row(m[k])
         return tot
 
     def evaluate(idx: np.ndarray, x: np.ndarray):

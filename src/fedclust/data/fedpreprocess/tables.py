@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from fedclust.federation import INPROCESS, Ledger, Transport, federate
+from fedclust.federation.disclosure import DisclosurePolicy
 
 from . import protocols as P
 from .protocols import MIN_SAMPLES, Protocols
@@ -26,14 +27,15 @@ from .server import Rounds
 from .tabular import BINS, TableCentre, column_stats_server, no_report
 
 
-def _centres(x: pd.DataFrame, centre: pd.Series, labels, min_samples: int, where: str):
+def _centres(x: pd.DataFrame, centre: pd.Series, labels, min_samples: int, where: str,
+             disclosure: DisclosurePolicy | None = None):  # fmt: skip
     lab = centre_labels(centre, x.index, where=where)
     names = sorted(lab.unique())
     out = []
     for c in names:
         m = (lab == c).to_numpy()
         out.append(TableCentre(c, x.to_numpy(float)[m], None if labels is None
-                               else np.asarray(labels)[m], min_samples))  # fmt: skip
+                               else np.asarray(labels)[m], min_samples, disclosure))  # fmt: skip
     return out, lab
 
 
@@ -49,6 +51,7 @@ def mds_impute_federated(
     min_samples: int = MIN_SAMPLES,
     transport: Transport = INPROCESS,
     ledger: Ledger | None = None,
+    disclosure: DisclosurePolicy | None = None,
 ) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
     """(imputed features, NaNs imputed per column, fill values): NaN → federated frequency of
     ones (binary 0/1/NaN columns, checked as :func:`~fedclust.data.preprocess.
@@ -56,7 +59,8 @@ def mds_impute_federated(
     from ..preprocess import impute_binary_frequency
 
     impute_binary_frequency(raw.fillna(0), where="MDS features")  # the 0/1 check, pooled-free
-    centres, lab = _centres(raw, centre, None, min_samples, "MDS federated imputation split")
+    centres, lab = _centres(raw, centre, None, min_samples, "MDS federated imputation split",
+                            disclosure)  # fmt: skip
     led = ledger if ledger is not None else Ledger()
 
     def server(proxies):
@@ -90,6 +94,7 @@ def heart_impute_federated(
     bins: int = BINS,
     transport: Transport = INPROCESS,
     ledger: Ledger | None = None,
+    disclosure: DisclosurePolicy | None = None,
 ) -> tuple[pd.DataFrame, dict]:
     """Zeros of ``columns`` → the class median (binned counts) or mean over all hospitals;
     returns the imputed table and ``{column: {class: {"value", "count"}}}`` as
@@ -99,7 +104,7 @@ def heart_impute_federated(
     x = df[list(columns)].astype(float)
     x = x.where(x != 0)  # 0 codes a missing value (seed 004 §2.4)
     y = df[target].astype(int).to_numpy()
-    centres, lab = _centres(x, hospital, y, min_samples, "heart federated imputation")
+    centres, _ = _centres(x, hospital, y, min_samples, "heart federated imputation", disclosure)
     classes = sorted(np.unique(y).tolist())
     led = ledger if ledger is not None else Ledger()
 

@@ -29,9 +29,11 @@ import numpy as np
 
 from fedclust.errors import InputDataError
 from fedclust.federation import Abstain
+from fedclust.federation.disclosure import DisclosurePolicy
+from fedclust.federation.guard import centre_policy
 
 from . import protocols as P
-from .protocols import MIN_SAMPLES, Protocols
+from .protocols import MIN_SAMPLES, Protocols, as_row, from_row
 from .server import Rounds
 
 SPAN_SD = 5.0  # bins cover mean ± SPAN_SD standard deviations
@@ -43,13 +45,27 @@ class TableCentre:
     (class-conditional statistics: the request names the class)."""
 
     def __init__(self, cid: str, x: np.ndarray, labels: np.ndarray | None = None,
-                 min_samples: int = MIN_SAMPLES):  # fmt: skip
+                 min_samples: int = MIN_SAMPLES,
+                 disclosure: DisclosurePolicy | None = None):  # fmt: skip
         self.cid = str(cid)
         self.x = np.asarray(x, dtype=np.float64)
         self.labels = None if labels is None else np.asarray(labels)
         self.n_samples = int(self.x.shape[0])
         self.min_samples = int(min_samples)
+        self.protocols = Protocols(self.min_samples).table_methods()
+        self.disclosure = disclosure  # None: the job's configured policy for this centre
         self.fill: dict | None = None
+
+    @property
+    def floor(self) -> int:
+        """Rows / observed values a statistic needs: the protocol's floor raised to the
+        centre's own (``nfilter_subset``)."""
+        return centre_policy(self).floor(self.min_samples)
+
+    @property
+    def cell_floor(self) -> int:
+        """Smallest non-empty table cell: the protocol's floor raised to ``nfilter_tab``."""
+        return max(self.min_samples, int(centre_policy(self).nfilter_tab))
 
     def _rows(self, config: dict) -> np.ndarray:
         if config.get("labels") is None:
@@ -60,13 +76,13 @@ class TableCentre:
         """Observed count, mean, centred sum of squares, 0/1 and whole-number flags per column
         with ≥ floor observed values (``columns`` lists them)."""
         x = self._rows(config)[:, np.asarray(config["columns"], dtype=np.int64)]
-        if x.shape[0] < self.min_samples:
-            return Abstain(f"{x.shape[0]} row(s) < floor {self.min_samples}")
+        if x.shape[0] < self.floor:
+            return Abstain(f"{x.shape[0]} row(s) < floor {self.floor}")
         obs = ~np.isnan(x)
         n_obs = obs.sum(axis=0)
-        keep = np.flatnonzero(n_obs >= self.min_samples)
+        keep = np.flatnonzero(n_obs >= self.floor)
         if not len(keep):
-            return Abstain(f"no column with ≥ {self.min_samples} observed values")
+            return Abstain(f"no column with ≥ {self.floor} observed values")
         mean, m2, binary, whole = [], [], [], []
         for j in keep:
             v = x[obs[:, j], j]
@@ -75,8 +91,8 @@ class TableCentre:
             m2.append(((v - mu) ** 2).sum())
             binary.append(float(np.isin(v, (0.0, 1.0)).all()))
             whole.append(float((v == np.round(v)).all()))
-        return {"columns": np.asarray(config["columns"])[keep], "mean": np.array(mean),
-                "m2": np.array(m2), "binary": np.array(binary), "whole": np.array(whole),
+        return {"columns": np.asarray(config["columns"])[keep], "mean": as_row(mean),
+                "m2": as_row(m2), "binary": as_row(binary), "whole": as_row(whole),
                 "n_obs": n_obs[keep], "n": int(x.shape[0])}  # fmt: skip
 
     def binned_counts(self, parameters: np.ndarray, config: dict) -> dict | Abstain:
@@ -84,8 +100,8 @@ class TableCentre:
         values outside into the end bins, cells with 1 … floor−1 values sent as 0."""
         cols = np.asarray(config["columns"], dtype=np.int64)
         x = self._rows(config)[:, cols]
-        if x.shape[0] < self.min_samples:
-            return Abstain(f"{x.shape[0]} row(s) < floor {self.min_samples}")
+        if x.shape[0] < self.floor:
+            return Abstain(f"{x.shape[0]} row(s) < floor {self.floor}")
         counts, n_obs = [], np.zeros(len(cols), dtype=np.int64)
         for r in range(len(cols)):
             e = np.asarray(parameters[r], dtype=np.float64)
@@ -93,11 +109,11 @@ class TableCentre:
             n_obs[r] = len(v)
             b = np.clip(np.searchsorted(e, v, side="right") - 1, 0, len(e) - 2)
             c = np.bincount(b, minlength=len(e) - 1).astype(np.float64)
-            c[(c > 0) & (c < self.min_samples)] = 0  # small-cell suppression
+            c[(c > 0) & (c < self.cell_floor)] = 0  # small-cell suppression
             counts.append(c)
-        keep = np.flatnonzero(n_obs >= self.min_samples)
+        keep = np.flatnonzero(n_obs >= self.floor)
         if not len(keep):
-            return Abstain(f"no column with ≥ {self.min_samples} observed values")
+            return Abstain(f"no column with ≥ {self.floor} observed values")
         return {"columns": cols[keep], "counts": [counts[k] for k in keep],
                 "n_obs": n_obs[keep], "n": int(x.shape[0])}  # fmt: skip
 
@@ -189,15 +205,16 @@ def column_stats_server(
     mean, m2 = np.zeros(n_columns), np.zeros(n_columns)
     binary, whole = np.ones(n_columns, bool), np.ones(n_columns, bool)
     for _, m in msgs:  # parallel-variance merge, column by column
+        mm, mq, mb_, mw = (from_row(m[k]) for k in ("mean", "m2", "binary", "whole"))
         for k, j in enumerate(np.asarray(m["columns"], dtype=np.int64)):
-            nk, mb, qb = float(m["n_obs"][k]), float(m["mean"][k]), float(m["m2"][k])
+            nk, mb, qb = float(m["n_obs"][k]), float(mm[k]), float(mq[k])
             tot = n[j] + nk
             d = mb - mean[j]
             mean[j] += d * nk / tot
             m2[j] += qb + d * d * n[j] * nk / tot
             n[j] = tot
-            binary[j] &= bool(m["binary"][k])
-            whole[j] &= bool(m["whole"][k])
+            binary[j] &= bool(mb_[k])
+            whole[j] &= bool(mw[k])
     none = n == 0
     mean[none] = np.nan
     sd = np.sqrt(np.where(n > 1, m2 / np.maximum(n - 1, 1), 0.0))
