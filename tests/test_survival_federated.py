@@ -105,9 +105,31 @@ def test_one_centre_equals_centralized(runner):
     for a, b in zip(model[0][0], ref, strict=True):
         np.testing.assert_array_equal(a, b)
     assert ledger.n_messages > 0 and "x" not in set(ledger.table()["fields"])
-    pooled = train_strategy("centralized", [client], init, hp, mc, Ledger(), None)
-    for a, b in zip(pooled[0][0], ref, strict=True):
-        np.testing.assert_array_equal(a, b)  # K × batches minibatches = batches for K = 1
+    for name in ("centralized", "centralized_steps"):  # K × batches = batches for K = 1
+        pooled = train_strategy(name, [client], init, hp, mc, Ledger(), None)
+        for a, b in zip(pooled[0][0], ref, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_centralized_bound_takes_one_centres_optimiser_path():
+    """Issue 28 item 9: ``centralized`` = one centre holding all data (``batches`` minibatches
+    per epoch); ``centralized_steps`` = K × batches minibatches (as many steps as Sequential)."""
+    x, t, e = _data(160)
+    mc = ModelConfig(hidden=(8, 4), l1=1e-3, l2=1e-3)
+    torch.manual_seed(4)
+    init = get_parameters(mc.build(4))
+    hp = HyperParams(fe=3, ie=2, batches=1, lr=0.02)
+    cl = [SurvivalClient(f"c{k}", x[k::2], t[k::2], e[k::2], mc, seed=7 + k) for k in range(2)]
+    xs = np.concatenate([x[0::2], x[1::2]])
+    ts, es = np.concatenate([t[0::2], t[1::2]]), np.concatenate([e[0::2], e[1::2]])
+    one, _ = train_centralized(xs, ts, es, init, hp, mc, seed=7)
+    steps, _ = train_centralized(xs, ts, es, init, HyperParams(3, 2, 2, 0.02), mc, seed=7)
+    got = train_strategy("centralized", cl, init, hp, mc, Ledger(), None)[0][0]
+    got_steps = train_strategy("centralized_steps", cl, init, hp, mc, Ledger(), None)[0][0]
+    for a, b, c, d in zip(got, one, got_steps, steps, strict=True):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(c, d)
+    assert not np.array_equal(got[0], got_steps[0])  # the two paths differ
 
 
 def test_weights_averaging_uses_fedavg_weights_and_ensemble_weights():
@@ -262,8 +284,13 @@ def test_workflow_jobs_and_source(repo, monkeypatch):
     cfg = validate_config(load_yaml(repo / "config" / "config.yaml"), source="config.yaml")
     jobs = SW.jobs(cfg["survival"])
     reps = cfg["survival"]["repetitions"]
-    assert len(jobs) == reps * (4 * 4 + 1)  # centralized once per repetition
-    assert {sc for _, sc, st, _ in jobs if st == "centralized"} == {SW.CENTRALIZED_SCENARIO}
+    n_central = sum(
+        st in ("centralized", "centralized_steps") for st in cfg["survival"]["strategies"]
+    )
+    assert len(jobs) == reps * (4 * 4 + n_central)  # each centralized bound once per repetition
+    assert {sc for _, sc, st, _ in jobs if st.startswith("centralized")} == {
+        SW.CENTRALIZED_SCENARIO
+    }
     monkeypatch.delenv("FEDCLUST_DATA_MIRROR", raising=False)
     assert SW.source(cfg) == "simulated" and SW.cohort_inputs(cfg) == {}
     monkeypatch.setenv("FEDCLUST_DATA_MIRROR", "/nonexistent/mirror")
@@ -312,5 +339,16 @@ def test_tables_layout_and_d62_numbers():
     assert tab.loc[1, "Balanced sizes: SD (ours)"] == pytest.approx(0.01)
     assert tab.loc[1, "Unbalanced sizes: Concordance (D6.2)"] == 0.75  # D6.2 Table 8.2
     assert tables.D62[("weights_averaging", "noniid_time")] == (0.68, 0.03)  # D6.2 Table 8.3
+    central = pd.DataFrame(
+        [{"endpoint": "OS", "scenario": "iid_balanced", "strategy": st, "rep": 0,
+          "test_c_index": v} for st, v in (("centralized", 0.7), ("centralized_steps", 0.72))]
+    )  # fmt: skip
+    t81 = tables.table_8_1(tables.summarise(central), "OS", "iid_balanced",
+                           ("centralized", "centralized_steps"))  # fmt: skip
+    assert list(t81["Case"]) == ["Centralized case (Upper bound)",
+                                 "Centralized, K × batches minibatches per epoch"]  # fmt: skip
+    assert list(t81["Concordance (ours)"]) == [0.7, 0.72] and set(t81["Concordance (D6.2)"]) == {
+        0.75
+    }
     groups = tables.risk_groups(np.arange(9.0))
     assert list(groups) == ["low"] * 3 + ["intermediate"] * 3 + ["high"] * 3

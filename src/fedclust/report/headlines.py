@@ -770,6 +770,7 @@ SURVIVAL = Spec(
             source=0.75,
             ours=Col("Concordance (ours)"),
             table=("OS/table_8_1", "table_8_1"),
+            where=_first_col("Centralized case (Upper bound)"),
             cause=_COHORT,
             note="D6.2 Table 8.1 (SD 0.02)",
             tol=0.02,
