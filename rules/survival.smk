@@ -147,6 +147,16 @@ rule survival_report:
             ],
             **SURV_REPORT,
         ),
+        centre_figures=report(
+            [
+                f"results/survival/{e}/fig_8_7_centres.png"
+                for e in SURV.get("endpoints", [])
+            ],
+            **SURV_REPORT,
+        ),
+        centre_tables=[
+            f"results/survival/{e}/centres.tsv" for e in SURV.get("endpoints", [])
+        ],
     log:
         "results/logs/survival/survival_report.log",
     conda:

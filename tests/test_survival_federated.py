@@ -352,3 +352,27 @@ def test_tables_layout_and_d62_numbers():
     }
     groups = tables.risk_groups(np.arange(9.0))
     assert list(groups) == ["low"] * 3 + ["intermediate"] * 3 + ["high"] * 3
+
+
+def test_fig_8_7_centre_distributions_show_the_scenarios():
+    """D6.2 Fig. 8.7: non-IID centres hold non-overlapping time / BM_BLAST ranges; the hub of
+    the unbalanced scenario holds 40 %; the table's counts add up to the training part."""
+    from fedclust.survival.figures import centre_distributions
+    from fedclust.survival.prepare import prepare
+
+    x, obs = simulate_cohort(seed=2, n=300, min_carriers=10)
+    cfg = {"test_fraction": 0.25, "n_centres": 4, "hub_fraction": 0.4}
+    parts = {sc: prepare(x, obs, "OS", sc, 0, cfg, 3) for sc in
+             ("iid_balanced", "iid_unbalanced", "noniid_time", "noniid_bm_blast")}  # fmt: skip
+    fig, tab = centre_distributions(parts, "OS")
+    assert len(fig.axes) == 8 and len(tab) == 16
+    n_train = len(parts["iid_balanced"]["t_train"])
+    assert (tab.groupby("scenario")["n"].sum() == n_train).all()
+    hub = tab[(tab.scenario == "iid_unbalanced") & (tab.centre == 0)]["n"].item()
+    assert hub == round(0.4 * n_train)
+    t = tab[tab.scenario == "noniid_time"].sort_values("centre")
+    assert (t["time_max"].to_numpy()[:-1] <= t["time_min"].to_numpy()[1:]).all()
+    b = tab[tab.scenario == "noniid_bm_blast"].sort_values("centre")
+    assert (b["bm_blast_max"].to_numpy()[:-1] <= b["bm_blast_min"].to_numpy()[1:]).all()
+    i = tab[tab.scenario == "iid_balanced"]
+    assert (i["time_max"].to_numpy()[:-1] > i["time_min"].to_numpy()[1:]).all()  # overlapping
