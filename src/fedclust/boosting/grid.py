@@ -70,8 +70,10 @@ def lattice(messages: Sequence[dict], sketch_bins: int, range_sd: float) -> list
     n = sum(int(m["n"]) for m in messages)
     s = np.sum([m["sum"] for m in messages], axis=0)
     ss = np.sum([m["sumsq"] for m in messages], axis=0)
-    mean = s / n
-    sd = np.sqrt(np.maximum(ss / n - mean**2, 0.0))
+    # rounded to 6 significant digits: the lattice is public, and the same whether the sums
+    # came from one data holder or were added over centres (summation order)
+    mean = _significant(s / n)
+    sd = _significant(np.sqrt(np.maximum(ss / n - (s / n) ** 2, 0.0)))
     out = []
     for m, v in zip(mean, sd, strict=True):
         if not v > 1e-12 * max(1.0, abs(m)):
@@ -79,6 +81,10 @@ def lattice(messages: Sequence[dict], sketch_bins: int, range_sd: float) -> list
         else:
             out.append(np.linspace(m - range_sd * v, m + range_sd * v, int(sketch_bins) + 1))
     return out
+
+
+def _significant(x: np.ndarray, digits: int = 6) -> np.ndarray:
+    return np.array([float(f"{v:.{digits}g}") for v in np.asarray(x, dtype=np.float64)])
 
 
 # ------------------------------------------------------------- 2. sketch on the lattice
@@ -152,9 +158,7 @@ def place(messages: Sequence[dict], shape: tuple[int, int], value: str = "count"
     return out
 
 
-def choose_cuts(
-    counts: np.ndarray, edges: Sequence[np.ndarray], max_bin: int, method: str
-) -> Grid:
+def choose_cuts(counts: np.ndarray, edges: Sequence[np.ndarray], max_bin: int, method: str) -> Grid:
     """Server side: cuts between non-empty lattice cells. ``quantile``: at the cells where the
     cumulative count crosses i·N/max_bin; ``uniform``: the lattice cut into ``max_bin`` equal
     ranges. Either way a cut lies at the lower edge of a non-empty cell, so no bin is empty."""
@@ -185,3 +189,15 @@ def choose_cuts(
         # cell index c covers [e[c−1], e[c]): its lower edge is e[c − 1]
         cuts.append(np.asarray(e)[cells[np.unique(after)] - 1].astype(np.float64))
     return Grid(tuple(cuts))
+
+
+def pooled_grid(
+    X: np.ndarray, method: str = "quantile", max_bin: int = 32, sketch_bins: int = 64,
+    range_sd: float = 4.0,
+) -> Grid:  # fmt: skip
+    """The grid one data holder with every row computes (the same steps, floor 1): the pooled
+    reference's grid, equal to the federated grid when the centres' floor is 1."""
+    edges = lattice([moments(X)], sketch_bins, range_sd)
+    m = sketch_message(X, edges, 1)
+    counts = place([m], (len(edges), max(len(e) for e in edges) + 1))
+    return choose_cuts(counts, edges, max_bin, method)

@@ -64,6 +64,12 @@ def xgboost_trees(booster: object) -> list[Tree]:
     return out
 
 
+def leaves_per_tree(booster: object) -> float:
+    """Mean number of leaves of a booster's trees."""
+    dump = booster.get_dump(dump_format="json")
+    return float(np.mean([text.count('"leaf"') for text in dump])) if dump else 0.0
+
+
 @dataclass(frozen=True)
 class Agreement:
     """How far two ensembles are apart: trees with the same structure (features, cuts, children),

@@ -16,7 +16,7 @@ messages carry the grid, requests and (partial) trees.
 | ``boosting_vote`` | per node: N_p; top-S (feature, cut, L_split, n_left, n_right) | top-S vote |
 | ``boosting_union`` | per node: N_p; L_split of the union's candidates (+ counts) | vote, union |
 | ``boosting_split_sums`` | per node and side of the chosen split: n, Σg, Σh | histogram, vote |
-| ``boosting_local_trees`` | local trees (structure, leaf values), leaf counts, n | bagging, cyclic |
+| ``boosting_local_trees`` | local trees (structure, leaf values), leaf counts, n | bagging/cyclic |
 """
 
 from __future__ import annotations
@@ -54,14 +54,21 @@ def protocols(floor: int = 1) -> Protocols:
     tree = {"feature": P, "cut": P, "left": P, "right": P, "value": P}
     return Protocols(
         moments=Protocol("boosting_moments", {"n": C, "sum": A, "sumsq": A}, min_samples=m),
-        sketch=Protocol(
-            "boosting_sketch", {"feature": M, "cell": M, "count": C}, min_samples=m
-        ),
+        sketch=Protocol("boosting_sketch", {"feature": M, "cell": M, "count": C}, min_samples=m),
         totals=Protocol("boosting_totals", {"n": C, "g": A, "h": A}, min_samples=m),
         histogram=Protocol(
             "boosting_histogram",
-            {"nodes": M, "n": C, "g": A, "h": A,
-             "bin_feature": M, "bin_end": M, "bin_n": C, "bin_g": A, "bin_h": A},
+            {
+                "nodes": M,
+                "n": C,
+                "g": A,
+                "h": A,
+                "bin_feature": M,
+                "bin_end": M,
+                "bin_n": C,
+                "bin_g": A,
+                "bin_h": A,
+            },
             min_samples=m,
         ),  # fmt: skip
         vote=Protocol(
@@ -86,8 +93,17 @@ def protocols(floor: int = 1) -> Protocols:
         grid=Protocol("boosting_grid", {"cuts": P}),
         node_request=Protocol(
             "boosting_node_request",
-            {**tree, "nodes": M, "top": M, "index_node": M, "index_feature": M,
-             "index_cut": M, "split_feature": M, "split_cut": M, "rounds": M},
+            {
+                **tree,
+                "nodes": M,
+                "top": M,
+                "index_node": M,
+                "index_feature": M,
+                "index_cut": M,
+                "split_feature": M,
+                "split_cut": M,
+                "rounds": M,
+            },
         ),  # fmt: skip
         model=Protocol("boosting_model", {"trees": P}),
         ack=Protocol("boosting_ack", {}),
