@@ -61,6 +61,8 @@ rule boosting_report:
         section="results/report/sections/boosting.json",
     log:
         "results/logs/boosting/boosting_report.log",
+    benchmark:
+        "results/benchmarks/boosting_report.tsv"
     conda:
         "../envs/fedclust.yaml"
     threads: job_threads("boosting_report")

@@ -5,6 +5,7 @@ the protocols against ``xgboost.train`` (hist) on the same binned data, and the 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer
 
@@ -294,3 +295,30 @@ def test_a_centre_sends_both_children_or_neither():
     assert c.split_sums(None, req).__class__.__name__ == "Abstain"
     out = c.split_sums(None, {**req, "split_cut": [2]})  # 5 | 5
     assert list(out["n"]) == [5, 5] and list(out["side"]) == [0, 1]
+
+
+def test_flower_simulation_carries_the_same_messages(bc):
+    """The protocols through Flower's Simulation Runtime: same trees, same ledger rows."""
+    pytest.importorskip("flwr")
+    from fedclust.transports import get
+
+    X, y = bc
+    p = T.Params(max_depth=2)
+    centre = np.arange(len(y)) % 2
+    grid = {**GRID, "max_bin": 8, "sketch_bins": 16}
+    out = {}
+    for engine in ("inprocess", "flower-simulation"):
+        P = protocols(3)
+        cs = [Centre(f"c{c}", X[centre == c], y[centre == c], p, 3) for c in (0, 1)]
+        ledger = Ledger()
+
+        def server(px, P=P):
+            vote = S.boost(px, P, p, 1, scheme="vote", top=2, variant="union", grid_cfg=grid)
+            bag = S.bagging(px, P, p, 1, grid_cfg=grid)
+            return vote.trees + bag.trees
+
+        out[engine] = federate(cs, server, ledger=ledger, transport=get(engine)), ledger.table()
+    (a, la), (b, lb) = out["inprocess"], out["flower-simulation"]
+    assert len(a) == 3 and all(PL.same_structure(s, t) and s.value == t.value
+                               for s, t in zip(a, b, strict=True))  # fmt: skip
+    pd.testing.assert_frame_equal(la, lb)

@@ -67,8 +67,7 @@ class Centre:
 
     def add_trees(self, parameters: Any, config: dict) -> dict:
         """The server's finished trees join the model: margins and gradients move on."""
-        for a in config["trees"]:
-            t = T.Tree.from_arrays(a)
+        for t in T.unpack(config):
             self.margin = self.margin + np.asarray(t.value, np.float32)[T.apply(t, self.codes)]
         self._gradients()
         return {}
@@ -221,7 +220,7 @@ class Centre:
                            margin=self.margin.copy())  # fmt: skip
         trees = b.fit(int(config["rounds"]))
         return {
-            "trees": [t.arrays() for t in trees],
+            **T.pack(trees),
             "leaf_n": [np.asarray(t.count)[t.leaves()] for t in trees],
             "n": self.n_samples,
         }

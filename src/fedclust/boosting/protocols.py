@@ -86,9 +86,7 @@ def protocols(floor: int = 1) -> Protocols:
             {"nodes": M, "side": M, "n": C, "g": A, "h": A},
             min_samples=m,
         ),  # fmt: skip
-        local_trees=Protocol(
-            "boosting_local_trees", {"trees": P, "leaf_n": C, "n": C}, min_samples=m
-        ),
+        local_trees=Protocol("boosting_local_trees", {**tree, "leaf_n": C, "n": C}, min_samples=m),
         grid_request=Protocol("boosting_grid_request", {"edges": P}),
         grid=Protocol("boosting_grid", {"cuts": P}),
         node_request=Protocol(
@@ -105,6 +103,6 @@ def protocols(floor: int = 1) -> Protocols:
                 "rounds": M,
             },
         ),  # fmt: skip
-        model=Protocol("boosting_model", {"trees": P}),
+        model=Protocol("boosting_model", tree),
         ack=Protocol("boosting_ack", {}),
     )

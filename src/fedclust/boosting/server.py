@@ -189,7 +189,7 @@ def boost(
         # no message after a level: the next request carries the tree with its new splits
         tree = T.grow(root, find, params, tree=lvl.tree)
         trees.append(tree)
-        _call(proxies, "add_trees", {"trees": [tree.arrays()]}, rnd, "model", P.ack, P.model)
+        _call(proxies, "add_trees", T.pack([tree]), rnd, "model", P.ack, P.model)
     return Model(grid, trees, float(params.base_margin), time.perf_counter() - t1, t1 - t0,
                  rounds=int(n_trees))  # fmt: skip
 
@@ -197,7 +197,7 @@ def boost(
 def _local_round(proxies, P, rnd: int, rounds: int, kind: str) -> list[T.Tree]:
     replies = _call(proxies, "local_trees", {"rounds": int(rounds)}, rnd, kind, P.local_trees,
                     P.node_request)  # fmt: skip
-    return [T.Tree.from_arrays(a) for r in replies if r for a in r["trees"]]
+    return [t for r in replies if r for t in T.unpack(r)]
 
 
 def bagging(
@@ -214,8 +214,7 @@ def bagging(
     for rnd in range(1, rounds + 1):
         new = _local_round(proxies, P, rnd, local_rounds, "bagging")
         trees += new
-        _call(proxies, "add_trees", {"trees": [t.arrays() for t in new]}, rnd, "model", P.ack,
-              P.model)  # fmt: skip
+        _call(proxies, "add_trees", T.pack(new), rnd, "model", P.ack, P.model)
     return Model(grid, trees, float(params.base_margin), time.perf_counter() - t1, t1 - t0,
                  rounds=rounds)  # fmt: skip
 
@@ -235,7 +234,6 @@ def cyclic(
         turn = proxies[(rnd - 1) % len(proxies)]
         new = _local_round([turn], P, rnd, local_rounds, "cyclic")
         trees += new
-        _call(proxies, "add_trees", {"trees": [t.arrays() for t in new]}, rnd, "model", P.ack,
-              P.model)  # fmt: skip
+        _call(proxies, "add_trees", T.pack(new), rnd, "model", P.ack, P.model)
     return Model(grid, trees, float(params.base_margin), time.perf_counter() - t1, t1 - t0,
                  rounds=rounds)  # fmt: skip

@@ -210,6 +210,20 @@ class Tree:
         )  # fmt: skip
 
 
+TREE_FIELDS = ("feature", "cut", "left", "right", "value")
+
+
+def pack(trees: list[Tree]) -> dict[str, list[np.ndarray]]:
+    """Trees as a message: per field one array per tree (plain arrays on every transport)."""
+    arrays = [t.arrays() for t in trees]
+    return {k: [a[k] for a in arrays] for k in TREE_FIELDS}
+
+
+def unpack(message: dict[str, Any]) -> list[Tree]:
+    n = len(message["feature"])
+    return [Tree.from_arrays({k: message[k][i] for k in TREE_FIELDS}) for i in range(n)]
+
+
 def apply(tree: Tree, codes: np.ndarray) -> np.ndarray:
     """The leaf each row falls into."""
     f, c = np.asarray(tree.feature), np.asarray(tree.cut)
