@@ -24,7 +24,11 @@ def main() -> None:
     write_table(out.time, R.time_table(timing), index=False)
     floor = int(cfg.get("min_samples", 3))
     save_figure(R.gap_figure(gap, floor), out.figure)
-    reduced = " (reduced size)" if cfg.get("reduced", True) else ""
+    p = cfg.get("params", {})
+    size = (f"{cfg.get('trees')} trees of depth {p.get('max_depth')}, "
+            f"{cfg.get('repetitions')} repetition(s)")  # fmt: skip
+    if cfg.get("reduced", True):
+        size += ", reduced size"
     figures = [{
         "path": out.figure,
         "reproduces": "seed 003 ch. 10 (D6.2 §10.2 proposes the top-S vote; it prints no "
@@ -33,7 +37,7 @@ def main() -> None:
         "(= pooled XGBoost on the binned training rows) against S, per dataset and split, mean "
         "± SD over repetitions, on the pooled held-out rows; solid: unreported candidates "
         "score 0, dashed: second round over the union; dotted: the histogram protocol at the "
-        f"centres' floor ({floor}){reduced}.",
+        f"centres' floor ({floor}). {size}. Data: {R.data_sources(metrics)}.",
     }]  # fmt: skip
     tables = [
         {"path": out.summary, "caption": "Per scheme over every (dataset, split, repetition): "

@@ -187,15 +187,20 @@ def gap_figure(gap: pd.DataFrame, floor: int):
     return fig
 
 
+def data_sources(metrics: pd.DataFrame) -> str:
+    """'dataset: source (splits); ...' of the runs in ``metrics``."""
+    return "; ".join(
+        f"{ds}: {src} ({', '.join(sorted(set(metrics.loc[metrics['dataset'] == ds, 'split'])))})"
+        for ds, src in dict(zip(metrics["dataset"], metrics["source"], strict=True)).items()
+    )
+
+
 def section_text(cfg: dict[str, Any], metrics: pd.DataFrame) -> list[str]:
     """The section's paragraphs (the first one is shown under the headline)."""
     p = cfg.get("params", {})
     g = cfg.get("grid", {})
     floor = int(cfg.get("min_samples", 3))
-    sources = "; ".join(
-        f"{ds}: {src} ({', '.join(sorted(set(metrics.loc[metrics['dataset'] == ds, 'split'])))})"
-        for ds, src in dict(zip(metrics["dataset"], metrics["source"], strict=True)).items()
-    )  # fmt: skip
+    sources = data_sources(metrics)
     reps = int(cfg.get("repetitions", 1))
     return [
         "Seed 003 (GenoMed4All D6.2) chapter 10: federated gradient tree boosting. D6.2 proposes "

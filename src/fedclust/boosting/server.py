@@ -24,9 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputDataError
 from . import grid as GR
 from . import tree as T
 from .protocols import Protocols
+
+_FEWER = (
+    "every centre holds fewer rows than its floor: lower boosting.min_samples or use fewer centres"
+)
 
 
 @dataclass
@@ -58,7 +63,8 @@ def build_grid(
     the grid goes to every centre, which bins its rows."""
     got = [m for m in _call(proxies, "moments", {}, 0, "moments", P.moments, P.grid_request) if m]
     if not got:
-        raise RuntimeError("boosting grid: every centre abstained from the moments")
+        raise InputDataError("every centre abstained from the grid's moments",
+                             where="boosting grid", fix=_FEWER)  # fmt: skip
     edges = GR.lattice(got, sketch_bins, range_sd)
     sk = [m for m in _call(proxies, "sketch", {"edges": edges}, 0, "sketch", P.sketch,
                            P.grid_request) if m]  # fmt: skip
@@ -174,7 +180,8 @@ def boost(
         tot = [m for m in _call(proxies, "totals", {}, rnd, "totals", P.totals, P.node_request)
                if m]  # fmt: skip
         if not tot:
-            raise RuntimeError(f"boosting tree {rnd}: every centre abstained")
+            raise InputDataError(f"every centre abstained from tree {rnd}",
+                                 where="boosting", fix=_FEWER)  # fmt: skip
         root = tuple(float(sum(m[k] for m in tot)) for k in ("g", "h", "n"))
         lvl = _Level(T.Tree(), rnd)
 
