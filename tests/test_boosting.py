@@ -322,3 +322,21 @@ def test_flower_simulation_carries_the_same_messages(bc):
     assert len(a) == 3 and all(PL.same_structure(s, t) and s.value == t.value
                                for s, t in zip(a, b, strict=True))  # fmt: skip
     pd.testing.assert_frame_equal(la, lb)
+
+
+def test_no_child_sums_that_split_a_merged_run_below_the_floor():
+    """Histogram runs at floor 3: [b0: 3], [b1: 1, b2: 2], [b3: 4]. The cut before b2 leaves 4
+    and 6 rows per side, but its left sum minus the run [b0] would be b1's one patient."""
+    X = np.repeat([0.0, 1.0, 2.0, 3.0], [3, 1, 2, 4])[:, None]
+    c = Centre("c0", X, np.array([0, 1] * 5), T.Params(), floor=3)
+    c.set_grid(None, {"cuts": [np.array([0.5, 1.5, 2.5])]})
+    c.totals(None, {})
+    root = {"feature": [-1], "cut": [0], "left": [-1], "right": [-1], "nodes": [0]}
+    h = c.histograms(None, root)
+    assert list(h["bin_end"][0]) == [0, 2, 3] and list(h["bin_n"][0]) == [3, 3, 4]
+    split = {**root, "split_feature": [0]}
+    assert c.split_sums(None, {**split, "split_cut": [2]}).__class__.__name__ == "Abstain"
+    assert list(c.split_sums(None, {**split, "split_cut": [1]})["n"]) == [3, 7]
+    # without a histogram sent (the vote) the same cut is fine: nothing to subtract from
+    c.totals(None, {})
+    assert list(c.split_sums(None, {**split, "split_cut": [2]})["n"]) == [4, 6]

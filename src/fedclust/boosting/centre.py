@@ -39,6 +39,7 @@ class Centre:
         self.margin: np.ndarray | None = None
         self._root_ok = False
         self._sent: dict[int, bool] = {}  # node -> its split's child sums were sent
+        self._runs: set[int] = set()  # nodes whose merged histogram runs were sent
 
     # ------------------------------------------------------------------------- the grid
     def moments(self, parameters: Any, config: dict) -> dict | Abstain:
@@ -63,7 +64,7 @@ class Centre:
     # ------------------------------------------------------------------------ the model
     def _gradients(self) -> None:
         self.g, self.h = T.gradients(self.margin, self.y)
-        self._root_ok, self._sent = False, {}
+        self._root_ok, self._sent, self._runs = False, {}, set()
 
     def add_trees(self, parameters: Any, config: dict) -> dict:
         """The server's finished trees join the model: margins and gradients move on."""
@@ -75,7 +76,7 @@ class Centre:
     def totals(self, parameters: Any, config: dict) -> dict | Abstain:
         """n, Σg, Σh of the root of the next tree."""
         ok = self.n_samples >= self.floor
-        self._root_ok, self._sent = ok, {}
+        self._root_ok, self._sent, self._runs = ok, {}, set()
         if not ok:
             return Abstain(f"{self.n_samples} samples < floor {self.floor}")
         return {"n": self.n_samples, "g": float(np.sum(self.g, dtype=np.float64)),
@@ -106,6 +107,7 @@ class Centre:
             hist = self._hist(where == v)
             ends = GR.merge_runs(hist[2], self.floor, self.n_bins - 1)
             f, e, n = GR.group_sums(hist[2], ends)
+            self._runs.add(v)
             out["nodes"].append(v)
             out["bin_feature"].append(f.astype(np.int32))
             out["bin_end"].append(e.astype(np.int32))
@@ -182,7 +184,7 @@ class Centre:
             sides = (left, rows & ~left)
             counts = [int(m.sum()) for m in sides]
             ok = v in reportable and all(c >= self.floor or c == 0 for c in counts)
-            if ok and self.floor > 1:
+            if ok and self.floor > 1 and v in self._runs:
                 ok = self._cut_between_runs(rows, j, k)
             self._sent[v] = ok
             if not ok:
