@@ -107,16 +107,24 @@ def test_grid_federated_equals_pooled_and_every_bin_holds_rows(bc):
 
 
 def test_merge_runs_reaches_the_floor_and_keeps_single_bins_at_floor_one():
-    n = np.array([[0, 2, 0, 1, 1, 5, 0, 1], [4, 0, 0, 0, 0, 0, 0, 3]])
-    ends = GR.merge_runs(n, 1)
-    np.testing.assert_array_equal(ends, n > 0)
-    ends = GR.merge_runs(n, 3)
-    f, e, s = GR.group_sums(n.astype(float), ends)
+    n = np.array([[0, 2, 0, 1, 1, 5, 0, 1, 0], [4, 0, 0, 0, 0, 0, 0, 3, 0]])
+    r = GR.merge_runs(n, 1)
+    np.testing.assert_array_equal(r.start, r.end)  # every non-empty bin alone
+    np.testing.assert_array_equal(r.end, np.nonzero(n)[1])
+    np.testing.assert_array_equal(r.sums(n), n[n > 0])
+    r = GR.merge_runs(n, 3)
+    s = r.sums(n)
     assert (s >= 3).all() and s.sum() == n.sum()
-    # [0,2,0,1] closes at 3 samples, [1,5] at 6; the remainder [0,1] joins the last run
-    np.testing.assert_array_equal(e[f == 0], [3, 7])
-    np.testing.assert_array_equal(s[f == 0], [3, 7])
-    np.testing.assert_array_equal(e[f == 1], [0, 7])
+    # [2,0,1] closes at 3 samples, [1,5] at 6; the remainder [0,1] joins the last run, which
+    # spans its first to its last non-empty bin
+    f0 = r.feature == 0
+    np.testing.assert_array_equal(r.start[f0], [1, 4])
+    np.testing.assert_array_equal(r.end[f0], [3, 7])
+    np.testing.assert_array_equal(s[f0], [3, 7])
+    np.testing.assert_array_equal(np.c_[r.start, r.end][~f0], [[0, 0], [7, 7]])
+    # the server spreads a run by the weights (equal shares without them)
+    out = GR.spread(np.zeros((1, 4)), [0, 0], [0, 1], [0, 3], [2.0, 6.0], np.array([[1, 1, 0, 2]]))
+    np.testing.assert_allclose(out, [[2.0, 2.0, 0.0, 4.0]])
 
 
 # ------------------------------------------------------------------------------- protocols
@@ -333,7 +341,8 @@ def test_no_child_sums_that_split_a_merged_run_below_the_floor():
     c.totals(None, {})
     root = {"feature": [-1], "cut": [0], "left": [-1], "right": [-1], "nodes": [0]}
     h = c.histograms(None, root)
-    assert list(h["bin_end"][0]) == [0, 2, 3] and list(h["bin_n"][0]) == [3, 3, 4]
+    assert list(h["bin_start"][0]) == [0, 1, 3] and list(h["bin_end"][0]) == [0, 2, 3]
+    assert list(h["bin_n"][0]) == [3, 3, 4]
     split = {**root, "split_feature": [0]}
     assert c.split_sums(None, {**split, "split_cut": [2]}).__class__.__name__ == "Abstain"
     assert list(c.split_sums(None, {**split, "split_cut": [1]})["n"]) == [3, 7]

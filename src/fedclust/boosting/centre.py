@@ -2,13 +2,14 @@
 (seed 003 §9.2), one method per message of ``protocols.py``.
 
 Disclosure (the centre's own floor, ``boosting.min_samples``): every aggregate it sends covers
-≥ floor of its samples. Histogram bins are merged into runs of ≥ floor samples (reported at the
-run's last bin, :func:`fedclust.boosting.grid.merge_runs`); vote candidates need ≥ floor samples
-on both sides; a split's child sums are sent for both children together or not at all (either
-one follows from the other and the node's total), and not when the cut falls inside one of the
-node's merged runs with fewer than floor samples on one side (the sums would then tell that
-part of the run apart). A node whose split was not reported stays dark below: its subtree is
-never reported (a child's total minus its sibling's would be the other child). Differences
+≥ floor of its samples. Histogram bins are merged into runs of ≥ floor samples (reported with
+their first and last non-empty bin, :func:`fedclust.boosting.grid.merge_runs`); vote
+candidates need ≥ floor samples on both sides; a split's child sums are sent for both children
+together or not at all (either one follows from the other and the node's total), and not when
+the cut falls inside one of the node's merged runs with fewer than floor samples on one side
+(the sums would then tell that part of the run apart). A node whose split was not reported
+stays dark below: its subtree is never reported (a child's total minus its sibling's would be
+the other child). Differences
 between overlapping aggregates of different features are not blocked: that needs secure
 aggregation or noise (docs/ARCHITECTURE.md, boosting).
 """
@@ -102,18 +103,19 @@ class Centre:
     def histograms(self, parameters: Any, config: dict) -> dict | Abstain:
         """Per node the merged per-bin (n, Σg, Σh) of every feature."""
         where, ok = self._nodes(config)
-        out = {k: [] for k in ("nodes", "bin_feature", "bin_end", "bin_n", "bin_g", "bin_h")}
+        keys = ("nodes", "bin_feature", "bin_start", "bin_end", "bin_n", "bin_g", "bin_h")
+        out = {k: [] for k in keys}
         for v in [int(v) for v in config["nodes"] if int(v) in ok]:
             hist = self._hist(where == v)
-            ends = GR.merge_runs(hist[2], self.floor, self.n_bins - 1)
-            f, e, n = GR.group_sums(hist[2], ends)
+            runs = GR.merge_runs(hist[2], self.floor)
             self._runs.add(v)
             out["nodes"].append(v)
-            out["bin_feature"].append(f.astype(np.int32))
-            out["bin_end"].append(e.astype(np.int32))
-            out["bin_n"].append(np.rint(n).astype(np.int64))
-            out["bin_g"].append(GR.group_sums(hist[0], ends)[2])
-            out["bin_h"].append(GR.group_sums(hist[1], ends)[2])
+            out["bin_feature"].append(runs.feature.astype(np.int32))
+            out["bin_start"].append(runs.start.astype(np.int32))
+            out["bin_end"].append(runs.end.astype(np.int32))
+            out["bin_n"].append(np.rint(runs.sums(hist[2])).astype(np.int64))
+            out["bin_g"].append(runs.sums(hist[0]))
+            out["bin_h"].append(runs.sums(hist[1]))
         if not out["nodes"]:
             return Abstain(f"no node with >= {self.floor} samples to report")
         out["nodes"] = np.asarray(out["nodes"], np.int32)
@@ -204,12 +206,11 @@ class Centre:
         """The cut does not split one of this node's merged runs of feature j into a part
         below the floor (the run's total was sent with the histogram)."""
         n = np.bincount(self.codes[rows, j], minlength=int(self.n_bins[j]))[None, :]
-        ends = np.flatnonzero(GR.merge_runs(n, self.floor, np.array([self.n_bins[j] - 1]))[0])
-        start = np.r_[0, ends[:-1] + 1]
-        for s, e in zip(start, ends, strict=True):
+        runs = GR.merge_runs(n, self.floor)
+        for s, e in zip(runs.start, runs.end, strict=True):
             if s < k <= e:  # the run holds bins below and at/above the cut
                 below, above = n[0, s:k].sum(), n[0, k : e + 1].sum()
-                return bool(min(below, above) >= self.floor or min(below, above) == 0)
+                return bool(min(below, above) >= self.floor)
         return True
 
     # ----------------------------------------------------------- local trees (baselines)

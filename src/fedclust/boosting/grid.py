@@ -5,8 +5,9 @@ threshold grid"), computed federatedly in two exchanges, and the binning of feat
    lays a fine public lattice of ``sketch_bins`` equal cells over mean ± ``range_sd``·SD (plus
    the two open tails) per feature.
 2. **Sketch** (``boosting_sketch``): each centre counts its samples per lattice cell and merges
-   consecutive cells until every reported group holds ≥ its floor of samples (:func:`merge_runs`;
-   a group is reported at its last cell); the server adds the groups and places the cuts between
+   consecutive cells until every reported run holds ≥ its floor of samples (:func:`merge_runs`;
+   a run is reported with its first and last non-empty cell); the server spreads the runs over
+   their cells, adds them and places the cuts between
    non-empty cells: ``quantile`` (a weighted quantile sketch, at most ``max_bin`` bins of about
    equal mass) or ``uniform`` (equal-width bins of the range, empty ones dropped).
 
@@ -18,7 +19,7 @@ feature j is the number of cuts ≤ x (:func:`encode`); a split (j, k) sends cod
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -29,9 +30,11 @@ METHODS = ("quantile", "uniform")
 
 @dataclass(frozen=True)
 class Grid:
-    """Per feature the sorted cut values; feature j has ``len(cuts[j]) + 1`` bins."""
+    """Per feature the sorted cut values; feature j has ``len(cuts[j]) + 1`` bins. ``counts``:
+    the server's estimate of the training rows per (feature, bin) from the sketch."""
 
     cuts: tuple[np.ndarray, ...]
+    counts: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def n_bins(self) -> np.ndarray:
@@ -101,15 +104,34 @@ def cell_counts(X: np.ndarray, edges: Sequence[np.ndarray]) -> np.ndarray:
     return out
 
 
-def merge_runs(n: np.ndarray, floor: int, last: np.ndarray | None = None) -> np.ndarray:
-    """Group ends (bool, same shape as the (d, width) counts ``n``): each group is a run of
-    consecutive cells closed as soon as it holds ≥ ``floor`` samples; a remainder below the
-    floor joins the previous group (which then ends at the feature's ``last`` cell). A group is
-    reported at its end; with floor 1 every non-empty cell is its own group. Rows whose total
-    is below the floor get no group."""
+@dataclass(frozen=True)
+class Runs:
+    """Merged runs of consecutive bins (or lattice cells), one entry per run: its feature, its
+    first and last non-empty bin, and the per-run sums of whatever was summed."""
+
+    feature: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        """Sums of the (d, width) ``values`` over every run's bins (the bins themselves: a
+        one-bin run carries its bin's value exactly)."""
+        width = values.shape[1]
+        if not len(self.feature):
+            return np.zeros(0, dtype=values.dtype)
+        idx = np.empty(2 * len(self.feature), dtype=np.int64)
+        idx[0::2] = self.feature * width + self.start
+        idx[1::2] = self.feature * width + self.end + 1
+        return np.add.reduceat(np.append(values.reshape(-1), 0), idx)[0::2]
+
+
+def merge_runs(n: np.ndarray, floor: int) -> Runs:
+    """Runs of the (d, width) counts ``n``: walking the bins of a feature, a run closes as soon
+    as it holds ≥ ``floor`` samples; a remainder below the floor joins the last run. A run
+    spans its first to its last non-empty bin; with floor 1 every non-empty bin is its own run.
+    A feature whose total is below the floor gets no run."""
     n = np.asarray(n)
     d, width = n.shape
-    last = np.full(d, width - 1) if last is None else np.asarray(last)
     ends = np.zeros(n.shape, dtype=bool)
     acc = np.zeros(d, dtype=n.dtype)
     for i in range(width):
@@ -117,44 +139,59 @@ def merge_runs(n: np.ndarray, floor: int, last: np.ndarray | None = None) -> np.
         c = acc >= floor
         ends[:, i] = c
         acc[c] = 0
-    rest = np.flatnonzero(acc > 0)
-    for j in rest:
+    for j in np.flatnonzero(acc > 0):  # the remainder joins the last run
         closed = np.flatnonzero(ends[j])
         if len(closed):
             ends[j, closed[-1]] = False
-            ends[j, last[j]] = True
-    return ends
-
-
-def group_sums(values: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(feature, end cell, sum) of each group of ``ends`` over the (d, width) ``values``: sums of
-    the cells themselves (so a one-cell group carries its cell's value exactly)."""
-    d, width = ends.shape
+            ends[j, np.flatnonzero(n[j] > 0)[-1]] = True
     feat, end = np.nonzero(ends)
-    if not len(feat):
-        return feat, end, np.zeros(0, dtype=values.dtype)
-    flat_end = feat * width + end
-    first = np.r_[True, feat[1:] != feat[:-1]]
-    starts = np.where(first, feat * width, np.r_[0, flat_end[:-1] + 1])
-    idx = np.empty(2 * len(feat), dtype=np.int64)
-    idx[0::2], idx[1::2] = starts, flat_end + 1
-    sums = np.add.reduceat(np.append(values.reshape(-1), 0), idx)[0::2]
-    return feat, end, sums
+    # the first non-empty bin after the previous run's end
+    idx = np.where(n > 0, np.arange(width), width)
+    next_nz = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
+    prev = np.r_[-1, end[:-1]]
+    prev[np.r_[True, feat[1:] != feat[:-1]]] = -1
+    return Runs(feat, next_nz[feat, prev + 1], end)
+
+
+def spread(
+    out: np.ndarray, feature, start, end, values, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Server side: add each run's value to ``out`` (d, width) over its bins, in proportion to
+    ``weights`` (the grid's global bin counts; equal shares without them). A one-bin run adds
+    its value to its bin as it is (exact)."""
+    feature, start, end = (np.asarray(a, np.int64) for a in (feature, start, end))
+    values = np.asarray(values, np.float64)
+    one = start == end
+    np.add.at(out, (feature[one], end[one]), values[one])
+    for f, s, e, v in zip(feature[~one], start[~one], end[~one], values[~one], strict=True):
+        w = np.ones(e - s + 1) if weights is None else np.asarray(weights[f, s : e + 1], float)
+        out[f, s : e + 1] += v * (w / w.sum() if w.sum() > 0 else 1.0 / len(w))
+    return out
 
 
 def sketch_message(X: np.ndarray, edges: Sequence[np.ndarray], floor: int) -> dict:
     """Centre side: merged cell counts (every reported count ≥ floor)."""
     counts = cell_counts(X, edges)
-    last = np.array([len(e) for e in edges])
-    feat, end, n = group_sums(counts, merge_runs(counts, floor, last))
-    return {"feature": feat.astype(np.int32), "cell": end.astype(np.int32), "count": n}
+    r = merge_runs(counts, floor)
+    return {"feature": r.feature.astype(np.int32), "start": r.start.astype(np.int32),
+            "end": r.end.astype(np.int32), "count": r.sums(counts)}  # fmt: skip
 
 
-def place(messages: Sequence[dict], shape: tuple[int, int], value: str = "count") -> np.ndarray:
-    """Server side: the groups of every centre placed at their end cells and added."""
+def place(messages: Sequence[dict], shape: tuple[int, int]) -> np.ndarray:
+    """Server side: every centre's runs spread evenly over their cells and added."""
     out = np.zeros(shape)
     for m in messages:
-        np.add.at(out, (np.asarray(m["feature"]), np.asarray(m["cell"])), np.asarray(m[value]))
+        spread(out, m["feature"], m["start"], m["end"], m["count"])
+    return out
+
+
+def bin_counts(counts: np.ndarray, edges: Sequence[np.ndarray], grid: Grid) -> np.ndarray:
+    """The lattice cell counts summed per bin of ``grid`` (d, width): the global weights the
+    server spreads merged histogram runs with."""
+    out = np.zeros((len(edges), grid.width))
+    for j, (e, c) in enumerate(zip(edges, grid.cuts, strict=True)):
+        lower = np.r_[-np.inf, np.asarray(e, float)]  # cell c covers [lower[c], ...)
+        np.add.at(out[j], np.searchsorted(c, lower, side="right"), counts[j, : len(e) + 1])
     return out
 
 
@@ -200,4 +237,5 @@ def pooled_grid(
     edges = lattice([moments(X)], sketch_bins, range_sd)
     m = sketch_message(X, edges, 1)
     counts = place([m], (len(edges), max(len(e) for e in edges) + 1))
-    return choose_cuts(counts, edges, max_bin, method)
+    grid = choose_cuts(counts, edges, max_bin, method)
+    return replace(grid, counts=bin_counts(counts, edges, grid))

@@ -12,7 +12,7 @@ messages carry the grid, requests and (partial) trees.
 | ``boosting_moments`` | n, Σx, Σx² per feature | grid: range |
 | ``boosting_sketch`` | merged lattice-cell counts | grid: quantile sketch |
 | ``boosting_totals`` | n, Σg, Σh of the root | every tree (histogram, vote) |
-| ``boosting_histogram`` | per node: n, Σg, Σh; per feature per merged bin: n, Σg, Σh | histogram |
+| ``boosting_histogram`` | per node, feature and merged run of bins: n, Σg, Σh | histogram |
 | ``boosting_vote`` | per node: N_p; top-S (feature, cut, L_split, n_left, n_right) | top-S vote |
 | ``boosting_union`` | per node: N_p; L_split of the union's candidates (+ counts) | vote, union |
 | ``boosting_split_sums`` | per node and side of the chosen split: n, Σg, Σh | histogram, vote |
@@ -54,16 +54,16 @@ def protocols(floor: int = 1) -> Protocols:
     tree = {"feature": P, "cut": P, "left": P, "right": P, "value": P}
     return Protocols(
         moments=Protocol("boosting_moments", {"n": C, "sum": A, "sumsq": A}, min_samples=m),
-        sketch=Protocol("boosting_sketch", {"feature": M, "cell": M, "count": C}, min_samples=m),
+        sketch=Protocol(
+            "boosting_sketch", {"feature": M, "start": M, "end": M, "count": C}, min_samples=m
+        ),
         totals=Protocol("boosting_totals", {"n": C, "g": A, "h": A}, min_samples=m),
         histogram=Protocol(
             "boosting_histogram",
             {
                 "nodes": M,
-                "n": C,
-                "g": A,
-                "h": A,
                 "bin_feature": M,
+                "bin_start": M,
                 "bin_end": M,
                 "bin_n": C,
                 "bin_g": A,

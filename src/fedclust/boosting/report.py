@@ -221,7 +221,8 @@ def section_text(cfg: dict[str, Any], metrics: pd.DataFrame) -> list[str]:
         f"mean ± {g.get('range_sd', 4.0)} SD) and their merged cell counts.",
         f"Disclosure: every message passes the ledger with a declared protocol; each count in it "
         f"is ≥ the centres' floor (min_samples = {floor}). Bins with fewer samples are merged "
-        "into runs (reported at the run's last bin), vote candidates need that many samples on "
+        "into runs (reported with their first and last non-empty bin; the server spreads a run "
+        "over its bins by the grid's global bin counts), vote candidates need that many samples on "
         "both sides, a split's child sums are sent for both children or none, and a centre "
         "stops reporting below a split it could not report, so no aggregate the server sees "
         "covers fewer samples. Differences between histograms of different features are not "

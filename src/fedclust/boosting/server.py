@@ -2,8 +2,9 @@
 
 - :func:`build_grid` — the shared grid (moments, then the merged lattice sketch; ``grid.py``).
 - :func:`boost` — federated trees, one level at a time (:func:`fedclust.boosting.tree.grow`):
-  ``histogram`` (the centres' per-bin sums are added and the best split is XGBoost's on the
-  global histogram: exact when no bin is merged) or ``vote`` (D6.2: each centre proposes its
+  ``histogram`` (the centres' per-bin sums are added — a merged run spread over its bins by the
+  grid's global bin counts — and the best split is XGBoost's on the global histogram: exact
+  when no bin is merged) or ``vote`` (D6.2: each centre proposes its
   top-S splits by local gain with N_p, the server takes argmax Σ_p N_p·L_{s,p}; ``zero``:
   unreported candidates count 0, ``union``: a second round in which every centre scores the
   union of the proposals). Then the chosen splits' child sums (D6.2 gap 3: the stopping rules
@@ -19,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -71,7 +72,7 @@ def build_grid(
     counts = GR.place(sk, (len(edges), max(len(e) for e in edges) + 1))
     grid = GR.choose_cuts(counts, edges, max_bin, method)
     _call(proxies, "set_grid", {"cuts": list(grid.cuts)}, 0, "grid", P.ack, P.grid)
-    return grid
+    return replace(grid, counts=GR.bin_counts(counts, edges, grid))
 
 
 def _partial(tree: T.Tree) -> dict[str, np.ndarray]:
@@ -96,10 +97,11 @@ def _histogram_choice(proxies, P, lvl, nodes, stats, grid, params) -> dict[int, 
     replies = _call(proxies, "histograms", req, lvl.rnd, "histogram", P.histogram, P.node_request)
     d, width = len(grid.cuts), grid.width
     hist = {v: np.zeros((3, d, width)) for v in nodes}
-    for r in filter(None, replies):
+    for r in filter(None, replies):  # merged runs spread by the grid's global bin counts
         for i, v in enumerate(r["nodes"]):
+            run = (r["bin_feature"][i], r["bin_start"][i], r["bin_end"][i])
             for q, key in enumerate(("bin_g", "bin_h", "bin_n")):
-                _add(hist[int(v)][q], r["bin_feature"][i], r["bin_end"][i], r[key][i])
+                GR.spread(hist[int(v)][q], *run, r[key][i], grid.counts)
     out = {}
     for v, (G, H, N) in zip(nodes, stats, strict=True):
         if hist[v][2].sum() == 0:
