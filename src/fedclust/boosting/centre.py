@@ -9,9 +9,8 @@ together or not at all (either one follows from the other and the node's total),
 the cut falls inside one of the node's merged runs with fewer than floor samples on one side
 (the sums would then tell that part of the run apart). A node whose split was not reported
 stays dark below: its subtree is never reported (a child's total minus its sibling's would be
-the other child). Differences
-between overlapping aggregates of different features are not blocked: that needs secure
-aggregation or noise (docs/ARCHITECTURE.md, boosting).
+the other child). Differences between overlapping aggregates of different features are not
+blocked: that needs secure aggregation or noise (docs/ARCHITECTURE.md, boosting).
 """
 
 from __future__ import annotations
