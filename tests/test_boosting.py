@@ -4,6 +4,8 @@ the protocols against ``xgboost.train`` (hist) on the same binned data, and the 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,11 +15,12 @@ from fedclust.boosting import grid as GR
 from fedclust.boosting import pooled as PL
 from fedclust.boosting import server as S
 from fedclust.boosting import tree as T
-from fedclust.boosting.centre import Centre
+from fedclust.boosting.centre import Centre, without_floor
 from fedclust.boosting.protocols import protocols
 from fedclust.data.split import make_split
 from fedclust.errors import DisclosureError
 from fedclust.federation import Ledger, federate
+from fedclust.federation.disclosure import DEFAULT_POLICY
 
 GRID = {"method": "quantile", "max_bin": 16, "sketch_bins": 64, "range_sd": 4.0}
 PARAMS = [
@@ -58,9 +61,19 @@ def PL_matrix(codes):
     return xgb.DMatrix(np.asarray(codes, np.float32))
 
 
+def _centre(cid, X, y, p, floor=1):
+    """A centre whose own floor is ``floor`` (1: configured without one; 3: the default)."""
+    own = (
+        without_floor(DEFAULT_POLICY)
+        if floor == 1
+        else replace(DEFAULT_POLICY, nfilter_subset=floor)
+    )
+    return Centre(cid, X, y, p, floor, disclosure=own)
+
+
 def _fed(X, y, centre, p, n_trees, fn, floor=1, **kw):
     P = protocols(floor)
-    cs = [Centre(f"c{c}", X[centre == c], y[centre == c], p, floor) for c in np.unique(centre)]
+    cs = [_centre(f"c{c}", X[centre == c], y[centre == c], p, floor) for c in np.unique(centre)]
     ledger = Ledger()
     model = federate(cs, lambda px: fn(px, P, p, n_trees, grid_cfg=GRID, **kw), ledger=ledger)
     return model, ledger
@@ -91,7 +104,7 @@ def test_grid_federated_equals_pooled_and_every_bin_holds_rows(bc):
     X, y = bc
     centre = make_split(len(y), "equal", 5, 3)
     P = protocols(1)
-    cs = [Centre(f"c{c}", X[centre == c], y[centre == c], T.Params()) for c in range(5)]
+    cs = [_centre(f"c{c}", X[centre == c], y[centre == c], T.Params()) for c in range(5)]
     grid = federate(cs, lambda px: S.build_grid(px, P, **GRID))
     ref = GR.pooled_grid(X, **GRID)
     assert all(np.array_equal(a, b) for a, b in zip(grid.cuts, ref.cuts, strict=True))
@@ -241,10 +254,10 @@ def _single_patient_sums(seen):
     found = []
     for method, r in seen:
         if method == "split_sums":
-            found += [g for n, g in zip(r["n"], r["g"], strict=True) if n == 1]
+            found += [g for n, g in zip(r["n"], np.ravel(r["g"]), strict=True) if n == 1]
         if method == "histograms":
             for n, g in zip(r["bin_n"], r["bin_g"], strict=True):
-                found += list(np.asarray(g)[np.asarray(n) == 1])
+                found += list(np.ravel(g)[np.asarray(n) == 1])
     return found
 
 
@@ -260,7 +273,7 @@ def test_floor_keeps_a_curious_server_from_reading_one_patients_label(floor):
     centre = np.r_[np.zeros(12, int), np.ones(48, int)]
     p = T.Params(max_depth=3, min_child_weight=0.0)
     P = protocols(floor)
-    cs = [Centre(f"c{c}", X[centre == c], y[centre == c], p, floor) for c in (0, 1)]
+    cs = [_centre(f"c{c}", X[centre == c], y[centre == c], p, floor) for c in (0, 1)]
     spies = []
 
     def server(px):
@@ -295,7 +308,7 @@ def test_a_centre_sends_both_children_or_neither():
     """Child sums of one side only would give the other (the node total minus it)."""
     X = np.arange(10, dtype=float)[:, None]
     y = np.array([0, 1] * 5)
-    c = Centre("c0", X, y, T.Params(), floor=3)
+    c = _centre("c0", X, y, T.Params(), floor=3)
     c.set_grid(None, {"cuts": [np.array([2.0, 5.0])]})
     c.totals(None, {})
     empty = {"feature": [-1], "cut": [0], "left": [-1], "right": [-1], "nodes": [0]}
@@ -317,7 +330,7 @@ def test_flower_simulation_carries_the_same_messages(bc):
     out = {}
     for engine in ("inprocess", "flower-simulation"):
         P = protocols(3)
-        cs = [Centre(f"c{c}", X[centre == c], y[centre == c], p, 3) for c in (0, 1)]
+        cs = [_centre(f"c{c}", X[centre == c], y[centre == c], p, 3) for c in (0, 1)]
         ledger = Ledger()
 
         def server(px, P=P):
@@ -336,7 +349,7 @@ def test_no_child_sums_that_split_a_merged_run_below_the_floor():
     """Histogram runs at floor 3: [b0: 3], [b1: 1, b2: 2], [b3: 4]. The cut before b2 leaves 4
     and 6 rows per side, but its left sum minus the run [b0] would be b1's one patient."""
     X = np.repeat([0.0, 1.0, 2.0, 3.0], [3, 1, 2, 4])[:, None]
-    c = Centre("c0", X, np.array([0, 1] * 5), T.Params(), floor=3)
+    c = _centre("c0", X, np.array([0, 1] * 5), T.Params(), floor=3)
     c.set_grid(None, {"cuts": [np.array([0.5, 1.5, 2.5])]})
     c.totals(None, {})
     root = {"feature": [-1], "cut": [0], "left": [-1], "right": [-1], "nodes": [0]}
@@ -349,3 +362,21 @@ def test_no_child_sums_that_split_a_merged_run_below_the_floor():
     # without a histogram sent (the vote) the same cut is fine: nothing to subtract from
     c.totals(None, {})
     assert list(c.split_sums(None, {**split, "split_cut": [2]})["n"]) == [4, 6]
+
+
+def test_the_floor_is_the_centres_own():
+    """max(boosting.min_samples, the centre's disclosure nfilter_subset), from its own settings
+    or its entry of the configured ``disclosure`` section; the guard refuses below it."""
+    from fedclust.federation.disclosure import configure
+
+    X, y = np.zeros((10, 1)), np.array([0, 1] * 5)
+    assert Centre("a", X, y, T.Params(), min_samples=1).floor == 3  # DataSHIELD's default
+    assert Centre("a", X, y, T.Params(), min_samples=4).floor == 4
+    try:
+        configure({"default": {"nfilter_subset": 5}, "centres": {"b": {"nfilter_subset": 2}}})
+        assert Centre("a", X, y, T.Params(), min_samples=1).floor == 5
+        assert Centre("b", X, y, T.Params(), min_samples=1).floor == 2
+    finally:
+        configure(None)
+    c = Centre("a", X, y, T.Params(), 1, disclosure=without_floor(DEFAULT_POLICY))
+    assert c.floor == 1 and c.protocols["split_sums"].min_samples == 1

@@ -15,25 +15,50 @@ blocked: that needs secure aggregation or noise (docs/ARCHITECTURE.md, boosting)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..federation import Abstain
+from ..federation.disclosure import DisclosurePolicy
+from ..federation.guard import centre_policy
 from . import grid as GR
 from . import tree as T
+from .protocols import method_protocols, protocols
+
+
+def without_floor(policy: DisclosurePolicy) -> DisclosurePolicy:
+    """A centre's own settings with no sample floor (the exactness check: histogram_nofloor)."""
+    return replace(policy, nfilter_subset=1, nfilter_tab=1)
+
+
+def row(a: Any) -> np.ndarray:
+    """A vector of sums as one row (1 × k): its leading axis never counts samples (the guard
+    refuses an aggregate with one row per sample)."""
+    return np.asarray(a, dtype=np.float64).reshape(1, -1)
 
 
 class Centre:
-    """One data holder: raw training features ``X`` (n × d), labels ``y`` ∈ {0, 1}."""
+    """One data holder: raw training features ``X`` (n × d), labels ``y`` ∈ {0, 1}.
 
-    def __init__(self, cid: str, X: np.ndarray, y: np.ndarray, params: T.Params, floor: int = 1):
+    Its floor is its own: ``max(min_samples, disclosure.nfilter_subset)`` with ``disclosure``
+    the centre's :class:`~fedclust.federation.disclosure.DisclosurePolicy` (given, or its entry
+    of the configured ``disclosure`` section), the floor the centre-side guard checks too; it
+    answers each method under its own declared protocol (``protocols``)."""
+
+    def __init__(
+        self, cid: str, X: np.ndarray, y: np.ndarray, params: T.Params, min_samples: int = 1,
+        disclosure: DisclosurePolicy | None = None,
+    ):  # fmt: skip
         self.cid = str(cid)
         self.X = np.asarray(X, dtype=np.float64)
         self.y = np.asarray(y, dtype=np.float32)
         self.n_samples = int(len(self.y))
         self.params = params
-        self.floor = max(1, int(floor))
+        self.disclosure = disclosure
+        self.floor = centre_policy(self).floor(max(1, int(min_samples)))
+        self.protocols = method_protocols(protocols(self.floor))
         self.codes: np.ndarray | None = None
         self.n_bins: np.ndarray | None = None
         self.margin: np.ndarray | None = None
@@ -44,12 +69,13 @@ class Centre:
     # ------------------------------------------------------------------------- the grid
     def moments(self, parameters: Any, config: dict) -> dict | Abstain:
         if self.n_samples < self.floor:
-            return Abstain(f"{self.n_samples} samples < floor {self.floor}")
-        return GR.moments(self.X)
+            return Abstain("fewer samples than the centre's floor")
+        m = GR.moments(self.X)
+        return {**m, "sum": row(m["sum"]), "sumsq": row(m["sumsq"])}
 
     def sketch(self, parameters: Any, config: dict) -> dict | Abstain:
         if self.n_samples < self.floor:
-            return Abstain(f"{self.n_samples} samples < floor {self.floor}")
+            return Abstain("fewer samples than the centre's floor")
         return GR.sketch_message(self.X, [np.asarray(e) for e in config["edges"]], self.floor)
 
     def set_grid(self, parameters: Any, config: dict) -> dict:
@@ -78,7 +104,7 @@ class Centre:
         ok = self.n_samples >= self.floor
         self._root_ok, self._sent, self._runs = ok, {}, set()
         if not ok:
-            return Abstain(f"{self.n_samples} samples < floor {self.floor}")
+            return Abstain("fewer samples than the centre's floor")
         return {"n": self.n_samples, "g": float(np.sum(self.g, dtype=np.float64)),
                 "h": float(np.sum(self.h, dtype=np.float64))}  # fmt: skip
 
@@ -113,10 +139,10 @@ class Centre:
             out["bin_start"].append(runs.start.astype(np.int32))
             out["bin_end"].append(runs.end.astype(np.int32))
             out["bin_n"].append(np.rint(runs.sums(hist[2])).astype(np.int64))
-            out["bin_g"].append(runs.sums(hist[0]))
-            out["bin_h"].append(runs.sums(hist[1]))
+            out["bin_g"].append(row(runs.sums(hist[0])))
+            out["bin_h"].append(row(runs.sums(hist[1])))
         if not out["nodes"]:
-            return Abstain(f"no node with >= {self.floor} samples to report")
+            return Abstain("no node with enough samples to report")
         out["nodes"] = np.asarray(out["nodes"], np.int32)
         return out
 
@@ -142,11 +168,11 @@ class Centre:
             out["n"].append(n)
             out["feature"].append(f.astype(np.int32))
             out["cut"].append((b + 1).astype(np.int32))
-            out["gain"].append(0.5 * c.loss.ravel()[order].astype(np.float64))
+            out["gain"].append(row(0.5 * c.loss.ravel()[order].astype(np.float64)))
             out["n_left"].append(np.rint(c.NL.ravel()[order]).astype(np.int64))
             out["n_right"].append(np.rint(c.NR.ravel()[order]).astype(np.int64))
-        if not out["nodes"]:
-            return Abstain(f"no node with >= {self.floor} samples to report")
+        if not any(len(a) for a in out["n_left"]):  # nothing to propose or score
+            return Abstain("no admissible split with enough samples on both sides")
         out["nodes"], out["n"] = np.asarray(out["nodes"], np.int32), np.asarray(out["n"])
         return out
 
@@ -164,11 +190,11 @@ class Centre:
             out["nodes"].append(v)
             out["n"].append(n)
             out["index"].append(idx[both].astype(np.int32))
-            out["gain"].append(0.5 * c.loss[i][both].astype(np.float64))
+            out["gain"].append(row(0.5 * c.loss[i][both].astype(np.float64)))
             out["n_left"].append(np.rint(c.NL[i][both]).astype(np.int64))
             out["n_right"].append(np.rint(c.NR[i][both]).astype(np.int64))
-        if not out["nodes"]:
-            return Abstain(f"no node with >= {self.floor} samples to report")
+        if not any(len(a) for a in out["n_left"]):  # nothing to propose or score
+            return Abstain("no admissible split with enough samples on both sides")
         out["nodes"], out["n"] = np.asarray(out["nodes"], np.int32), np.asarray(out["n"])
         return out
 
@@ -198,8 +224,8 @@ class Centre:
                     out["g"].append(float(np.sum(self.g[m], dtype=np.float64)))
                     out["h"].append(float(np.sum(self.h[m], dtype=np.float64)))
         if not out["nodes"]:
-            return Abstain(f"no split with >= {self.floor} samples on both sides")
-        return {k: np.asarray(v) for k, v in out.items()}
+            return Abstain("no split with enough samples on both sides")
+        return {k: (row(v) if k in ("g", "h") else np.asarray(v)) for k, v in out.items()}
 
     def _cut_between_runs(self, rows: np.ndarray, j: int, k: int) -> bool:
         """The cut does not split one of this node's merged runs of feature j into a part
@@ -217,7 +243,7 @@ class Centre:
         """``rounds`` trees boosted on this centre's rows from the current model (Flower's
         bagging / cyclic XGBoost); every leaf holds ≥ floor rows."""
         if self.n_samples < self.floor:
-            return Abstain(f"{self.n_samples} samples < floor {self.floor}")
+            return Abstain("fewer samples than the centre's floor")
         b = T.LocalBuilder(self.codes, self.y, self.n_bins, self.params, self.floor,
                            margin=self.margin.copy())  # fmt: skip
         trees = b.fit(int(config["rounds"]))

@@ -29,13 +29,14 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..federation import INPROCESS, Ledger, Transport, federate
+from ..federation.disclosure import configured_policy
 from . import data as D
 from . import grid as GR
 from . import pooled as PL
 from . import server as S
 from . import tree as T
 from . import workflow as W
-from .centre import Centre
+from .centre import Centre, without_floor
 from .protocols import protocols
 
 FAMILIES = ("pooled", "pooled_raw", "histogram", "histogram_nofloor", "vote", "isolated",
@@ -166,7 +167,8 @@ def run_unit(
     """Train the scheme on the split's training rows, score it on the held-out rows."""
     sch = parse_scheme(scheme_id)
     params, gcfg, n_trees = params_of(cfg), grid_cfg(cfg), int(cfg.get("trees", 10))
-    floor = 1 if sch.family == "histogram_nofloor" else int(cfg.get("min_samples", 3))
+    nofloor = sch.family == "histogram_nofloor"
+    floor = 1 if nofloor else int(cfg.get("min_samples", 3))
     centre = D.centres(ds, split, spec, seed, rep)
     test = D.test_rows(ds.y, centre, float(cfg.get("test_fraction", 0.25)), seed, ds.name,
                        split, rep)  # fmt: skip
@@ -189,8 +191,7 @@ def run_unit(
     p_auc, p_ll = scores(yte, ref_margin)
 
     base = {**ids, "centres": len(names), "n_train": int(len(ytr)), "n_test": int(len(yte)),
-            "floor": floor, "pooled_auc": p_auc, "pooled_logloss": p_ll,
-            "source": ds.source}  # fmt: skip
+            "pooled_auc": p_auc, "pooled_logloss": p_ll, "source": ds.source}  # fmt: skip
     rows, messages = [], message_table(Ledger(), ids)
     seconds, grid_seconds, rounds = pooled_sec, 0.0, n_trees
 
@@ -223,8 +224,11 @@ def run_unit(
                             leaves_per_tree=PL.leaves_per_tree(bst)))  # fmt: skip
         seconds /= max(len(names), 1)
     else:
-        P = protocols(floor)
-        cs = [Centre(c, Xtr[ctr == c], ytr[ctr == c], params, floor) for c in names]
+        # each centre's floor: max(min_samples, its own disclosure nfilter_subset); the
+        # exactness check runs centres configured without one
+        own = (lambda c: without_floor(configured_policy(c))) if nofloor else (lambda c: None)
+        cs = [Centre(c, Xtr[ctr == c], ytr[ctr == c], params, floor, own(c)) for c in names]
+        P = protocols(floor)  # the server's ledger: min_samples (each centre checks its own)
         kw = {"grid_cfg": gcfg}
         if sch.family in ("histogram", "histogram_nofloor", "vote"):
             fam = "vote" if sch.family == "vote" else "histogram"
@@ -241,7 +245,8 @@ def run_unit(
         same_grid = len(model.grid.cuts) == len(pgrid.cuts) and all(
             np.array_equal(a, b) for a, b in zip(model.grid.cuts, pgrid.cuts, strict=True)
         )
-        extra: dict[str, Any] = {"same_grid": same_grid, "leaves_per_tree": _leaves(model.trees)}
+        extra: dict[str, Any] = {"same_grid": same_grid, "leaves_per_tree": _leaves(model.trees),
+                                 "floor": max(c.floor for c in cs)}  # fmt: skip
         if same_grid and sch.family != "bagging":
             a = PL.agreement(model.trees, ref_trees, pte, params)
             extra.update(same_trees=a.same_trees, max_leaf_diff=a.max_leaf_diff)

@@ -71,8 +71,8 @@ def lattice(messages: Sequence[dict], sketch_bins: int, range_sd: float) -> list
     """Server side: per feature the fine lattice edges (``sketch_bins`` + 1 values) over
     mean ± range_sd·SD from the centres' moments; a constant feature gets one edge."""
     n = sum(int(m["n"]) for m in messages)
-    s = np.sum([m["sum"] for m in messages], axis=0)
-    ss = np.sum([m["sumsq"] for m in messages], axis=0)
+    s = np.sum([np.ravel(m["sum"]) for m in messages], axis=0)
+    ss = np.sum([np.ravel(m["sumsq"]) for m in messages], axis=0)
     # rounded to 6 significant digits: the lattice is public, and the same whether the sums
     # came from one data holder or were added over centres (summation order)
     mean = _significant(s / n)
@@ -159,8 +159,8 @@ def spread(
     """Server side: add each run's value to ``out`` (d, width) over its bins, in proportion to
     ``weights`` (the grid's global bin counts; equal shares without them). A one-bin run adds
     its value to its bin as it is (exact)."""
-    feature, start, end = (np.asarray(a, np.int64) for a in (feature, start, end))
-    values = np.asarray(values, np.float64)
+    feature, start, end = (np.asarray(a, np.int64).ravel() for a in (feature, start, end))
+    values = np.asarray(values, np.float64).ravel()
     one = start == end
     np.add.at(out, (feature[one], end[one]), values[one])
     for f, s, e, v in zip(feature[~one], start[~one], end[~one], values[~one], strict=True):

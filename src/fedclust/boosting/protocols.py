@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from ..federation import Protocol
 
 C, A, P, M = "count", "aggregate", "parameters", "metadata"
+# Vectors of sums travel as one row (1 × k, ``centre.row``): the centre-side guard refuses an
+# aggregate whose leading axis has one entry per sample.
 
 
 @dataclass(frozen=True)
@@ -106,3 +108,20 @@ def protocols(floor: int = 1) -> Protocols:
         model=Protocol("boosting_model", tree),
         ack=Protocol("boosting_ack", {}),
     )
+
+
+def method_protocols(P: Protocols) -> dict[str, Protocol]:
+    """The protocol a centre declares for each method it answers (``centre.protocols``: the
+    centre-side guard applies these, whatever the request names)."""
+    return {
+        "moments": P.moments,
+        "sketch": P.sketch,
+        "set_grid": P.ack,
+        "add_trees": P.ack,
+        "totals": P.totals,
+        "histograms": P.histogram,
+        "votes": P.vote,
+        "union": P.union,
+        "split_sums": P.split_sums,
+        "local_trees": P.local_trees,
+    }

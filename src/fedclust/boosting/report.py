@@ -219,8 +219,9 @@ def section_text(cfg: dict[str, Any], metrics: pd.DataFrame) -> list[str]:
         f"{g.get('method', 'quantile')} cuts, at most {g.get('max_bin', 32)} bins per feature, "
         f"from the centres' moments (a public lattice of {g.get('sketch_bins', 64)} cells over "
         f"mean ± {g.get('range_sd', 4.0)} SD) and their merged cell counts.",
-        f"Disclosure: every message passes the ledger with a declared protocol; each count in it "
-        f"is ≥ the centres' floor (min_samples = {floor}). Bins with fewer samples are merged "
+        f"Disclosure: every message passes the centre-side guard and the ledger with a declared "
+        f"protocol; each count in it is ≥ the centre's floor, max(min_samples = {floor}, its "
+        "disclosure nfilter_subset). Bins with fewer samples are merged "
         "into runs (reported with their first and last non-empty bin; the server spreads a run "
         "over its bins by the grid's global bin counts), vote candidates need that many samples on "
         "both sides, a split's child sums are sent for both children or none, and a centre "

@@ -81,7 +81,8 @@ def _partial(tree: T.Tree) -> dict[str, np.ndarray]:
 
 
 def _add(out: np.ndarray, f, c, v) -> None:
-    np.add.at(out, (np.asarray(f, np.int64), np.asarray(c, np.int64)), np.asarray(v, np.float64))
+    f, c = np.asarray(f, np.int64).ravel(), np.asarray(c, np.int64).ravel()
+    np.add.at(out, (f, c), np.asarray(v, np.float64).ravel())
 
 
 @dataclass
@@ -161,7 +162,8 @@ def _split_sums(proxies, P, lvl, choice: dict[int, tuple[int, int]]) -> dict[int
     sums = {v: np.zeros((2, 3)) for v in nodes}
     seen = set()
     for r in filter(None, replies):
-        for v, side, *gh_n in zip(r["nodes"], r["side"], r["g"], r["h"], r["n"], strict=True):
+        g, h = np.ravel(r["g"]), np.ravel(r["h"])
+        for v, side, *gh_n in zip(r["nodes"], r["side"], g, h, r["n"], strict=True):
             sums[int(v)][int(side)] += gh_n
             seen.add(int(v))
     return {v: T.Split(*choice[v], *sums[v][0], *sums[v][1]) for v in nodes if v in seen}
