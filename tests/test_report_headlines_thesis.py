@@ -51,7 +51,15 @@ def _data():
     for ds in ("mnist", "bmnist"):
         rows.append([ds, "real: MNIST", 60000, 784, 0, "uniform10", _centers([6000] * 10)])
     cols = ["dataset", "source", "rows", "features", "nans_imputed", "split", "samples_per_center"]
-    return {"results/data/summary.tsv": pd.DataFrame(rows, columns=cols)}
+    fed = pd.DataFrame(  # issue 23: one cohort preprocessed federatedly beside pooled
+        [["rnaseq/BRCA", "region", 1188, 7, 2e-15, 1.3e-6, 0]],
+        columns=["dataset", "split", "samples", "centres", "size_factors_max_rel", "vst_max_abs",
+                 "top_genes_swapped"],
+    )  # fmt: skip
+    return {
+        "results/data/summary.tsv": pd.DataFrame(rows, columns=cols),
+        "results/data/federated_rnaseq.tsv": fed,
+    }
 
 
 def _hac():
