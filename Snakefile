@@ -58,6 +58,7 @@ include: "rules/perf.smk"
 include: "rules/fedcref.smk"
 include: "rules/survival.smk"
 include: "rules/boosting.smk"
+include: "rules/generative.smk"
 include: "rules/bayes.smk"
 include: "rules/report.smk"
 
