@@ -1,7 +1,7 @@
 # Stage: boosting (seed 003 ch. 10, D6.2 chapter 10; issue 26): federated gradient tree boosting
 # (histogram protocol, D6.2's top-S vote, Flower-style bagging / cyclic) against pooled XGBoost.
-# One job per dataset (boosting.fanout: dataset) or per (dataset, split, scheme, repetition)
-# (fanout: unit); boosting_report merges the job tables. See docs/ARCHITECTURE.md.
+# One job for every unit (boosting.fanout: all), per dataset (dataset) or per (dataset, split,
+# scheme, repetition) (unit); boosting_report merges the job tables. See docs/ARCHITECTURE.md.
 from fedclust.admm import pipeline as BOOST_ADMM
 from fedclust.boosting import workflow as BOOST_W
 

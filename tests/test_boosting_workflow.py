@@ -48,17 +48,21 @@ def unit_tables(cfg, bc):
 def test_units_groups_and_inputs(cfg, config):
     units = W.units(cfg)
     assert len(units) == 2 * (7 + 4) * 2 and len(set(units)) == len(units)
-    assert W.groups(cfg) == [("breast_cancer", "all")]
+    assert W.groups(cfg) == [("all", "all")]
+    assert W.groups({**cfg, "fanout": "dataset"}) == [("breast_cancer", "all")]
     unit = {**cfg, "fanout": "unit"}
     groups = W.groups(unit)
     assert len(groups) == len(units)
     assert sorted(u for d, g in groups for u in map(tuple, W.group_units(unit, d, g))) == sorted(
         tuple(u) for u in units
     )
-    assert W.dataset_inputs(config["boosting"], "breast_cancer") == {}
-    mds = W.dataset_inputs(config["boosting"], "mds")
-    assert mds["split_equal8"] == "results/data/mds/splits/equal8.tsv"
-    assert set(W.dataset_inputs(config["boosting"], "heart")) == {"features", "obs"}
+    assert W.group_units(cfg, "all", "all") == [list(u) for u in units]
+    b = config["boosting"]
+    assert W.dataset_inputs(b, "breast_cancer") == {}
+    mds = W.dataset_inputs(b, "mds")
+    assert mds["mds_split_equal8"] == "results/data/mds/splits/equal8.tsv"
+    assert set(W.dataset_inputs(b, "heart")) == {"heart_features", "heart_obs"}
+    assert W.dataset_inputs(b, "all") == {**W.dataset_inputs(b, "heart"), **mds}
 
 
 def test_config_checks(config):

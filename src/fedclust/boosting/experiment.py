@@ -271,14 +271,15 @@ def load(dataset: str, cfg: dict[str, Any], inputs: dict[str, str], heart: dict 
     """The dataset a job's units share, from the inputs :func:`workflow.dataset_inputs` names."""
     dcfg = (cfg.get("datasets") or {}).get(dataset) or {}
     if dataset == "heart":
-        return D.load_heart(inputs["features"], inputs["obs"], heart)
+        return D.load_heart(inputs["heart_features"], inputs["heart_obs"], heart)
     if dataset == "breast_cancer":
         return D.load_breast_cancer()
     if dataset == "mds":
-        splits = {k[len("split_") :]: v for k, v in inputs.items() if k.startswith("split_")}
-        return D.load_mds(inputs["features"], inputs["obs"], dcfg.get("outcome", "OS_STATUS"),
-                          dcfg.get("positive", 1), mds_source or "MDS cohort of the data stage",
-                          splits)  # fmt: skip
+        pre = "mds_split_"
+        splits = {k[len(pre) :]: v for k, v in inputs.items() if k.startswith(pre)}
+        return D.load_mds(inputs["mds_features"], inputs["mds_obs"],
+                          dcfg.get("outcome", "OS_STATUS"), dcfg.get("positive", 1),
+                          mds_source or "MDS cohort of the data stage", splits)  # fmt: skip
     raise ConfigError(f"unknown boosting dataset {dataset!r}", where="boosting.datasets",
                       fix=f"one of {D.DATASETS}")  # fmt: skip
 
@@ -288,7 +289,7 @@ def run_units(
     heart: dict | None = None, mds_source: str = "", data_splits: dict | None = None,
     transport: Transport = INPROCESS,
 ) -> UnitResult:  # fmt: skip
-    """Run the units of one job (one dataset) in order; their tables concatenated."""
+    """Run the units of one job in order (each dataset read once); their tables concatenated."""
     data: dict[str, D.Dataset] = {}
     parts = []
     for ds, split, sch, rep in units:

@@ -1,10 +1,11 @@
 """Parse-time helpers for ``rules/boosting.smk``: units, job groups, inputs (no heavy imports).
 
 A *unit* is (dataset, split, scheme, repetition). A job runs one group of units and writes one
-metrics / messages / timing table for it: ``boosting.fanout: dataset`` (default config) runs all
-units of a dataset in one job (group ``all``), ``unit`` (thesis) one job per unit (group
-``<split>.<scheme>.rep<r>``). Every number depends on its unit only, so the tables the report
-merges do not depend on the grouping.
+metrics / messages / timing table for it, ``results/boosting/runs/{dataset}/{group}/``:
+``boosting.fanout: all`` (default config) runs every unit in one job (``all/all``), ``dataset``
+one job per dataset (``<dataset>/all``), ``unit`` (thesis) one job per unit
+(``<dataset>/<split>.<scheme>.rep<r>``). Every number depends on its unit only, so the tables
+the report merges do not depend on the grouping.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from typing import Any
 
 _VOTE = re.compile(r"^vote_(zero|union)_s(all|[1-9][0-9]*)$")
-FANOUTS = ("dataset", "unit")
+FANOUTS = ("all", "dataset", "unit")
 
 
 def scheme_ids(cfg: dict[str, Any]) -> list[str]:
@@ -41,11 +42,13 @@ def units(cfg: dict[str, Any]) -> list[tuple[str, str, str, int]]:
 
 
 def fanout(cfg: dict[str, Any]) -> str:
-    return str(cfg.get("fanout", "dataset"))
+    return str(cfg.get("fanout", "all"))
 
 
 def group_of(unit: tuple[str, str, str, int], how: str) -> tuple[str, str]:
     ds, split, sch, rep = unit
+    if how == "all":
+        return "all", "all"
     return ds, ("all" if how == "dataset" else f"{split}.{sch}.rep{rep}")
 
 
@@ -80,14 +83,21 @@ def data_splits_used(cfg: dict[str, Any], dataset: str) -> list[str]:
 
 
 def dataset_inputs(cfg: dict[str, Any], dataset: str) -> dict[str, str]:
-    """Rule inputs of a dataset's jobs: the data stage's tables (and split files)."""
+    """Rule inputs of a job on ``dataset`` (``all``: every configured dataset): the data
+    stage's tables and split files, keyed ``<dataset>_<what>``."""
+    if dataset == "all":
+        out: dict[str, str] = {}
+        for ds in cfg.get("datasets") or {}:
+            out.update(dataset_inputs(cfg, ds))
+        return out
     if dataset == "heart":
-        return {"features": "results/data/heart/features.parquet",
-                "obs": "results/data/heart/obs.tsv"}  # fmt: skip
+        return {"heart_features": "results/data/heart/features.parquet",
+                "heart_obs": "results/data/heart/obs.tsv"}  # fmt: skip
     if dataset == "mds":
-        out = {"features": "results/data/mds/features.parquet", "obs": "results/data/mds/obs.tsv"}
+        out = {"mds_features": "results/data/mds/features.parquet",
+               "mds_obs": "results/data/mds/obs.tsv"}  # fmt: skip
         for name in data_splits_used(cfg, dataset):
-            out[f"split_{name}"] = f"results/data/mds/splits/{name}.tsv"
+            out[f"mds_split_{name}"] = f"results/data/mds/splits/{name}.tsv"
         return out
     return {}
 
