@@ -32,7 +32,7 @@ from fedclust.fedcref.association import (
 from fedclust.fedcref.calibrate import choose_theta
 from fedclust.fedcref.experiments import make_evaluator, perfect_oracle, settings
 from fedclust.fedcref.model import generator, get_parameters, make_ae, train_ae
-from fedclust.fedcref.refine import client_stable, cluster_refine, series_stable
+from fedclust.fedcref.refine import align_labels, client_stable, cluster_refine, series_stable
 from fedclust.fedcref.system import apply_overlap, build_system, dirty_uniform, oracle_partition
 from fedclust.federation import Ledger
 from fedclust.metrics.assignment import hungarian_accuracy
@@ -127,6 +127,18 @@ def test_cluster_refine_hand_made_ties_leftovers_and_empty():
     assert lab.tolist() == [0, 0, 1, 1, 0]  # leftover row 4: best of selected {0, 1} = col 0
     lab, sel = cluster_refine(np.array([[0.1, 0.5], [0.1, 0.5]]), 3)
     assert lab.tolist() == [0, 0] and sel == [0]  # clusters 1 and 2 stay empty
+
+
+def test_refined_partition_keeps_the_cluster_ids_of_its_models():
+    """ClusterRefine numbers clusters in selection order; the refined partition is relabelled to
+    the previous one, so a client that turns inactive keeps model q ↔ cluster q (§2.6)."""
+    prev = np.repeat([0, 1, 2], [5, 30, 12])
+    assert align_labels(np.repeat([2, 0, 1], [5, 30, 12]), prev, 3).tolist() == prev.tolist()
+    c = Client(0, "c0", np.zeros((len(prev), 4)), prev, 3, TINY, 0)
+    c.models = {q: f"m{q}" for q in range(3)}  # model q fits cluster q best
+    c.cache = {f"m{q}": np.where(prev == q, 0.1, 1.0) for q in range(3)}
+    c.refine([])  # selection order 1, 2, 0 (cluster sizes); ids stay
+    assert c.labels.tolist() == prev.tolist()
 
 
 def test_series_stable():

@@ -42,7 +42,7 @@ from .association import (
 )
 from .model import NDArrays, generator, get_parameters, make_ae, sample_errors, set_parameters
 from .model import train_ae as _train
-from .refine import client_stable, cluster_refine, series_stable
+from .refine import align_labels, client_stable, cluster_refine, series_stable
 
 log = logging.getLogger(__name__)
 MODES = ("fedcref", "perfect", "local_only")
@@ -187,8 +187,14 @@ class Client:
         n = np.asarray([self.sizes[u] for u in models], dtype=np.int64)
         return {"models": models, "n": n}
 
+    def live(self) -> list[int]:
+        """Clusters with a model and samples: an inactive client's refined partition can leave
+        a cluster of a frozen model empty (no graph node then, as an empty cluster at Step 1)."""
+        counts = np.bincount(self.labels, minlength=self.k)
+        return [q for q in sorted(self.models) if counts[q] > 0]
+
     def nodes(self) -> list[Node]:
-        return [(self.index, q) for q in sorted(self.models)]
+        return [(self.index, q) for q in self.live()]
 
     def evaluate_models(self, received: dict[str, NDArrays]) -> None:
         """Errors of received models on this client's own data (cached by model id)."""
@@ -203,7 +209,7 @@ class Client:
     # Step 2
     def association_stats(self, foreign: dict[Node, str]) -> dict[str, Any]:
         """stat[q, f] = pct_α(minmax|E_{iq→iq} − E_{f→iq}|) for own clusters × foreign models."""
-        own = sorted(self.models)
+        own = self.live()
         keys = sorted(foreign)
         s = np.full((len(own), len(keys)), np.nan)
         for a, q in enumerate(own):
@@ -236,7 +242,7 @@ class Client:
         """ClusterRefine over {own local AEs} ∪ {group AEs}; stability check (§2.6)."""
         cols = [self.models[q] for q in sorted(self.models)] + list(group_models)
         e = np.stack([self.cache[u] for u in cols], axis=1)
-        new, _ = cluster_refine(e, self.k)
+        new = align_labels(cluster_refine(e, self.k)[0], self.labels, self.k)
         stable, acc = client_stable(self.labels, new, self.p.tau)
         self.labels = new
         if stable:
@@ -385,7 +391,7 @@ def run_fedcref(
             if c.active or it == 1:
                 new_models[c.index] = c.train_local(it)
         nodes = sorted(n for c in clients for n in c.nodes())
-        uid_of = {(c.index, q): u for c in clients for q, u in c.models.items()}
+        uid_of = {(c.index, q): c.models[q] for c in clients for q in c.live()}
         # Step 2: all-to-all exchange of the new local models; association statistics
         stat: dict[tuple[Node, Node], float] = {}
         if mode == "fedcref":
