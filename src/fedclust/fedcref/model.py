@@ -174,27 +174,51 @@ def generator(seed: int, *labels: object) -> torch.Generator:
 
 
 # ------------------------------------------------------------------ many models at once
-def _layer_views(model: FlatAE, flat: torch.Tensor) -> list[torch.Tensor]:
-    """(M, P) parameters → per-layer (M, o, i) weights and (M, o) biases (views)."""
+def _layer_views(model: FlatAE, flat: torch.Tensor, kernel: bool = False) -> list[torch.Tensor]:
+    """(M, P) parameters → per-layer (M, o, i) weights and (M, o) biases (views); ``kernel``:
+    the layout of :func:`_to_kernel`, weights stored transposed as (M, i, o)."""
     out, off = [], 0
     for shape, size in zip(model.shapes, model.sizes, strict=True):
-        out.append(flat[:, off : off + size].view(flat.shape[0], *shape))
+        shp = shape[::-1] if kernel and len(shape) == 2 else shape
+        out.append(flat[:, off : off + size].view(flat.shape[0], *shp))
         off += size
     return out
 
 
+def _to_kernel(model: FlatAE, flat: torch.Tensor, back: bool = False) -> torch.Tensor:
+    """Flat (M, P) weights with every weight matrix transposed (i × o), the layout the batched
+    products read and whose gradients come out contiguous; ``back``: the inverse."""
+    out = torch.empty_like(flat)
+    src, dst = _layer_views(model, flat, back), _layer_views(model, out, not back)
+    for a, b in zip(src, dst, strict=True):
+        b.copy_(a.transpose(1, 2) if a.dim() == 3 else a)
+    return out
+
+
 def forward_many(
-    model: FlatAE, x: torch.Tensor, flat: torch.Tensor | None, views: list | None = None
+    model: FlatAE,
+    x: torch.Tensor,
+    flat: torch.Tensor | None,
+    views: list | None = None,
 ) -> torch.Tensor:
     """M models on (M, B, d) inputs (or one (B, d) input for all): (M, B, d) outputs; the
-    parameters as an (M, P) matrix or as its per-layer ``views``."""
-    v = _layer_views(model, flat) if views is None else views
-    h = x if x.dim() == 3 else x.unsqueeze(0).expand(v[0].shape[0], *x.shape)
+    parameters as an (M, P) matrix, or as per-layer ``views`` in the :func:`_to_kernel` layout."""
+    if views is None:
+        views = [v.transpose(1, 2) if v.dim() == 3 else v for v in _layer_views(model, flat)]
+    h = x if x.dim() == 3 else x.unsqueeze(0).expand(views[0].shape[0], *x.shape)
     last = len(model.layers) - 1
     for k in range(len(model.layers)):
-        h = torch.baddbmm(v[2 * k + 1].unsqueeze(1), h, v[2 * k].transpose(1, 2))
+        h = torch.baddbmm(views[2 * k + 1].unsqueeze(1), h, views[2 * k])
         h = torch.sigmoid(h) if k == last else F.relu(h)
     return h
+
+
+def _adam_scales(
+    st: torch.Tensor, b1: float, b2: float, lr: float, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-model (M, 1) factors of the Adam step for step counts ``st`` (float64)."""
+    c1 = (1 - b1**st) / -lr
+    return (c1 / torch.sqrt(1 - b2**st)).float(), (eps * c1).float()
 
 
 def train_many(
@@ -225,7 +249,7 @@ def train_many(
     dev = init.device  # the models' device; minibatch permutations are drawn on the CPU
     x_all = torch.cat([x.reshape(len(x), -1).to(dev) for x in xs]) if n_models else init
     starts = np.concatenate([[0], np.cumsum(ns)[:-1]]).astype(np.int64)
-    p_all = init.detach().clone()
+    p_all = _to_kernel(model, init.detach())
     m_all, v_all = torch.zeros_like(p_all), torch.zeros_like(p_all)
     steps = np.zeros(n_models, dtype=np.int64)
     losses: list[list[float]] = [[] for _ in range(n_models)]
@@ -262,26 +286,27 @@ def train_many(
             ps = pc if full else pc[sub]
             # per-layer leaves (views of ps): the gradient of a column slice of an (M, P)
             # matrix would be materialised as a zero-padded (M, P) tensor per layer
-            leaves = [v.detach().requires_grad_(True) for v in _layer_views(model, ps)]
+            leaves = [v.detach().requires_grad_(True) for v in _layer_views(model, ps, True)]
             per = ((forward_many(model, xb, None, leaves) - xb) ** 2).mean(2) * w
             loss_m = per.sum(1) / cnt
             grads = torch.autograd.grad(loss_m.sum(), leaves)
             g = torch.cat([gr.reshape(len(ps), -1) for gr in grads], 1)
             with torch.no_grad():
+                # Adam: p −= lr/(1−β1ᵗ) · m / (√v/√(1−β2ᵗ) + ε), per-model t, as
+                # p += m / (√v·a + b) with a = (1−β1ᵗ)/(−lr·√(1−β2ᵗ)), b = ε(1−β1ᵗ)/(−lr)
                 if full:
                     st += 1
-                    mc.mul_(b1).add_(g, alpha=1 - b1)
+                    a, b = _adam_scales(st, b1, b2, lr, eps)
+                    mc.lerp_(g, 1 - b1)
                     vc.mul_(b2).addcmul_(g, g, value=1 - b2)
-                    denom = (vc.sqrt() / torch.sqrt(1 - b2**st).float()).add_(eps)
-                    pc.addcdiv_(mc, denom * ((1 - b1**st) / -lr).float())
+                    pc.addcdiv_(mc, vc.sqrt().mul_(a).add_(b))
                     total += (loss_m.detach() * cnt).double()
                 else:
                     st[sub] += 1
-                    s_sub = st[sub]
-                    mm = mc[sub].mul_(b1).add_(g, alpha=1 - b1)
+                    a, b = _adam_scales(st[sub], b1, b2, lr, eps)
+                    mm = mc[sub].lerp_(g, 1 - b1)
                     vv = vc[sub].mul_(b2).addcmul_(g, g, value=1 - b2)
-                    denom = (vv.sqrt() / torch.sqrt(1 - b2**s_sub).float()).add_(eps)
-                    pc[sub] = ps + mm / (denom * ((1 - b1**s_sub) / -lr).float())
+                    pc[sub] = ps.addcdiv(mm, vv.sqrt().mul_(a).add_(b))
                     mc[sub], vc[sub] = mm, vv
                     total[sub] += (loss_m.detach() * cnt).double()
         with torch.no_grad():
@@ -297,7 +322,7 @@ def train_many(
                     wait[m] += 1
                     if wait[m] >= patience:
                         alive[m] = False
-    return p_all, losses
+    return _to_kernel(model, p_all, back=True), losses
 
 
 @torch.no_grad()
