@@ -116,3 +116,14 @@ def test_groups_in_lockstep_equal_groups_one_after_another():
         for u, v in zip(a, b, strict=True):
             np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-7)
     assert led.table().drop(columns="reason").equals(seq_ledger.table().drop(columns="reason"))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
+def test_cuda_device_without_a_gpu_is_a_config_error():
+    from fedclust.config import load_yaml, validate_config
+    from fedclust.errors import ConfigError
+
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    cfg = validate_config(load_yaml(root / "config" / "config.yaml"))["fedcref"]
+    with pytest.raises(ConfigError, match="sees no GPU"):
+        FedCRefParams.from_config({**cfg, "device": "cuda"}, theta=0.2)

@@ -118,6 +118,13 @@ class FedCRefParams:
     def from_config(cls, cfg: dict, theta: float | None = None) -> FedCRefParams:
         a, ae, fl, st = cfg["association"], cfg["autoencoder"], cfg["federated"], cfg["stopping"]
         th = a["theta"] if theta is None else theta
+        device = str(cfg.get("device", "cpu"))
+        if device == "cuda" and not torch.cuda.is_available():
+            raise ConfigError(
+                "fedcref.device is 'cuda' but this job sees no GPU",
+                where="fedcref.device",
+                fix="set fedcref.device: cpu, or give fedcref_run a GPU (resources gpu: 1)",
+            )
         if isinstance(th, str):
             raise ConfigError(
                 f"θ = {th!r} must be resolved to a number before the run",
@@ -143,7 +150,7 @@ class FedCRefParams:
             later_epochs=int(fl["later_epochs"]),
             max_members=int(fl["max_members"]),
             min_samples=int(fl.get("min_samples", 1)),
-            device=str(cfg.get("device", "cpu")),
+            device=device,
         )
 
 
@@ -189,7 +196,7 @@ class Client:
         model = self.template()
         if jobs:
             flats = torch.stack([f for f, _ in trained])
-            errs = errors_many(model, flats, self.x)
+            errs = errors_many(model, flats, self.x, device=self.p.device)
         for a, ((q, uid, job), (flat, _)) in enumerate(zip(jobs, trained, strict=True)):
             self.cache[uid] = errs[:, a]
             self.models[q] = uid
@@ -223,8 +230,8 @@ class Client:
         new = [u for u in received if u not in self.cache]
         if not new:
             return
-        errs = errors_many(self.template(), torch.stack([flatten(received[u]) for u in new]),
-                           self.x)  # fmt: skip
+        flats = torch.stack([flatten(received[u]) for u in new])
+        errs = errors_many(self.template(), flats, self.x, device=self.p.device)
         for a, u in enumerate(new):
             self.cache[u] = errs[:, a]
 

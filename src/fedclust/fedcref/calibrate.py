@@ -242,8 +242,9 @@ def size_statistics(
                         p.epochs, generator(sd, "shuffle", i), p.patience)
                     for i in range(len(xt))
                 ]  # fmt: skip
-                flats = torch.stack([f for f, _ in run_jobs(model, jobs, p.batch_size, p.lr)])
-                err = [errors_many(model, flats, xi) for xi in xt]  # err[i][:, j]: j on i
+                out = run_jobs(model, jobs, p.batch_size, p.lr, p.device)
+                flats = torch.stack([f for f, _ in out])
+                err = [errors_many(model, flats, xi, device=p.device) for xi in xt]  # j on i
                 for i in range(len(xt)):
                     for j in range(i + 1, len(xt)):
                         s_ij = direction_statistic(err[i][:, i], err[i][:, j], alpha)

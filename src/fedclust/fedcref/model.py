@@ -327,10 +327,11 @@ def train_many(
 
 @torch.no_grad()
 def errors_many(
-    model: FlatAE, flat: torch.Tensor, x: torch.Tensor, chunk: int = 2**24
+    model: FlatAE, flat: torch.Tensor, x: torch.Tensor, chunk: int = 2**24, device: str = "cpu"
 ) -> np.ndarray:
-    """(n, M) per-sample reconstruction MSE of M models (rows of ``flat``) on ``x``; models and
-    samples in chunks of at most ``chunk`` output values."""
+    """(n, M) per-sample reconstruction MSE of M models (rows of ``flat``) on ``x`` (computed on
+    ``device``); models and samples in chunks of at most ``chunk`` output values."""
+    flat, x = flat.to(device), x.to(device)
     n, d = x.shape
     m_models = flat.shape[0]
     out = np.zeros((n, m_models))
