@@ -13,6 +13,7 @@ evaluation callback and the Perfect-Associations oracle.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -411,7 +412,7 @@ def train_groups(
     if not groups:
         return []
     lock = Lockstep(clients[0].template(), p.batch_size, p.lr, p.device)
-    subs = [Ledger(protocol=ledger.protocol, servers=ledger.servers) for _ in groups]
+    subs = [dataclasses.replace(ledger, records=[], abstention_records=[]) for _ in groups]
 
     def one(gi: int) -> Callable[[], NDArrays]:
         return lambda: train_group(clients, groups[gi], p, seed, f"G{gi}/it{it}", subs[gi], it,
