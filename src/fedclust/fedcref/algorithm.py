@@ -42,7 +42,7 @@ from .association import (
     direction_statistic,
 )
 from .model import NDArrays, errors_many, flatten, generator, get_parameters, make_ae, unflatten
-from .parallel import GroupRuntime, Job, Lockstep, run_jobs
+from .parallel import GroupRuntime, Job, Lockstep, run_jobs, same_weights
 from .refine import align_labels, client_stable, cluster_refine, series_stable
 
 log = logging.getLogger(__name__)
@@ -170,6 +170,7 @@ class Client:
         self.cache: dict[str, np.ndarray] = {}
         self.active = True
         self._fl_gens: dict[str, torch.Generator] = {}
+        self._prefetch: dict[tuple, tuple] = {}  # (cluster, group) → (weights, config, result)
 
     def template(self) -> Any:
         """An AE of this run's shape (weights set per use)."""
@@ -268,12 +269,26 @@ class Client:
         n = int(np.sum(self.labels == q))
         return unflatten(self.template(), flat), n, {"loss": float(losses[-1]) if losses else 0.0}
 
+    def prefetched(self, q: int, parameters: NDArrays, config: dict[str, Any]) -> bool:
+        """Whether cluster q holds a batched result for exactly these weights and config."""
+        got = self._prefetch.get((q, config.get("group")))
+        return got is not None and got[1] == config and same_weights(got[0], parameters)
+
+    def prefetch(self, q: int, parameters: NDArrays, config: dict[str, Any], out: Any) -> None:
+        """Cluster q's fit computed in a batch with other members' (:class:`GroupRuntime`)."""
+        self._prefetch[(q, config.get("group"))] = (parameters, dict(config), out)
+
     def fit(
         self, q: int, parameters: NDArrays, config: dict[str, Any]
     ) -> tuple[NDArrays, int, dict]:
-        job = self.fit_job(q, parameters, config)
-        out = run_jobs(self.template(), [job], self.p.batch_size, self.p.lr, self.p.device)
-        return self.fit_result(q, out[0])
+        """Local epochs of cluster q from the group's weights: the batched result when one was
+        computed for these weights, else trained here alone."""
+        if self.prefetched(q, parameters, config):
+            out = self._prefetch.pop((q, config.get("group")))[2]
+        else:
+            job = self.fit_job(q, parameters, config)
+            out = run_jobs(self.template(), [job], self.p.batch_size, self.p.lr, self.p.device)[0]
+        return self.fit_result(q, out)
 
     # Step 4
     def refine(self, group_models: Sequence[str]) -> dict[str, Any]:
@@ -337,14 +352,16 @@ class FedCRefResult:
 
 
 class _Member:
-    """Member ``k`` of a group (a client's local cluster) as a Flower-shaped fit client; its
-    fit runs through the group's :class:`~fedclust.fedcref.parallel.GroupRuntime`."""
+    """Local cluster ``q`` of a client, member ``k`` of a group, as a Flower-shaped fit client:
+    the group's :class:`~fedclust.fedcref.parallel.GroupRuntime` first runs the round's member
+    fits as one batch, then the client's own ``fit`` answers."""
 
-    def __init__(self, runtime: GroupRuntime, k: int) -> None:
-        self.runtime, self.k = runtime, k
+    def __init__(self, client: Client, q: int, runtime: GroupRuntime, k: int) -> None:
+        self.client, self.q, self.runtime, self.k = client, q, runtime, k
 
     def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]:
-        return self.runtime.fit(self.k, parameters, config)
+        self.runtime.prepare(self.k, parameters, config)
+        return self.client.fit(self.q, parameters, config)
 
 
 @dataclass
@@ -388,11 +405,12 @@ def train_group(
     runtime = GroupRuntime(
         [(clients[ci], q) for ci, q in members],
         lambda m, prm, cfg: m[0].fit_job(m[1], prm, cfg),
-        lambda m, out: m[0].fit_result(m[1], out),
+        lambda m, prm, cfg: m[0].prefetched(m[1], prm, cfg),
+        lambda m, prm, cfg, out: m[0].prefetch(m[1], prm, cfg, out),
         submit or (lambda jobs: run_jobs(template, jobs, p.batch_size, p.lr, p.device)),
     )
-    proxies = [LedgerClientProxy(clients[ci].cid, _Member(runtime, k), ledger)
-               for k, (ci, _q) in enumerate(members)]  # fmt: skip
+    proxies = [LedgerClientProxy(clients[ci].cid, _Member(clients[ci], q, runtime, k), ledger)
+               for k, (ci, q) in enumerate(members)]  # fmt: skip
     return run_rounds(proxies, strategy, params, p.rounds, {"group": tag},
                       protocols(p.min_samples).group_fit, kind="group",
                       label=f"fedcref it {it} group {tag}")  # fmt: skip

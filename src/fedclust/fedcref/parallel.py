@@ -152,32 +152,34 @@ class Lockstep:
 
 
 class GroupRuntime:
-    """The members of one FedAvg group as seen by the simulation: the first member asked to fit
-    in a round submits the fits of every member from the same global weights (FedAvg sends all
-    members the same model) and each member then takes its own result; a member asked with
-    other weights or config trains on its own."""
+    """The members of one FedAvg group as the simulation runs them: when a member is asked to
+    fit and holds no result for these weights yet, the fits of every member without one run as
+    one batch from the same global weights (FedAvg sends all members the same model) and each
+    result is handed to its member (``deposit``); the member's own ``fit`` then answers from it
+    (and trains alone if the weights or config differ)."""
 
     def __init__(
         self,
         members: Sequence[Any],
         make_job: Callable[[Any, NDArrays, dict], Job],
-        finish: Callable[[Any, tuple[torch.Tensor, list[float]]], tuple[NDArrays, int, dict]],
+        ready: Callable[[Any, NDArrays, dict], bool],
+        deposit: Callable[[Any, NDArrays, dict, Any], None],
         submit: Callable[[Sequence[Job]], list],
     ) -> None:
         self.members = list(members)
-        self.make_job, self.finish, self.submit = make_job, finish, submit
-        self._ready: dict[int, tuple[NDArrays, dict, Any]] = {}
+        self.make_job, self.ready, self.deposit, self.submit = make_job, ready, deposit, submit
 
-    def fit(self, i: int, parameters: NDArrays, config: dict) -> tuple[NDArrays, int, dict]:
-        got = self._ready.pop(i, None)
-        if got is not None and got[1] == config and _same(got[0], parameters):
-            return got[2]
-        todo = [i] + [j for j in range(len(self.members)) if j != i]
+    def prepare(self, i: int, parameters: NDArrays, config: dict) -> None:
+        """Make sure member ``i`` holds its result for ``parameters`` / ``config``."""
+        if self.ready(self.members[i], parameters, config):
+            return
+        others = range(len(self.members))
+        todo = [i] + [j for j in others if j != i and not self.ready(self.members[j], parameters,
+                                                                      config)]  # fmt: skip
         outs = self.submit([self.make_job(self.members[j], parameters, config) for j in todo])
-        res = {j: self.finish(self.members[j], o) for j, o in zip(todo, outs, strict=True)}
-        self._ready = {j: (parameters, dict(config), res[j]) for j in todo if j != i}
-        return res[i]
+        for j, o in zip(todo, outs, strict=True):
+            self.deposit(self.members[j], parameters, config, o)
 
 
-def _same(a: NDArrays, b: NDArrays) -> bool:
+def same_weights(a: NDArrays, b: NDArrays) -> bool:
     return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
