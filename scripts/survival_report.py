@@ -87,7 +87,25 @@ def main() -> None:
         f"{len(res) // max(reps, 1) // len(cfg['endpoints'])} jobs per endpoint, "
         f"{wall.sum() / max(reps, 1) / len(cfg['endpoints']):.0f} s of compute per endpoint).",
     ]
+    # issue 28 item 7: training length (this run's grid, the committed fixed-length measurement)
+    points = pd.read_csv(snakemake.input.length[0], sep="\t") if snakemake.input.length else None
+    points = (
+        points[points["endpoint"].isin(cfg["endpoints"])] if points is not None else pd.DataFrame()
+    )
+    text.insert(1, tables.training_length_sentence(points, grid))
     sec_tables, sec_figs = [], []
+    write_table(out.length, tables.training_length(points), index=False)
+    if len(points):
+        sec_tables.append(
+            {
+                "path": out.length,
+                "caption": "Training length: blind-test C-index (mean, SD) of every strategy "
+                "and scenario at fixed federated × internal epochs, without grid search, beside "
+                "D6.2's (committed measurement docs/survival_training_length, made with "
+                "benchmarks/survival_training_length.py; its cohort, not necessarily this "
+                "run's).",
+            }
+        )
     t_out, f_out = iter(out.tables), iter(out.figures)
     preds = {}
     for p, r in zip(snakemake.input.predictions, snakemake.params.pred_jobs, strict=True):
