@@ -376,3 +376,33 @@ def test_fig_8_7_centre_distributions_show_the_scenarios():
     assert (b["bm_blast_max"].to_numpy()[:-1] <= b["bm_blast_min"].to_numpy()[1:]).all()
     i = tab[tab.scenario == "iid_balanced"]
     assert (i["time_max"].to_numpy()[:-1] > i["time_min"].to_numpy()[1:]).all()  # overlapping
+
+
+def test_training_length_table_and_sentence():
+    """Issue 28 item 7: the fixed-length measurement's table (mean, SD per length, D6.2 beside)
+    and the report's sentence (the run's grid length; shortest → longest per strategy)."""
+    from fedclust.survival import tables
+
+    rows = [
+        {"source": "ipssm", "endpoint": "OS", "rep": r, "scenario": sc, "strategy": st,
+         "fe": fe, "ie": ie, "batches": 1, "lr": 0.01, "test_c_index": v - 0.001 * r}
+        for r in range(2)
+        for (fe, ie), drop in (((6, 3), 0.0), ((50, 10), 0.07))
+        for st, sc, v in (("isolated", "iid_balanced", 0.71 - drop),
+                          ("isolated", "noniid_time", 0.65 - drop),
+                          ("ensemble", "noniid_time", 0.71 - drop),
+                          ("weights_averaging", "iid_balanced", 0.73),
+                          ("weights_averaging", "noniid_time", 0.72))
+    ]  # fmt: skip
+    points = pd.DataFrame(rows)
+    tab = tables.training_length(points)
+    iso = tab[(tab.strategy == "Isolated nodes (Lower bound)") & (tab.scenario == "Balanced sizes")]
+    assert iso["6 × 3 epochs"].item() == pytest.approx(0.7095)
+    assert iso["50 × 10 epochs"].item() == pytest.approx(0.6395) and iso["D6.2"].item() == 0.62
+    assert iso["6 × 3: SD"].item() == pytest.approx(np.std([0.71, 0.709], ddof=1))
+    assert list(tab.columns[-2:]) == ["reps", "D6.2"] and set(tab["reps"]) == {2}
+    grid = {"federated_epochs": [6], "internal_epochs": [3], "batches": [1], "lr": [0.01]}
+    text = tables.training_length_sentence(points, grid)
+    assert "at most 18 epochs" in text and "6 × 3 → 50 × 10" in text
+    assert "Isolated nodes / Balanced sizes 0.710 → 0.639 (D6.2 0.62)" in text
+    assert tables.training_length_sentence(pd.DataFrame(), grid).endswith("its grid.")
