@@ -400,7 +400,7 @@ def test_training_length_table_and_sentence():
     assert iso["6 × 3 epochs"].item() == pytest.approx(0.7095)
     assert iso["50 × 10 epochs"].item() == pytest.approx(0.6395) and iso["D6.2"].item() == 0.62
     assert iso["6 × 3: SD"].item() == pytest.approx(np.std([0.71, 0.709], ddof=1))
-    assert list(tab.columns[-2:]) == ["reps", "D6.2"] and set(tab["reps"]) == {2}
+    assert tab.columns[-1] == "D6.2" and set(tab["50 × 10: reps"]) == {2}
     grid = {"federated_epochs": [6], "internal_epochs": [3], "batches": [1], "lr": [0.01]}
     text = tables.training_length_sentence(points, grid)
     assert "at most 18 epochs" in text and "6 × 3 → 50 × 10" in text

@@ -125,13 +125,13 @@ def training_length(points: pd.DataFrame) -> pd.DataFrame:
         for _, r in part.iterrows():
             row[f"{r['length']} epochs"] = float(r["mean"])
             row[f"{r['length']}: SD"] = float(r["sd"])
-        row["reps"] = int(part["reps"].min())
+            row[f"{r['length']}: reps"] = int(r["reps"])
         row["D6.2"] = D62.get(key, (np.nan,))[0]
         rows.append(row)
     order = {n: i for i, n in enumerate(ROW_NAMES.values())}
     lengths = s.drop_duplicates(["fe", "ie"])["length"]
     cols = ["strategy", "scenario"]
-    cols += [c for n in lengths for c in (f"{n} epochs", f"{n}: SD")] + ["reps", "D6.2"]
+    cols += [c for n in lengths for c in (f"{n} epochs", f"{n}: SD", f"{n}: reps")] + ["D6.2"]
     out = pd.DataFrame(rows).reindex(columns=cols)
     return out.sort_values("strategy", key=lambda c: c.map(order), kind="mergesort").reset_index(
         drop=True
