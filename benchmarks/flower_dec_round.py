@@ -3,8 +3,10 @@
 Default: the MDS shape of the default workflow (2957 samples × 54 features, 10 uniform centers,
 arch [64, 64, 128, 10], TSAE batch 32 / DEC batch 64, Adam + FedAdam, one local epoch). Each
 engine runs ``--rounds`` TSAE rounds and ``--rounds`` DEC (stage C) rounds; reported: the mean
-round time (the core's round clock, inside the ServerApp for Flower) and the wall time of each
-``run_rounds`` call, which for Flower includes starting the Simulation Runtime. Run on demand:
+round time (the core's round clock, inside the ServerApp for Flower), the CPU time per round
+(``time.process_time`` of the whole call / rounds: less sensitive to a shared machine's load)
+and the wall time of each ``run_rounds`` call, which for Flower includes building the
+``ServerApp``, the ``ClientApp`` and the grid (:mod:`fedclust.flower.simulation`). Run on demand:
 
     OMP_NUM_THREADS=1 python benchmarks/flower_dec_round.py --rounds 1
 """
@@ -65,7 +67,7 @@ def main() -> None:
              dec_parameters(model)),
         ):  # fmt: skip
             hist = core.History()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             strategy = make_strategy("fedadam", server)
 
             def serve(ps, strategy=strategy, start=start, cfg=cfg, proto=proto, hist=hist,
@@ -75,6 +77,7 @@ def main() -> None:
 
             federate(clients, serve, ledger=led, transport=get(engine))
             res[stage] = {"round_s": float(np.mean(hist.seconds)),
+                          "round_cpu_s": (time.process_time() - c0) / args.rounds,
                           "call_wall_s": time.perf_counter() - t0}  # fmt: skip
         res["messages"], res["floats"] = led.n_messages, led.n_floats
         out[engine] = res

@@ -21,7 +21,7 @@ from fedclust.federation.transport import Server, T, centre_id, register
 
 @dataclass(frozen=True)
 class FlowerSimulation:
-    """Flower's Simulation Runtime with the one-thread backend (:mod:`.simulation`)."""
+    """Flower's ServerApp and ClientApps in this process on a :class:`~.simulation.LocalGrid`."""
 
     name: str = "flower-simulation"
 
