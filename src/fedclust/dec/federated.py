@@ -347,8 +347,8 @@ def local_centroid_messages(
     proto = kmeans_protocol(int(min_cluster_size))
 
     def server(ps: list) -> list[dict[str, Any]]:
-        msgs = [p.call("kmeans", {**request, "min_cluster_size": int(min_cluster_size)}, 0,
-                       "kmeans_centroids", proto, KMEANS_REQUEST) for p in ps]  # fmt: skip
+        msgs = _core.call_all(ps, "kmeans", {**request, "min_cluster_size": int(min_cluster_size)},
+                              0, "kmeans_centroids", proto, KMEANS_REQUEST)  # fmt: skip
         return [m for m in msgs if m is not None]
 
     return federate(clients, server, ledger=ledger, transport=transport)

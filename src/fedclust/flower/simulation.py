@@ -1,22 +1,22 @@
 """Flower's app API in one process: a ``ServerApp`` and one ``ClientApp`` per centre on a
 :class:`LocalGrid`.
 
-The simulation engine runs the very objects a deployment runs — a ``ServerApp`` whose main
-function talks to the centres through a Flower :class:`~flwr.serverapp.Grid`, a ``ClientApp``
-per centre, every request and reply a Flower ``Message`` whose arrays travel as Flower's
-``ArrayRecord`` (``.npy`` bytes: the receiver never shares an array with the sender) — but the
-grid delivers a pushed message to its centre's ``ClientApp`` at once, in the calling thread, in
-sending order, and keeps the reply until it is pulled (as Flower's own in-memory grid, it hands
-over the ``Message`` object; the deployment's gRPC/HTTP wire is tested on localhost). So the centres are the job's own objects (state a centre
-keeps across rounds — its shuffling generator, the TSAE it keeps after DEC stage B — is the
-in-process engine's), the numbers are the in-process engine's bit for bit, and a round costs
-what the work costs plus serialisation: no poll.
+The simulation engine runs the objects a deployment runs — a ``ServerApp`` whose main function
+talks to the centres through a Flower :class:`~flwr.serverapp.Grid`, a ``ClientApp`` per
+centre, every request and reply a Flower ``Message`` whose arrays travel as ``ArrayRecord``
+``.npy`` bytes (the receiver never shares an array with the sender) — but the grid hands a
+pushed message to its centre's ``ClientApp`` at once, in the calling thread, in sending order,
+and keeps the reply until it is pulled (like Flower's own in-memory grid, it passes the
+``Message`` object; the deployment's network wire is tested on localhost). So the centres are
+the job's own objects (state a centre keeps across rounds — its shuffling generator, the TSAE
+it keeps after DEC stage B — is the in-process engine's), the numbers are the in-process
+engine's bit for bit, and a round costs the work plus the encoding: no poll.
 
 Why not Flower's Simulation Runtime (``flwr.simulation.run_simulation``): it is deprecated in
 Flower 1.40 ("use ``flwr run``"), and ``flwr run`` starts the runtime in another process with
 the Ray backend, which runs every ``ClientApp`` call on a pickled copy of the centres (no state
-across rounds) — and its message poll (a fixed ``f_stop.wait(0.1)`` per sweep over the nodes in
-``vce_api.add_messages_to_queue``) cost ≈ 0.1 s per centre per round, ≈ 1 s a round for 10
+across rounds). Its message poll — a fixed ``f_stop.wait(0.1)`` per sweep over the nodes in
+``vce_api.add_messages_to_queue`` — cost ≈ 0.1 s per centre per round, ≈ 1 s a round for 10
 centres against 0.1–0.25 s of work (issue 30, B.6). :class:`LocalGrid` implements Flower's
 public ``Grid`` interface (``flwr.serverapp.Grid``); ``tests/test_flower.py`` fails loudly when
 a Flower upgrade changes that interface or the pinned version.

@@ -33,6 +33,7 @@ from fedclust.federation import (
     Protocol,
     RoundLog,
     Transport,
+    call_all,
     federate,
     fit_protocol,
     run_rounds,
@@ -174,10 +175,9 @@ def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:
 
 def _lr_round(proxies: Sequence[LedgerClientProxy], params, rule: LrRule, k: int) -> float:
     """Evaluate exchange: masked (per-centre) Cox loss of the current model → lr rule."""
-    msgs = [
-        p.call("evaluate", {"parameters": params}, k, "evaluate", EVALUATE, EVALUATE_REQUEST)
-        for p in proxies
-    ]
+    msgs = call_all(
+        proxies, "evaluate", {"parameters": params}, k, "evaluate", EVALUATE, EVALUATE_REQUEST
+    )
     msgs = [m for m in msgs if m is not None]
     loss = sum(m["loss_sum"] for m in msgs) / sum(m["n_events"] for m in msgs)
     return rule.update(loss, k)
