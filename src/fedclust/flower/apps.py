@@ -69,12 +69,12 @@ def answer(client: Any, method: str, request: dict[str, Any]) -> dict[str, Any]:
 
 def make_client_app(
     resolve: Callable[[Context], Any],
-    describe: Callable[[Any], Mapping[str, Any]] | None = None,
+    describe: Callable[[Context, Any], Mapping[str, Any]] | None = None,
     save: Callable[[Context, Any], None] | None = None,
 ) -> ClientApp:
     """A ``ClientApp`` serving the core centre object ``resolve(context)`` of its SuperNode.
 
-    ``describe(centre)``: what the opening handshake tells the server besides the centre's
+    ``describe(context, centre)``: what the opening handshake tells the server besides the centre's
     name (shapes the server needs; :mod:`.deploy`). ``save(context, centre)``: keep the centre's
     state for the next message (a deployment starts a process per message)."""
     app = ClientApp()
@@ -86,7 +86,7 @@ def make_client_app(
         centre = resolve(context)
         out = answer(centre, name, request)
         if name == CID and describe is not None:
-            out.update(describe(centre))
+            out.update(describe(context, centre))
         if save is not None:
             save(context, centre)
         return Message(encode(out), reply_to=msg)
