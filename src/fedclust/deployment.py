@@ -16,6 +16,9 @@ is asked for), a :class:`DeployedStage`:
 - ``serve(proxies, params, schema)``: the server function over client proxies (the same code
   :func:`fedclust.federation.federate` runs in-process), returning named outputs — tables
   (``DataFrame`` → CSV), arrays / lists of arrays (→ ``.npz``), JSON-able values;
+- ``setup(params)`` (optional): run at the centre before each message is answered, e.g. to
+  declare protocols built from the run's parameters (a centre resolves a request's protocol
+  by name; a deployment answers every message in a fresh process);
 - ``drops``: whether a centre lost mid-run may be dropped when the run sets ``min_available``
   (FedAvg-type protocols; a bool or a function of the run's parameters); otherwise a lost
   centre stops the run naming the site, the round and the protocol.
@@ -64,6 +67,7 @@ class DeployedStage:
     serve: Callable[[list, Mapping[str, Any], Mapping[str, Mapping[str, Any]]], Outputs]
     describe: Callable[[Any], dict[str, Any]] = lambda centre: {}
     drops: bool | Callable[[Mapping[str, Any]], bool] = False
+    setup: Callable[[Mapping[str, Any]], None] | None = None
 
     def allows_drops(self, params: Mapping[str, Any]) -> bool:
         """Whether this run (its parameters) may go on without a lost centre."""
@@ -107,16 +111,20 @@ def centre_file(stage: DeployedStage, centre_dir: str | Path) -> Path:
     return path
 
 
-def write_centres(stage: DeployedStage, centres: Sequence[Any], root: str | Path) -> list[Path]:
-    """One folder per centre, ``<root>/<cid>/<stage>.npz``, each with that centre's data only
-    (a workflow split set up as sites; a real site writes its own). Returns the folders."""
+def write_centres(stage: DeployedStage, centres: Sequence[Any], root: str | Path,
+                  folders: Sequence[str | Path] | None = None) -> list[Path]:  # fmt: skip
+    """One folder per centre, ``<root>/<cid>/<stage>.npz`` (or ``folders[i]`` for centre i: one
+    site's folder holds its files of several stages), each with that centre's data only (a
+    workflow split set up as sites; a real site writes its own). Returns the folders."""
+    if folders is not None and len(folders) != len(centres):
+        raise ValueError(f"{len(folders)} folders for {len(centres)} centres")
     out = []
-    for c in centres:
+    for i, c in enumerate(centres):
         cid = centre_id(c)
         if not NAME.match(cid):
             raise ConfigError(f"centre id {cid!r} cannot name a folder", where="centre ids",
                               fix=f"ids matching {NAME.pattern}")  # fmt: skip
-        folder = Path(root) / cid
+        folder = Path(folders[i]) if folders is not None else Path(root) / cid
         folder.mkdir(parents=True, exist_ok=True)
         stage.save(c, folder / stage.filename)
         out.append(folder)
@@ -127,6 +135,8 @@ def load_centre(stage: DeployedStage, centre_dir: str | Path, params: Mapping[st
                 disclosure: str | Path | None = None) -> Any:  # fmt: skip
     """The centre object of ``centre_dir`` for ``stage``; ``disclosure``: the site's own YAML
     file with its ``disclosure`` settings (DataSHIELD's ``nfilter_*``), never the server's."""
+    if stage.setup is not None:
+        stage.setup(params)
     centre = stage.load(centre_file(stage, centre_dir), params)
     if disclosure:
         import yaml

@@ -97,6 +97,12 @@ def save(centre: DECClient, path: Path) -> None:
              generator=centre.gen.get_state().numpy())  # fmt: skip
 
 
+def setup(params: Mapping[str, Any]) -> None:
+    """Declare stage B's protocol at the centre (a request names it; the floor applied is the
+    larger of ``min_cluster_size`` and the centre's own ``nfilter_subset``)."""
+    kmeans_protocol(int(params["min_cluster_size"]))
+
+
 def load(path: Path, params: Mapping[str, Any]) -> DECClient:
     d = load_npz(path)
     x = np.asarray(d["x"], dtype=np.float32)
@@ -153,4 +159,4 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
             "participants": ae_hist.participants + dec_hist.participants}  # fmt: skip
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=True))
+STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=True, setup=setup))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -51,14 +52,17 @@ def _params(context: Context) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- client side
 def _centre(context: Context) -> Any:
+    stage = _stage(context)
     if STATE_KEY in context.state:  # the centre as it was after its last message of this run
+        if stage.setup is not None:
+            stage.setup(_params(context))
         return pickle.loads(context.state[STATE_KEY]["centre"])  # written by _save, this node
     node = context.node_config
     if "centre-dir" not in node:
         raise KeyError("the SuperNode's node config has no centre-dir "
                        "(--node-config \"centre-dir='/path/to/the/centre/folder'\")")  # fmt: skip
     disclosure = str(node["disclosure"]) if "disclosure" in node else None
-    return deployment.load_centre(_stage(context), str(node["centre-dir"]), _params(context),
+    return deployment.load_centre(stage, str(node["centre-dir"]), _params(context),
                                   disclosure)  # fmt: skip
 
 
@@ -84,11 +88,12 @@ class ProgressLedger(Ledger):
 
     def __init__(self, path: Path) -> None:
         super().__init__()
-        self.path = path
+        self.path, self.t0 = path, time.monotonic()
 
     def _tell(self, rows: list[dict]) -> None:
+        row = {**rows[-1], "t": round(time.monotonic() - self.t0, 3)}
         with open(self.path, "a") as fh:
-            fh.write(json.dumps(rows[-1], default=str) + "\n")
+            fh.write(json.dumps(row, default=str) + "\n")
 
     def send(self, *args: Any, **kwargs: Any) -> Any:
         out = super().send(*args, **kwargs)
