@@ -37,7 +37,7 @@ def _equal(a: dict, b: dict) -> None:
         if isinstance(v, pd.DataFrame):
             pd.testing.assert_frame_equal(v, b[k])
         elif isinstance(v, list | tuple) and v and isinstance(v[0], np.ndarray):
-            assert len(v) == len(b[k]) and all(np.array_equal(x, y) for x, y in zip(v, b[k]))
+            assert all(np.array_equal(x, y) for x, y in zip(v, b[k], strict=True)), k
         elif isinstance(v, np.ndarray):
             assert np.array_equal(v, b[k])
         else:
@@ -90,8 +90,10 @@ def heart_centres(n_centres: int = 3, n: int = 24):
 
 # ---------------------------------------------------------------- registry
 def test_a_stage_is_found_by_name_and_its_module_is_imported_only_then():
-    code = ("import sys, fedclust.deployment as d; assert 'fedclust.dec.deployment' not in "
-            "sys.modules; d.get('dec'); print('fedclust.dec.deployment' in sys.modules)")  # fmt: skip
+    code = (
+        "import sys, fedclust.deployment as d; assert 'fedclust.dec.deployment' not in "
+        "sys.modules; d.get('dec'); print('fedclust.dec.deployment' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
     assert set(deployment.MODULES) >= {"dec", "survival", "heart"}
@@ -107,7 +109,7 @@ def test_outputs_round_trip(tmp_path):
     deployment.write_outputs(tmp_path, out)
     back = deployment.read_outputs(tmp_path)
     pd.testing.assert_frame_equal(back["t"], out["t"])
-    assert all(np.array_equal(a, b) for a, b in zip(back["w"], out["w"]))
+    assert all(np.array_equal(a, b) for a, b in zip(back["w"], out["w"], strict=True))
     assert np.array_equal(back["mu"][0], out["mu"]) and back["n"] == 3 and back["lost"] == {"c": 2}
 
 

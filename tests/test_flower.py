@@ -255,3 +255,31 @@ def test_heart_fl_equal_on_flower(approach, mode):
     pd.testing.assert_frame_equal(a.ledger.table(), b.ledger.table())
     with pytest.raises(ConfigError, match="no server"):
         run_server_approach(_heart_clients(), "GL_random", mode, transport=flower, **kw)
+
+
+def test_an_upgrade_of_flower_fails_here_first():
+    """Issue 30 B.7: the simulation engine implements Flower's public ``Grid`` and stamps
+    messages with Flower 1.40's task identity; the deployment uses 1.40's CLI flags. Another
+    Flower version must be checked against them before the pin moves."""
+    import re
+    from pathlib import Path
+
+    import flwr
+    from flwr.serverapp import Grid
+
+    from fedclust.flower import FLOWER_VERSION
+    from fedclust.flower.simulation import GRID_METHODS, LocalGrid, task_identity
+
+    assert flwr.__version__ == FLOWER_VERSION, (
+        f"Flower {flwr.__version__} installed, fedclust is checked against {FLOWER_VERSION}: "
+        "re-check fedclust.flower.simulation.LocalGrid against flwr.serverapp.Grid, "
+        "task_identity, and the localhost recipe's flags, then move the pin"
+    )
+    assert set(Grid.__abstractmethods__) == GRID_METHODS
+    assert not LocalGrid.__abstractmethods__
+    with task_identity():
+        pass
+    root = Path(__file__).resolve().parents[1]
+    for f in ("pyproject.toml", "deploy/flower/pyproject.toml"):
+        pin = rf"flwr\[simulation\]=={re.escape(FLOWER_VERSION)}"
+        assert re.search(pin, (root / f).read_text()), f

@@ -101,6 +101,23 @@ def make_node_key(folder: Path, name: str) -> Path:
     return key
 
 
+def make_trusted_entities(folder: Path, key_id: str = "fpk_fedclust_reviewer") -> Path:
+    """A ``--trusted-entities`` file trusting one Ed25519 signing key (``ssh-keygen``): a
+    SuperNode started with it runs only app bundles signed by that key. Flower 1.40 attaches
+    signatures to a bundle only when it comes from Flower Hub (``flwr app review`` signs it
+    there); a bundle sent by ``flwr run`` from a folder is unsigned and refused."""
+    folder.mkdir(parents=True, exist_ok=True)
+    key = folder / "reviewer_ed25519"
+    for p in (key, key.with_suffix(".pub")):
+        p.unlink(missing_ok=True)
+    subprocess.run([_tool("ssh-keygen"), "-t", "ed25519", "-N", "", "-q", "-C", key_id,
+                    "-f", str(key)], check=True, capture_output=True)  # fmt: skip
+    pub = key.with_suffix(".pub").read_text().strip()
+    out = folder / "trusted_entities.yaml"
+    out.write_text(f"{key_id}: {_toml_string(pub)}\n")
+    return out
+
+
 def _toml_string(value: str) -> str:
     return json.dumps(value)  # a JSON string literal is a TOML basic string
 
@@ -192,8 +209,9 @@ class LocalFederation:
         self.port = free_port()
         conn = f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
         conn += f'address = "{HOST}:{self.port}"\n'
+        # in-memory state (no --database): SQLite state lost replies under 10 SuperNodes
         link = [_bin("flower-superlink"), "--host", HOST, "--port", str(self.port),
-                "--disable-runtime-dependency-installation"]  # in-memory state: no --database
+                "--disable-runtime-dependency-installation"]  # fmt: skip
         if self.secure:
             self.certs = make_certificates(self.work / "certs")
             link += ["--ssl-ca-certfile", str(self.certs["ca"]), "--ssl-certfile",
@@ -275,8 +293,10 @@ class LocalFederation:
                     seen = len(rows)
                     on_progress(rows)
             if time.monotonic() - t0 > limit:
-                raise TimeoutError(f"stage {stage!r}: no result after {limit:.0f}s "
-                                   f"(flwr run: {res.stdout.strip()}){self.node_logs()}")  # fmt: skip
+                raise TimeoutError(
+                    f"stage {stage!r}: no result after {limit:.0f}s "
+                    f"(flwr run: {res.stdout.strip()}){self.node_logs()}"
+                )
             time.sleep(0.2)
         (out / "wall_s").write_text(f"{time.monotonic() - t0:.2f}\n")
         return {**read_outputs(out), "done": json.loads((out / "done.json").read_text()),
@@ -291,10 +311,19 @@ def local_federation(workdir: str | os.PathLike, centre_dirs: Sequence[str | os.
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from fedclust.deployment import MODULES
+
+    ap = argparse.ArgumentParser(
+        prog="fedclust deploy",
+        description="Run a federated stage on a Flower deployment on 127.0.0.1: a SuperLink "
+        "(TLS, SuperNode authentication, in-memory state) and one SuperNode per centre folder; "
+        "prints the run's summary, leaves its outputs and logs in WORKDIR/runs.",
+        epilog=f"stages: {', '.join(sorted(MODULES))}; a centre folder holds <stage>.npz "
+        "(fedclust.deployment.write_centres)",
+    )
     ap.add_argument("workdir")
     ap.add_argument("centre_dirs", nargs="+", help="one folder per centre")
-    ap.add_argument("--stage", required=True, help="a stage of fedclust.deployment")
+    ap.add_argument("--stage", required=True, choices=sorted(MODULES))
     ap.add_argument("--params", required=True, help="the stage's parameters (a JSON file)")
     ap.add_argument("--insecure", action="store_true", help="no TLS, no SuperNode auth")
     ap.add_argument("--timeout", type=float, default=600.0)
@@ -303,7 +332,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     with LocalFederation(a.workdir, a.centre_dirs, secure=not a.insecure,
                          timeout=a.timeout) as fed:  # fmt: skip
         done = fed.run(a.stage, params)
-    print(json.dumps({**done["done"], "wall_s": round(done["wall_s"], 1)}))
+    print(json.dumps({**done["done"], "wall_s": round(done["wall_s"], 1),
+                      "outputs": str(Path(a.workdir) / "runs")}))  # fmt: skip
 
 
 if __name__ == "__main__":
