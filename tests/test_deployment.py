@@ -264,3 +264,34 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
     sdirs = deployment.write_centres(deployment.get("survival"), survival_centres(), tmp_path / "s")
     with pytest.raises(CentreLost, match=r"centre 'centre0'.*round 2.*min_available = 3"):
         _run_with_loss("survival", sdirs, SURVIVAL, "centre0", 1, min_available=3)
+
+
+@pytest.mark.parametrize("stage", ["dec", "survival", "heart"])
+def test_the_deployments_own_apps_in_one_process_equal_inprocess(
+    tmp_path, stage, dec_toy_cfg, toy_blobs
+):
+    """fedclust.flower.deploy's ClientApp (centre from its folder, kept in Context.state as
+    bytes between messages: a deployment answers every message in a new process) and ServerApp
+    on a LocalGrid: the localhost test's code paths without a SuperLink. The heart trainer's
+    parameters are views of its Adam buffer: plain pickling would copy them apart."""
+    from fedclust.flower.deploy import simulate
+
+    if stage == "dec":
+        *_, params, dirs = dec_setup(tmp_path / "c", dec_toy_cfg, toy_blobs)
+    elif stage == "survival":
+        params = SURVIVAL
+        dirs = deployment.write_centres(deployment.get(stage), survival_centres(), tmp_path / "c")
+    else:
+        params = HEART
+        dirs = deployment.write_centres(deployment.get(stage), heart_centres(), tmp_path / "c")
+    done = simulate(stage, dirs, params, tmp_path / "out")
+    ref = deployment.run(stage, dirs, params)
+    got = deployment.read_outputs(tmp_path / "out")
+    assert done["messages"] == len(ref["ledger"]) and done["dropped"] == {}
+    for k, v in ref.items():
+        if isinstance(v, pd.DataFrame):
+            cols = [c for c in v.columns if c != "reason"]
+            pd.testing.assert_frame_equal(got[k][cols], v[cols].astype(got[k][cols].dtypes),
+                                          check_exact=False, rtol=0, atol=1e-12)  # fmt: skip
+        elif isinstance(v, list) and v and isinstance(v[0], np.ndarray):
+            assert all(np.array_equal(a, b) for a, b in zip(got[k], v, strict=True)), k

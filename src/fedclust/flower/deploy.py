@@ -24,14 +24,16 @@ holds no stage code: both apps look the stage up by name.
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
+import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from flwr.app import ConfigRecord, Context
+from flwr.app import ConfigRecord, Context, RecordDict
 from flwr.serverapp import Grid, ServerApp
 
 from fedclust import deployment
@@ -56,7 +58,7 @@ def _centre(context: Context) -> Any:
     if STATE_KEY in context.state:  # the centre as it was after its last message of this run
         if stage.setup is not None:
             stage.setup(_params(context))
-        return pickle.loads(context.state[STATE_KEY]["centre"])  # written by _save, this node
+        return _loads(context.state[STATE_KEY]["centre"])  # written by _save, on this node
     node = context.node_config
     if "centre-dir" not in node:
         raise KeyError("the SuperNode's node config has no centre-dir "
@@ -66,8 +68,29 @@ def _centre(context: Context) -> Any:
                                   disclosure)  # fmt: skip
 
 
+def _dumps(centre: Any) -> bytes:
+    """The centre object as bytes: ``torch.save`` when torch is loaded (it keeps tensors that
+    share storage shared — the heart trainer's parameters are views of its Adam buffer, which
+    plain pickling would copy apart), else ``pickle``."""
+    if "torch" in sys.modules:
+        import torch
+
+        buf = io.BytesIO()
+        torch.save(centre, buf)
+        return b"T" + buf.getvalue()
+    return b"P" + pickle.dumps(centre)
+
+
+def _loads(data: bytes) -> Any:
+    if data[:1] == b"T":
+        import torch
+
+        return torch.load(io.BytesIO(data[1:]), weights_only=False)  # this node's own bytes
+    return pickle.loads(data[1:])
+
+
 def _save(context: Context, centre: Any) -> None:
-    context.state[STATE_KEY] = ConfigRecord({"centre": pickle.dumps(centre)})
+    context.state[STATE_KEY] = ConfigRecord({"centre": _dumps(centre)})
 
 
 def _describe(context: Context, centre: Any) -> dict[str, Any]:
@@ -148,3 +171,21 @@ def _main(grid: Grid, context: Context) -> None:
             "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(),
         }))  # fmt: skip
         raise
+
+
+def simulate(stage: str, centre_dirs: list[str | Path], params: dict[str, Any],
+             out_dir: str | Path) -> dict[str, Any]:  # fmt: skip
+    """This module's ``ClientApp`` (one per centre folder, ``centre-dir`` in its node config,
+    its centre kept in ``Context.state`` between messages) and ``ServerApp`` on a
+    :class:`~.simulation.LocalGrid` in this process: the deployment's code paths without a
+    SuperLink (what the localhost test runs over the network). Returns ``done.json``."""
+    from .simulation import LocalGrid, task_identity
+
+    run_config = {"stage": stage, "params": json.dumps(params), "centres": len(centre_dirs),
+                  "out-dir": str(out_dir), "connect-timeout": 1.0}  # fmt: skip
+    grid = LocalGrid(client_app, len(centre_dirs), run_config,
+                     [{"centre-dir": str(d)} for d in centre_dirs])  # fmt: skip
+    with task_identity():
+        server_app(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                                 run_config=run_config))  # fmt: skip
+    return json.loads((Path(out_dir) / "done.json").read_text())

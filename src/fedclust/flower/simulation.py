@@ -56,13 +56,15 @@ class LocalGrid(Grid):
     reply; ``messages`` counts what crossed the grid.
     """
 
-    def __init__(self, client_app: ClientApp, n_nodes: int, run_config: dict | None = None):
+    def __init__(self, client_app: ClientApp, n_nodes: int, run_config: dict | None = None,
+                 node_configs: Sequence[dict] | None = None):  # fmt: skip
         self.client_app = client_app
+        configs = node_configs or [{"partition-id": i, "num-partitions": n_nodes}
+                                   for i in range(n_nodes)]  # fmt: skip
         self.contexts = {
-            node_id: Context(run_id=RUN_ID, node_id=node_id,
-                             node_config={"partition-id": i, "num-partitions": n_nodes},
+            node_id: Context(run_id=RUN_ID, node_id=node_id, node_config=dict(cfg),
                              state=RecordDict(), run_config=dict(run_config or {}))
-            for i, node_id in enumerate(range(1, n_nodes + 1))
+            for node_id, cfg in zip(range(1, len(configs) + 1), configs, strict=True)
         }  # fmt: skip
         self._replies: dict[str, Message] = {}
         self._ids = itertools.count(1)
