@@ -65,8 +65,16 @@ def gradual_protocols(n_min: int) -> dict[str, Protocol]:
         ),
         "distances": Protocol(
             "hac.gradual.distances",
-            {"cluster": meta, "to": meta, "d": row, "min": row, "max": row, "sum": row,
-             "count": row, "delta": row},
+            {
+                "cluster": meta,
+                "to": meta,
+                "d": row,
+                "min": row,
+                "max": row,
+                "sum": row,
+                "count": row,
+                "delta": row,
+            },
             per_sample=True,
         ),  # fmt: skip
     }
