@@ -295,3 +295,21 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
                                           check_exact=False, rtol=0, atol=1e-12)  # fmt: skip
         elif isinstance(v, list) and v and isinstance(v[0], np.ndarray):
             assert all(np.array_equal(a, b) for a, b in zip(got[k], v, strict=True)), k
+
+
+def test_the_check_stage_pools_the_column_means(tmp_path):
+    from fedclust.deploycheck import CheckCentre
+
+    r = np.random.default_rng(0)
+    xs = [r.normal(size=(n, 4)) for n in (5, 9, 7)]
+    dirs = deployment.write_centres(deployment.get("check"),
+                                    [CheckCentre(f"c{i}", x) for i, x in enumerate(xs)],
+                                    tmp_path)  # fmt: skip
+    out = deployment.run("check", dirs, {}, transport=get_transport(SIM))
+    assert out["n"] == 21 and np.allclose(out["mean"], np.concatenate(xs).mean(axis=0))
+    tiny = deployment.write_centres(deployment.get("check"), [CheckCentre("t", xs[0][:2])],
+                                    tmp_path / "t")  # fmt: skip
+    led = Ledger()
+    with pytest.raises(RuntimeError, match="every centre abstained"):  # 2 samples < floor 3
+        deployment.run("check", tiny, {}, ledger=led)
+    assert led.abstentions().reason.str.contains("refused").all()

@@ -48,6 +48,7 @@ from fedclust.federation.transport import centre_id
 #: stage name → the module that registers it (imported on first use). Another stage plugs in
 #: with one line here and a ``deployment.py`` in its package (docs/ARCHITECTURE.md).
 MODULES: dict[str, str] = {
+    "check": "fedclust.deploycheck",  # the smallest stage: try a set-up, load-test a SuperLink
     "dec": "fedclust.dec.deployment",
     "survival": "fedclust.survival.deployment",
     "heart": "fedclust.decentral.deployment",

@@ -128,18 +128,20 @@ class LocalFederation:
     ``centre_dirs``: one folder per centre (``fedclust.deployment.write_centres``); SuperNode i
     gets only folder i (``--node-config centre-dir=...``). ``secure``: TLS + SuperNode
     authentication (default), else ``--insecure``. ``node_args``: extra flower-supernode
-    arguments per node (e.g. ``--trusted-entities``).
+    arguments per node (e.g. ``--trusted-entities``). ``database``: SQLite state at that path
+    instead of the recipe's in-memory state (to compare, issue 30 B.4).
     """
 
     def __init__(
         self, workdir: str | os.PathLike, centre_dirs: Sequence[str | os.PathLike], *,
         secure: bool = True, app_dir: str | os.PathLike = APP_DIR, timeout: float = 180.0,
-        node_args: Mapping[int, Sequence[str]] | None = None,
+        node_args: Mapping[int, Sequence[str]] | None = None, database: str | None = None,
     ) -> None:  # fmt: skip
         self.work = Path(workdir).resolve()
         self.centre_dirs = [Path(d).resolve() for d in centre_dirs]
         self.secure, self.app_dir, self.timeout = secure, Path(app_dir), float(timeout)
         self.node_args = dict(node_args or {})
+        self.database = database  # None: in-memory state (the recipe); a path: SQLite
         self.procs: dict[str, subprocess.Popen] = {}
         self.runs = 0
         self.certs: dict[str, Path] = {}
@@ -212,6 +214,8 @@ class LocalFederation:
         # in-memory state (no --database): SQLite state lost replies under 10 SuperNodes
         link = [_bin("flower-superlink"), "--host", HOST, "--port", str(self.port),
                 "--disable-runtime-dependency-installation"]  # fmt: skip
+        if self.database:
+            link += ["--database", str(self.database)]
         if self.secure:
             self.certs = make_certificates(self.work / "certs")
             link += ["--ssl-ca-certfile", str(self.certs["ca"]), "--ssl-certfile",
