@@ -313,3 +313,13 @@ def test_the_check_stage_pools_the_column_means(tmp_path):
     with pytest.raises(RuntimeError, match="every centre abstained"):  # 2 samples < floor 3
         deployment.run("check", tiny, {}, ledger=led)
     assert led.abstentions().reason.str.contains("refused").all()
+
+
+def test_fedclust_deploy_is_the_localhost_recipe(capsys):
+    from fedclust.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["deploy", "--", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "fedclust deploy" in out and "--stage" in out and "dec" in out and "--insecure" in out
