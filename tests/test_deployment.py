@@ -323,3 +323,21 @@ def test_fedclust_deploy_is_the_localhost_recipe(capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "fedclust deploy" in out and "--stage" in out and "dec" in out and "--insecure" in out
+
+
+def test_a_sites_own_disclosure_file_binds_its_centre_not_the_servers_params(tmp_path):
+    """The node config names the site's disclosure file (``disclosure='/data/site.yaml'``): a
+    floor the site raised makes its centre abstain, whatever the run's parameters say."""
+    from fedclust.deploycheck import CheckCentre
+    from fedclust.flower.deploy import simulate
+
+    r = np.random.default_rng(0)
+    dirs = deployment.write_centres(deployment.get("check"),
+                                    [CheckCentre(f"c{i}", r.normal(size=(6, 2))) for i in range(2)],
+                                    tmp_path / "c")  # fmt: skip
+    assert simulate("check", dirs, {}, tmp_path / "a")["messages"] == 4
+    site = tmp_path / "site.yaml"
+    site.write_text("disclosure:\n  default:\n    nfilter_subset: 10\n")
+    with pytest.raises(RuntimeError, match="every centre abstained"):
+        simulate("check", dirs, {"nfilter_subset": 1}, tmp_path / "b", disclosure=site)
+    assert "abstain" in (tmp_path / "b" / "progress.jsonl").read_text()

@@ -173,18 +173,22 @@ def _main(grid: Grid, context: Context) -> None:
         raise
 
 
-def simulate(stage: str, centre_dirs: list[str | Path], params: dict[str, Any],
-             out_dir: str | Path) -> dict[str, Any]:  # fmt: skip
+def simulate(
+    stage: str, centre_dirs: list[str | Path], params: dict[str, Any], out_dir: str | Path,
+    disclosure: str | Path | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """This module's ``ClientApp`` (one per centre folder, ``centre-dir`` in its node config,
-    its centre kept in ``Context.state`` between messages) and ``ServerApp`` on a
-    :class:`~.simulation.LocalGrid` in this process: the deployment's code paths without a
-    SuperLink (what the localhost test runs over the network). Returns ``done.json``."""
+    its centre kept in ``Context.state`` between messages; ``disclosure``: every site's own
+    disclosure file) and ``ServerApp`` on a :class:`~.simulation.LocalGrid` in this process: the
+    deployment's code paths without a SuperLink (what the localhost test runs over the
+    network). Returns ``done.json``."""
     from .simulation import LocalGrid, task_identity
 
     run_config = {"stage": stage, "params": json.dumps(params), "centres": len(centre_dirs),
                   "out-dir": str(out_dir), "connect-timeout": 1.0}  # fmt: skip
+    extra = {"disclosure": str(disclosure)} if disclosure else {}
     grid = LocalGrid(client_app, len(centre_dirs), run_config,
-                     [{"centre-dir": str(d)} for d in centre_dirs])  # fmt: skip
+                     [{"centre-dir": str(d), **extra} for d in centre_dirs])  # fmt: skip
     with task_identity():
         server_app(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
                                  run_config=run_config))  # fmt: skip
