@@ -7,7 +7,9 @@ message protocols. A centre's file holds its samples, its name and its minibatch
 state; the server learns the feature count from the handshake (no shape is fixed). Outputs:
 the global TSAE, the DEC parameters (encoder + centroids), the aggregated centroids, the round
 curves and the ledger. Evaluation on pooled data (the pipeline's accuracy columns) is not part
-of the protocol and not done here.
+of the protocol and not done here. A run equals the pipeline's run of the strategy's *first*
+aggregation method: the pipeline's later aggregations continue the centres' generators after
+the earlier ones' DEC rounds (one process), a deployed run starts from the centre files.
 
 In one process the simulated centres share torch's global generator (dropout, input noise);
 on a deployment each centre draws from its own, so the numbers agree with the in-process
