@@ -45,11 +45,13 @@ def floor_of(policy: DisclosurePolicy, n_min: int) -> int:
     return policy.floor(int(n_min))
 
 
-def require(policies: Sequence[DisclosurePolicy], n_min: int, per_sample: Sequence[str],
+def require(policies: Sequence[DisclosurePolicy], n_min: int | None, per_sample: Sequence[str],
             where: str) -> None:  # fmt: skip
-    """Refuse (ConfigError) a run the centres would refuse: an ``n_min`` below a centre's floor,
-    or per-sample protocols a centre has not opted in to."""
-    low = [p.nfilter_subset for p in policies if p.nfilter_subset > int(n_min)]
+    """Refuse (ConfigError) a run the centres would refuse: an ``n_min`` below a centre's floor
+    (None: the protocol releases no aggregate), or per-sample protocols a centre has not opted
+    in to."""
+    low = [] if n_min is None else [p.nfilter_subset for p in policies
+                                    if p.nfilter_subset > int(n_min)]  # fmt: skip
     if low:
         raise ConfigError(
             f"n_min = {n_min} is below the centres' disclosure floor (nfilter_subset = "
@@ -164,6 +166,15 @@ PER_SAMPLE = {
     "projection": ("hac.projection",),
     "perturbation": ("hac.perturbation",),
 }
+
+
+#: centres that hold *generated* points (toy experiments, benchmarks), not patients: only the
+#: protocols' own rules apply (no floor above n_min, every per-sample protocol allowed)
+SYNTHETIC = DisclosurePolicy(
+    nfilter_tab=1,
+    nfilter_subset=1,
+    allow_per_sample=tuple(p for ps in PER_SAMPLE.values() for p in ps) + ("hac.gradual.samples",),
+)
 
 
 def abstain(led: Ledger, center: str, round: int, protocol: Protocol, reason: str) -> None:
