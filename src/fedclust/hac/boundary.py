@@ -140,7 +140,7 @@ def gradual_protocols(n_min: int) -> dict[str, Protocol]:
             "hac.gradual.candidate", {"d": ps, "pair": meta, "reported": ps}, per_sample=True
         ),
         "merge": Protocol(
-            "hac.gradual.merge", {"pair": meta, "h": ps, "sizes": meta}, per_sample=True
+            "hac.gradual.merge", {"pair": meta, "h": ps, "sizes": ps}, per_sample=True
         ),
         "distances": Protocol(
             "hac.gradual.distances",
