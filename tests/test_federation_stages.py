@@ -11,7 +11,7 @@ from fedclust.admm import admm as M
 from fedclust.errors import DisclosureError
 from fedclust.fedcref.algorithm import GROUP_FIT, Client, FedCRefParams, train_group
 from fedclust.fedcref.system import oracle_partition
-from fedclust.federation import Ledger, weighted_average
+from fedclust.federation import LedgerClientProxy, Ledger, weighted_average
 from fedclust.survival import strategies as S
 from fedclust.survival.model import get_parameters
 from fedclust.survival.train import HyperParams, LrRule, ModelConfig
@@ -103,10 +103,13 @@ def test_survival_undeclared_per_sample_rows_never_leave_the_centre():
         led.send("centre2", "server", {"loss_sum": 1.0, "n_events": 5, "risk": np.zeros(30)},
                  0, "evaluate", protocol=S.EVALUATE, downlink=False)  # fmt: skip
     assert (err.value.center, err.value.rule) == ("centre2", "declared-fields-only")
-    # the same rows are allowed only in the CV-predictions protocol, which declares them
+    # centre-scored CV (issue 22): the held-out centre answers two pair counts, no patient row
     led = Ledger()
     c = clients[0]
-    led.send(c.cid, "server", c.predict([(_init(), 1.0)]), 0, "cv", protocol=S.CV_PREDICTIONS)
+    px = LedgerClientProxy(c.cid, c, led)
+    got = px.call("cv_concordance", S.pack_model([(_init(), 1.0)]), 0, "cv", S.CV_CONCORDANCE,
+                  S.CV_REQUEST)  # fmt: skip
+    assert set(got) == {"concordant", "comparable", "n"} and got["n"] == c.n
     with pytest.raises(DisclosureError, match="no-per-sample-rows"):
         bad = S.LOCAL_MODEL.__class__("x", {"risk": "per_sample", "n": "count"})
         led.send(c.cid, "server", {"risk": c.t_np, "n": 30}, 0, "cv", protocol=bad)
