@@ -24,6 +24,9 @@ from fedclust.hac.simultaneous import recursive_cut, simultaneous_sharing
 from fedclust.hac.toy import bimodal
 from fedclust.metrics.hierarchy import ccc, compare, flat_agreement, relative_cophenetic_error
 
+# generated data, not patients: the protocols' own rules (tests/conftest.py, issue 22)
+pytestmark = pytest.mark.usefixtures("synthetic_centres")
+
 
 @pytest.fixture(scope="module")
 def data():
