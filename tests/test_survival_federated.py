@@ -13,11 +13,11 @@ from lifelines.utils import concordance_index
 
 from fedclust.errors import ConfigError, InputDataError
 from fedclust.federation import Ledger
+from fedclust.federation.disclosure import DisclosurePolicy
 from fedclust.survival.cohort import fit_preprocess, select_endpoint, simulate_cohort
 from fedclust.survival.cox import RiskSets, c_index, cox_loss, cox_loss_masked
 from fedclust.survival.coxph import fit_federated_coxph
 from fedclust.survival.experiment import run_job
-from fedclust.federation.disclosure import DisclosurePolicy
 from fedclust.survival.km import distance_to_exact, federated_km, grid_edges, merge_cells
 from fedclust.survival.model import get_parameters
 from fedclust.survival.scenarios import partition

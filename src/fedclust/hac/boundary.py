@@ -21,10 +21,9 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import ConfigError
 from ..federation import Ledger, Protocol
-from ..federation.disclosure import DisclosurePolicy, check_outgoing, configured_policy
-from ..federation.ledger import check_disclosure, snapshot
+from ..federation.disclosure import DisclosurePolicy, configured_policy
+from ..privacy.centre import SERVER, centre_send, server_send
 
-SERVER = "server"
 Policies = DisclosurePolicy | Mapping[str, DisclosurePolicy] | Sequence[DisclosurePolicy] | None
 
 
@@ -69,31 +68,6 @@ def require(policies: Sequence[DisclosurePolicy], n_min: int | None, per_sample:
             fix="list the protocols under disclosure.default.allow_per_sample (explicit opt-in "
             "to a protocol that discloses distances between patients by design)",
         )
-
-
-def centre_send(
-    led: Ledger,
-    policy: DisclosurePolicy,
-    sender: str,
-    n_samples: int,
-    msg: dict,
-    round: int,
-    kind: str,
-    protocol: Protocol,
-    receiver: str = SERVER,
-) -> dict:
-    """A centre's message: checked at the centre (ledger rules, then its own policy with its
-    true ``n_samples``) and only then handed to the ledger; returns the receiver's copy."""
-    snap = snapshot(msg, protocol, sender)
-    check_disclosure(snap, protocol, sender)
-    check_outgoing(snap, protocol, policy, sender, int(n_samples))
-    return led.send(sender, receiver, snap, round, kind, protocol=protocol, downlink=False)
-
-
-def server_send(led: Ledger, receiver: str, msg: dict, round: int, kind: str,
-                protocol: Protocol) -> dict:  # fmt: skip
-    """A server broadcast (re-distributes what centres sent; no count rules)."""
-    return led.send(SERVER, receiver, msg, round, kind, protocol=protocol, downlink=True)
 
 
 def genewise_protocol(n_min: int) -> Protocol:
@@ -181,3 +155,9 @@ def abstain(led: Ledger, center: str, round: int, protocol: Protocol, reason: st
     """Record that ``center`` sends nothing for ``protocol`` in ``round``; ``reason`` names the
     rule and carries no numbers (a count below a floor is itself a disclosure)."""
     led.abstain(center, round, protocol, reason)
+
+
+__all__ = [
+    "PER_SAMPLE", "SERVER", "SYNTHETIC", "abstain", "centre_send", "floor_of", "genewise_protocol",
+    "gradual_protocols", "policy_of", "require", "server_send", "simultaneous_protocol",
+]  # fmt: skip

@@ -20,14 +20,14 @@ from ..federation import Ledger
 from ..federation.disclosure import DisclosurePolicy
 from ..io import read_table
 from ..metrics.hierarchy import ccc, compare, cut, flat_agreement, relative_cophenetic_error
+from ..privacy.release_log import ReleaseLog
 from ..seeds import derive_seed
+from .boundary import SYNTHETIC, Policies, policy_of
 from .federated import (
     perturbation_clustering,
     projection_center_costs,
     projection_clustering,
 )
-from ..privacy.release_log import ReleaseLog
-from .boundary import SYNTHETIC, Policies, policy_of
 from .genewise import genewise_clustering, pooled_gene_distances
 from .gradual import enforce_monotone, gradual_sharing
 from .pooled import EUCLIDEAN_ONLY, pooled_linkage
@@ -105,7 +105,9 @@ def largest_center(centers: np.ndarray) -> int:
 
 def _skipped(method: str, metric: str, n_min: int, biggest: int, what: str,
              msg: str | None = None) -> dict:  # fmt: skip
-    msg = msg or f"n_min = {n_min} > largest center ({biggest} samples): {what} cannot share anything"
+    msg = msg or (
+        f"n_min = {n_min} > largest center ({biggest} samples): {what} cannot share anything"
+    )
     logging.warning("skipped: %s linkage, %s: %s", method, metric, msg)
     return {"linkage": method, "metric": metric, "n_min": n_min, "skipped": True,
             "skip_reason": msg}  # fmt: skip
@@ -359,7 +361,17 @@ def projection_table(
             led = Ledger()
             t = time.perf_counter()
             _, dist = projection_clustering(
-                blocks, "single", metric, k, seed, estimator, led, law, dtype, density, threads,
+                blocks,
+                "single",
+                metric,
+                k,
+                seed,
+                estimator,
+                led,
+                law,
+                dtype,
+                density,
+                threads,
                 policy,
             )
             el = time.perf_counter() - t

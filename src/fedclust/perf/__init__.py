@@ -19,12 +19,12 @@ from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
 from ..federation import Ledger
+from ..hac.boundary import SYNTHETIC
 from ..hac.federated import (
     perturbation_clustering,
     projection_center_costs,
     projection_clustering,
 )
-from ..hac.boundary import SYNTHETIC
 from ..hac.genewise import genewise_clustering
 from ..hac.gradual import gradual_sharing
 from ..hac.projection import project_centers
@@ -101,7 +101,9 @@ def hac_benchmark(
     fed = {
         "gradual": (
             "samples",
-            lambda led: gradual_sharing(xs, cs, n_min, linkage_method, ledger=led, policy=SYNTHETIC),
+            lambda led: gradual_sharing(
+                xs, cs, n_min, linkage_method, ledger=led, policy=SYNTHETIC
+            ),
         ),
         "simultaneous": (
             "samples",
