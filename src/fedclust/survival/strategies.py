@@ -37,6 +37,8 @@ from fedclust.federation import (
     fit_protocol,
     run_rounds,
 )
+from fedclust.federation.guard import centre_policy
+from fedclust.privacy.centre import centre_send
 
 from .cohort import check_survival
 from .cox import c_index, concordance_counts
@@ -133,6 +135,10 @@ class SurvivalClient:
 
     @property
     def n(self) -> int:
+        return len(self.t)
+
+    @property
+    def n_samples(self) -> int:  # the centre-side guard checks counts against it (issue 22)
         return len(self.t)
 
     def evaluate(
@@ -285,9 +291,8 @@ def run_local(
     out = []
     for c in clients:
         p, n = c.fit_local(init, hp)
-        msg = ledger.send(
-            c.cid, "server", {"parameters": p, "n": n}, 0, "local_model", protocol=fed.local_model
-        )
+        msg = centre_send(ledger, centre_policy(c), c.cid, c.n, {"parameters": p, "n": n}, 0,
+                          "local_model", fed.local_model)  # fmt: skip
         out.append((msg["parameters"], float(msg["n"])))
     if weighted:
         total = sum(w for _, w in out)
