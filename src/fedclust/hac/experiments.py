@@ -229,6 +229,7 @@ def gradual_table(
                 continue
             for var in variants:
                 led = Ledger()
+                refused0 = sum(lg.refused for lg in (logs or {}).values())
                 t = time.perf_counter()
                 try:
                     res = gradual_sharing(x, centers, n_min, method, metric, ledger=led,
@@ -257,7 +258,8 @@ def gradual_table(
                         "messages": led.n_messages,
                         "floats": led.n_floats,
                         "abstentions": led.n_abstentions,
-                        "refused_releases": sum(lg.refused for lg in (logs or {}).values()),
+                        "refused_releases": sum(lg.refused for lg in (logs or {}).values())
+                        - refused0,
                         "rounds": int(led.messages()["round"].nunique()),
                         "seconds": el,
                         "pooled_seconds": pooled_s,

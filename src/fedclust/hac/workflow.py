@@ -177,6 +177,8 @@ def previous_logs(cfg: dict[str, Any], variant: str, part: str, cohort: str) -> 
     """The logs a job starts from: for each matrix (preprocessing) it releases sums of, the log
     of the latest earlier job of the chain on that matrix (latest first). Jobs on the same matrix
     therefore run one after another; jobs on different matrices stay parallel."""
+    if not cfg.get("release_log", True):
+        return []
     chain = release_chain(cfg)
     need = part_preps(cfg, variant, part)
     out = []
@@ -244,7 +246,7 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
         data[unit.prep], centers, [unit.linkage], unit.metric,
         ex.nmin_grid(n, g["n_min"], g["fraction"]), int(cfg["k_max"]), g.get("d_min", 0.0),
         tuple(g.get("average_delta", ["stored"])), cut_rows,
-        logs=_logs_of(logs, unit.prep, centers),
+        logs=_logs_of(logs if cfg.get("release_log", True) else None, unit.prep, centers),
     )  # fmt: skip
     ran = t.loc[~t.skipped, "n_min"]
     t = t.assign(cohort=cohort, prep=unit.prep, n=n, n_min_top=ran.max())
@@ -263,7 +265,8 @@ def run_simultaneous(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohor
     cut_rows: list[dict] = []
     t = ex.simultaneous_table(
         data[unit.prep], centers, [unit.linkage], "euclidean", s["n_min"], int(cfg["k_max"]),
-        cut_rows, logs=_logs_of(logs, unit.prep, centers), seed=seed,
+        cut_rows, seed=seed,
+        logs=_logs_of(logs if cfg.get("release_log", True) else None, unit.prep, centers),
     )  # fmt: skip
     t = t.assign(cohort=cohort, prep=unit.prep)
     cuts = pd.DataFrame(cut_rows).assign(method="simultaneous", prep=unit.prep)
