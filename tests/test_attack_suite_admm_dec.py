@@ -50,3 +50,19 @@ def test_suite_table_and_reasons():
     assert (t.numbers_in_reasons == 0).all()
     reasons = pd.DataFrame({"reason": ["a local cluster has 1 < m=5 samples", "below the floor"]})
     assert A.counts_in_reasons(reasons) == 1  # the attack on reasons works on the old text
+
+
+def test_privacy_section_headline(tmp_path):
+    from fedclust.io import write_table
+    from fedclust.privacy import report as R
+
+    t = suite.run_suite(["km", "sketches"])
+    path = str(tmp_path / "attack_suite.tsv")
+    write_table(path, t, index=False)
+    sec = R.section(path, str(tmp_path / "attack_suite.png"), t)
+    rows = {r["quantity"]: r for r in sec.headline["rows"]}
+    total = rows["records recovered from protocols made non-disclosive (all attacks)"]
+    assert total["ours"] == 0 and total["source"] == 0
+    assert rows["survival_km_counts: records recovered of 40"]["ours"] == 0
+    assert rows["hac.projection: records recovered of 20"]["source"] == "by design (opt-in)"
+    assert "honest-but-curious" in sec.text[1]

@@ -364,7 +364,6 @@ def admm() -> Outcome:
         1,
         attack(off),
         attack(on),
-        by_design="A_iᵀA_i / N and A_iᵀb_i / N of a centre above the floor (as DataSHIELD ds.glm)",
         abstentions=n_ab,
         numbers_in_reasons=n_num,
     )
