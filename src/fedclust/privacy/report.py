@@ -95,7 +95,10 @@ def figure(table: pd.DataFrame):
     ax.barh(y + 0.2, table["recovered_unprotected"], 0.4, color="C3", label="protections off")
     ax.barh(y - 0.2, table["recovered"], 0.4, color="C0", label="centres' policy (now)")
     design = table["by_design"].fillna("").astype(str).str.strip() != ""
-    names = [f"{p} (opt-in, by design)" if d else p for p, d in zip(table["protocol"], design)]
+    names = [
+        f"{p} (opt-in, by design)" if d else p
+        for p, d in zip(table["protocol"], design, strict=True)
+    ]
     ax.set_yticks(y, names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("individual records recovered by the attack")
