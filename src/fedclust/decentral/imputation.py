@@ -104,7 +104,7 @@ def _federated_fill(
             led.abstain(g, 0, proto, f"too few observed {col} values in the class")
             continue
         stat = {"stat": float(getattr(np, how)(observed)), "n": int(observed.size)}
-        msg = centre_send(led, pol, g, int(((groups == g)).sum()), stat, 0, "impute_stats", proto)
+        msg = centre_send(led, pol, g, int((groups == g).sum()), stat, 0, "impute_stats", proto)
         stats.append((msg["stat"], msg["n"]))
     if not stats:
         raise InputDataError(
