@@ -99,3 +99,15 @@ def test_release_chain_across_jobs():
     assert wf.previous_logs(per, "simultaneous", "single", "X") == [
         wf.log_path("X", "gradual", "sf-euclidean-average")
     ]
+
+
+def test_simultaneous_leaf_relabelling_changes_no_number():
+    """The per-run random leaf ids (runs cannot be aligned sample by sample) are mapped back by
+    the centres: the tree is the same for any relabelling seed."""
+    from fedclust.hac.simultaneous import simultaneous_run
+
+    x = np.random.default_rng(2).normal(size=(45, 4))
+    blocks = [x[:15], x[15:32], x[32:]]
+    z1, _ = simultaneous_run(blocks, 3, "average", policy=suite.OPTED_IN, seed=1)
+    z2, _ = simultaneous_run(blocks, 3, "average", policy=suite.OPTED_IN, seed=2)
+    np.testing.assert_array_equal(z1, z2)
