@@ -6,14 +6,14 @@ whose protocols are long sequences of centre-initiated messages (HAC gradual sha
 ADMM, the standardisation round) call :func:`centre_send` instead: the same checks — the
 ledger's rules with the protocol's floor, then the centre's own
 :class:`~fedclust.federation.disclosure.DisclosurePolicy` with its true number of samples — run
-*before* the message is handed to the ledger of record.
+*before* the message is handed to the ledger of record (which applies the ledger's rules).
 """
 
 from __future__ import annotations
 
 from fedclust.federation import Ledger, Protocol
 from fedclust.federation.disclosure import DisclosurePolicy, check_outgoing
-from fedclust.federation.ledger import check_disclosure, snapshot
+from fedclust.federation.ledger import snapshot
 
 SERVER = "server"
 
@@ -29,10 +29,11 @@ def centre_send(
     protocol: Protocol,
     receiver: str = SERVER,
 ) -> dict:
-    """A centre's message: checked at the centre (ledger rules, then its own policy with its
-    true ``n_samples``) and only then handed to the ledger; returns the receiver's copy."""
+    """A centre's message: checked at the centre against its own policy with its true
+    ``n_samples`` and only then handed to the ledger, which applies the protocol's rules before
+    anything is delivered (in-process the two run back to back: the ledger's check is not
+    repeated here); returns the receiver's copy."""
     snap = snapshot(msg, protocol, sender)
-    check_disclosure(snap, protocol, sender)
     check_outgoing(snap, protocol, policy, sender, int(n_samples))
     return led.send(sender, receiver, snap, round, kind, protocol=protocol, downlink=False)
 
