@@ -109,8 +109,9 @@ def test_survival_min_samples_above_a_centre_raises_naming_it(cohort):
     with pytest.raises(DisclosureError) as err:
         _job(cohort, "ensemble", min_samples=m)
     e = err.value
+    # refused at the centre, before the ledger (issue 22): the centre's floor is max(m, policy)
     assert (e.center, e.protocol, e.rule) == (first_small, "survival_local_model",
-                                              f"min-samples>={m}")  # fmt: skip
+                                              f"centre-floor>={m}")  # fmt: skip
     assert first_small in str(e)
     # the round loop's fit protocol: every centre refuses its update at the centre
     with pytest.raises(RuntimeError, match="every center abstained"):
