@@ -130,9 +130,10 @@ def _policies(policy: Policies, centers: np.ndarray) -> list[DisclosurePolicy]:
 def _nothing_left(rows: list[dict], where: str, biggest: int) -> None:
     if rows and all(r.get("skipped") for r in rows):
         raise ConfigError(
-            f"every n_min setting exceeds the largest center ({biggest} samples): nothing to run",
+            f"every n_min setting exceeds the largest center ({biggest} samples) or is below the "
+            "centres' disclosure floor: nothing to run",
             where=where,
-            fix=f"use n_min values ≤ {biggest}",
+            fix=f"use n_min values between disclosure.default.nfilter_subset and {biggest}",
         )
 
 
