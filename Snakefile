@@ -58,6 +58,8 @@ include: "rules/perf.smk"
 include: "rules/fedcref.smk"
 include: "rules/survival.smk"
 include: "rules/privacy.smk"
+include: "rules/generative.smk"
+include: "rules/bayes.smk"
 include: "rules/report.smk"
 
 
