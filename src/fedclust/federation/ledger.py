@@ -300,6 +300,7 @@ class Ledger:
     servers: tuple[str, ...] = DEFAULT_SERVERS
     records: list[dict[str, Any]] = field(default_factory=list)
     abstention_records: list[dict[str, Any]] = field(default_factory=list)
+    drop_records: list[dict[str, Any]] = field(default_factory=list)
 
     def send(
         self,
@@ -346,9 +347,25 @@ class Ledger:
              "protocol": pname, "fields": "", "floats": 0, "reason": reason}
         )  # fmt: skip
 
+    def dropped(self, center: str, round: int, protocol: Protocol | str, reason: str) -> None:
+        """Record that ``center`` was lost (its node stopped answering) and the round went on
+        without it (:mod:`.faults`)."""
+        pname = protocol.name if isinstance(protocol, Protocol) else str(protocol)
+        self.drop_records.append(
+            {"round": round, "sender": center, "receiver": "", "kind": "dropped",
+             "protocol": pname, "fields": "", "floats": 0, "reason": reason}
+        )  # fmt: skip
+
     def table(self) -> pd.DataFrame:
-        """Messages, then abstentions (``kind == "abstain"``, the ``reason`` column says why)."""
-        return pd.DataFrame(self.records + self.abstention_records, columns=TABLE_COLUMNS)
+        """Messages, then abstentions (``kind == "abstain"``, the ``reason`` column says why),
+        then centres dropped from a round (``kind == "dropped"``)."""
+        rows = self.records + self.abstention_records + self.drop_records
+        return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+    def dropouts(self) -> pd.DataFrame:
+        """One row per request a lost centre missed: round, center, protocol, reason."""
+        t = pd.DataFrame(self.drop_records, columns=TABLE_COLUMNS)
+        return t[["round", "sender", "protocol", "reason"]].rename(columns={"sender": "center"})
 
     def messages(self) -> pd.DataFrame:
         return pd.DataFrame(self.records, columns=TABLE_COLUMNS)
