@@ -30,8 +30,9 @@ The ledger *enforces*, it does not only count:
    records who abstained, when, from which protocol and why; :meth:`Ledger.table` and
    :meth:`Ledger.abstentions` expose these rows and :meth:`Ledger.summary` counts them.
 
-Without a protocol (``Ledger()`` and ``send`` without ``protocol``) only rules 1 and 2 apply:
-this keeps the historic ``send(sender, receiver, message, round, kind)`` call working.
+Every message has a protocol (issue 22): ``send`` without one (neither bound at construction
+nor passed) raises :class:`~fedclust.errors.DisclosureError` (rule
+``every-message-has-a-protocol``).
 
 The ledger sits where Flower's transport is: a client's ``fit`` returns ``(parameters, n,
 metrics)``, the client proxy (:mod:`fedclust.federation.engine`) turns it into a message.
@@ -320,7 +321,14 @@ class Ledger:
         ``servers`` is the server); client proxies always say which direction a message goes.
         """
         proto = protocol if protocol is not None else self.protocol
-        pname = proto.name if proto is not None else ""
+        if proto is None:
+            raise _violation(
+                f"a message ({kind or 'unnamed'}) without a declared Protocol",
+                sender, "(none)", "every-message-has-a-protocol",
+                fix="declare the message's fields in a Protocol (the stage's protocols.py) and "
+                "pass protocol=...",
+            )  # fmt: skip
+        pname = proto.name
         out = snapshot(message, proto, sender)
         from_server = (sender in self.servers) if downlink is None else bool(downlink)
         if proto is not None:
