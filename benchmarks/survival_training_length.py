@@ -6,6 +6,12 @@ D6.2's comes from.
     python benchmarks/survival_training_length.py --mirror /work/shared/data \\
         --lengths 6x3 20x5 50x10 --reps 3 --out docs/survival_training_length
 
+    python benchmarks/survival_training_length.py --mirror /work/shared/data \\
+        --lengths grid --reps 1 --out docs/survival_thesis_grid
+
+``--lengths grid`` runs the config's own grid (thesis.yaml: 16 points, chosen by the stage's
+leave-one-centre-out CV) — one workflow unit per row, the chosen point in ``best``.
+
 Each (repetition, scenario, strategy, length) is one call of the stage's own unit
 (:func:`fedclust.survival.experiment.run_job`) with a one-point grid (so no CV), the same seeds
 as the workflow; the config is config/thesis.yaml's survival section (schema defaults filled)
@@ -36,6 +42,7 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--batches", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--rep-start", type=int, default=0)
     ap.add_argument("--endpoint", default="OS")
     ap.add_argument("--scenarios", nargs="+", default=None)
     ap.add_argument("--strategies", nargs="+", default=None)
@@ -64,11 +71,15 @@ def main() -> None:
     seen = set(map(tuple, done[key].astype(str).to_numpy())) if len(done) else set()
     scenarios = args.scenarios or list(cfg["scenarios"])
     strategies = args.strategies or list(cfg["strategies"])
-    for rep in range(args.reps):
+    for rep in range(args.rep_start, args.rep_start + args.reps):
         for length in args.lengths:
-            fe, ie = (int(v) for v in length.split("x"))
-            grid = {"federated_epochs": [fe], "internal_epochs": [ie],
-                    "batches": [args.batches], "lr": [args.lr]}  # fmt: skip
+            if length == "grid":  # the config's own grid search
+                fe = ie = "grid"
+                grid = cfg["grid"]
+            else:
+                fe, ie = (int(v) for v in length.split("x"))
+                grid = {"federated_epochs": [fe], "internal_epochs": [ie],
+                        "batches": [args.batches], "lr": [args.lr]}  # fmt: skip
             for st in strategies:
                 for sc in ["iid_balanced"] if st.startswith("centralized") else scenarios:
                     if (str(rep), sc, st, str(fe), str(ie)) in seen:
@@ -78,10 +89,15 @@ def main() -> None:
                                         {**cfg, "grid": grid}, seed)  # fmt: skip
                     row = pd.DataFrame([{
                         "source": source, "endpoint": args.endpoint, "rep": rep, "scenario": sc,
-                        "strategy": st, "fe": fe, "ie": ie, "batches": args.batches,
-                        "lr": args.lr, "test_c_index": res["test_c_index"],
+                        "strategy": st, "fe": fe, "ie": ie,
+                        "batches": args.batches if fe != "grid" else "grid",
+                        "lr": args.lr if fe != "grid" else "grid",
+                        "test_c_index": res["test_c_index"],
                         "cpu_s": round(time.process_time() - t0, 2),
                     }])  # fmt: skip
+                    if fe == "grid":  # the point the CV chose (isolated: one per centre)
+                        b = res["best"]
+                        row["best"] = b if isinstance(b, str) else ";".join(b.values())
                     row.to_csv(path, sep="\t", mode="a", header=not path.exists(), index=False)
                     print(row.to_string(index=False, header=False), flush=True)
 

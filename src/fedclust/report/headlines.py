@@ -777,9 +777,9 @@ _COHORT = (
 # issue 28 item 7, measured (docs/survival_training_length, benchmarks/survival_training_length.py)
 _LENGTH = (
     "training length, not the cohort: the grid's cross-validated short training regularises the "
-    "small isolated centres (and Ensemble's local models); at a fixed 50 × 10 or 100 × 10 "
-    "epochs the lower bounds fall to D6.2's and Weights Averaging becomes the most robust to "
-    "non-IID centres, as in D6.2 (table 'training length', committed measurement)"
+    "small isolated centres (and Ensemble's local models); at a fixed 50 × 10 epochs the lower "
+    "bounds fall to D6.2's and Weights Averaging becomes the most robust to non-IID centres, as "
+    "in D6.2 (table 'training length', committed measurement on IPSS-M)"
 )
 
 
