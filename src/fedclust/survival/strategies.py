@@ -36,6 +36,7 @@ from fedclust.federation import (
     federate,
     fit_protocol,
     run_rounds,
+    secure_sum,
 )
 
 from .cohort import check_survival
@@ -62,7 +63,10 @@ MIN_SAMPLES = 2
 FIT = fit_protocol("survival_fit", metrics=(), min_samples=MIN_SAMPLES)
 LOCAL_MODEL = fit_protocol("survival_local_model", metrics=(), min_samples=MIN_SAMPLES)
 EVALUATE_REQUEST = Protocol("survival_evaluate_request", {"parameters": "parameters"})
-EVALUATE = Protocol("survival_evaluate", {"loss_sum": "aggregate", "n_events": "count"})
+# a summing protocol (the server needs Σ loss and Σ events only): secure aggregation applies
+EVALUATE = Protocol(
+    "survival_evaluate", {"loss_sum": "aggregate", "n_events": "count"}, summed=True
+)
 # leave-one-centre-out CV: the held-out centre's risks with its outcomes, per patient — the
 # disclosure D6.2 accepts for the pooled C-index (seed 003 §7.4); only this protocol allows rows
 CV_PREDICTIONS = Protocol(
@@ -173,13 +177,12 @@ def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:
 
 
 def _lr_round(proxies: Sequence[LedgerClientProxy], params, rule: LrRule, k: int) -> float:
-    """Evaluate exchange: masked (per-centre) Cox loss of the current model → lr rule."""
-    msgs = [
-        p.call("evaluate", {"parameters": params}, k, "evaluate", EVALUATE, EVALUATE_REQUEST)
-        for p in proxies
-    ]
-    msgs = [m for m in msgs if m is not None]
-    loss = sum(m["loss_sum"] for m in msgs) / sum(m["n_events"] for m in msgs)
+    """Evaluate exchange: masked (per-centre) Cox loss of the current model → lr rule. The
+    server needs Σ loss and Σ events only: a summing exchange (:func:`secure_sum`), so with
+    secure aggregation on it receives the sums alone."""
+    sums, _ = secure_sum(proxies, "evaluate", {"parameters": params}, k, "evaluate", EVALUATE,
+                         EVALUATE_REQUEST)  # fmt: skip
+    loss = sums["loss_sum"] / sums["n_events"]
     return rule.update(loss, k)
 
 
