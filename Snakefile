@@ -59,6 +59,7 @@ include: "rules/fedcref.smk"
 include: "rules/survival.smk"
 include: "rules/generative.smk"
 include: "rules/bayes.smk"
+include: "rules/privacy_utility.smk"
 include: "rules/report.smk"
 
 

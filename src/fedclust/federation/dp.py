@@ -34,8 +34,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: RDP orders: Opacus' defaults (1.1 … 63) and a few large ones for small budgets
-ORDERS: tuple[float, ...] = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
-                                  + [64, 80, 96, 128, 192, 256, 512, 1024])  # fmt: skip
+ORDERS: tuple[float, ...] = tuple(
+    [1 + x / 10.0 for x in range(1, 100)]
+    + list(range(12, 64))
+    + [64, 80, 96, 128, 192, 256, 512, 1024]
+)
 
 
 # ---------------------------------------------------------------- mechanisms
@@ -45,8 +48,9 @@ def laplace(value, sensitivity: float, epsilon: float, rng: np.random.Generator)
     return v + rng.laplace(0.0, sensitivity / epsilon, v.shape)
 
 
-def gaussian(value, sensitivity: float, noise_multiplier: float,
-             rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def gaussian(
+    value, sensitivity: float, noise_multiplier: float, rng: np.random.Generator
+) -> np.ndarray:
     """``value + N(0, (noise_multiplier · sensitivity)²)`` (float64), entry-wise."""
     v = np.asarray(value, dtype=np.float64)
     return v + rng.normal(0.0, noise_multiplier * sensitivity, v.shape)
@@ -86,19 +90,22 @@ def laplace_rdp(b: float, orders: Sequence[float] = ORDERS) -> np.ndarray:
     return np.asarray(out)
 
 
-def gaussian_rdp(noise_multiplier: float, q: float = 1.0, steps: int = 1,
-                 orders: Sequence[float] = ORDERS) -> np.ndarray:  # fmt: skip
+def gaussian_rdp(
+    noise_multiplier: float, q: float = 1.0, steps: int = 1, orders: Sequence[float] = ORDERS
+) -> np.ndarray:
     """RDP of ``steps`` (Poisson-subsampled at rate ``q``) Gaussian releases: Opacus'
     ``compute_rdp`` (q = 1: exactly steps · α / (2 z²))."""
     from opacus.accountants.analysis.rdp import compute_rdp
 
-    rdp = compute_rdp(q=float(q), noise_multiplier=float(noise_multiplier), steps=int(steps),
-                      orders=list(orders))  # fmt: skip
+    rdp = compute_rdp(
+        q=float(q), noise_multiplier=float(noise_multiplier), steps=int(steps), orders=list(orders)
+    )
     return np.asarray(rdp, dtype=np.float64)
 
 
-def rdp_to_epsilon(rdp: np.ndarray, delta: float,
-                   orders: Sequence[float] = ORDERS) -> tuple[float, float]:  # fmt: skip
+def rdp_to_epsilon(
+    rdp: np.ndarray, delta: float, orders: Sequence[float] = ORDERS
+) -> tuple[float, float]:
     """(ε, best order) from RDP values: Opacus' ``get_privacy_spent``."""
     from opacus.accountants.analysis.rdp import get_privacy_spent
 
@@ -154,8 +161,9 @@ class Accountant:
         return eps
 
 
-def calibrate_gaussian(epsilon: float, delta: float, count: int = 1, q: float = 1.0,
-                       tol: float = 1e-4) -> float:  # fmt: skip
+def calibrate_gaussian(
+    epsilon: float, delta: float, count: int = 1, q: float = 1.0, tol: float = 1e-4
+) -> float:
     """The smallest noise multiplier z (to relative ``tol``) with which ``count`` releases
     (rate ``q``) spend ≤ ``epsilon`` at ``delta``; 0 for ε = ∞."""
     if not math.isfinite(epsilon):

@@ -33,8 +33,9 @@ N(0, (z C)²) to the sum Σ_k clip(Δ_k) — sensitivity C — and divides by th
 rounds the accountant (:class:`.dp.Accountant`, Opacus' RDP analysis) composes T Gaussian
 mechanisms; z is calibrated so that the run spends exactly the configured ε at δ. The server
 sees the exact sum (with secure aggregation, only the sum): central DP trusts it with that sum;
-everything it broadcasts or publishes after is (ε, δ)-DP. The training loss a round reports is
-a logged evaluation, not covered by ε.
+everything it broadcasts or publishes after is (ε, δ)-DP. Under central DP a centre sends only
+its clipped update and count (the training loss of a noised model is not summed, so the round
+log has no loss).
 """
 
 from __future__ import annotations
@@ -76,12 +77,15 @@ class PrivacySettings:
 
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
-            raise ConfigError(f"unknown DP mechanism {self.mechanism!r}",
-                              where="federation.privacy dp.mechanism",
-                              fix=f"one of {MECHANISMS}")  # fmt: skip
+            raise ConfigError(
+                f"unknown DP mechanism {self.mechanism!r}",
+                where="federation.privacy dp.mechanism",
+                fix=f"one of {MECHANISMS}",
+            )
         if self.epsilon is not None and not self.epsilon > 0:
-            raise ConfigError("epsilon must be > 0 (null = no DP)",
-                              where="federation.privacy dp.epsilon")  # fmt: skip
+            raise ConfigError(
+                "epsilon must be > 0 (null = no DP)", where="federation.privacy dp.epsilon"
+            )
         if not 0 < self.delta < 1:
             raise ConfigError("delta must be in (0, 1)", where="federation.privacy dp.delta")
         if not self.clip > 0:
@@ -198,8 +202,9 @@ def centre_settings(centre: Any) -> PrivacySettings:
 
 def clip_update(new: Sequence[np.ndarray], old: Sequence[np.ndarray], clip: float) -> list:
     """``new − old`` (float64) scaled to L2 norm ≤ ``clip`` over all arrays together."""
-    delta = [np.asarray(a, np.float64) - np.asarray(b, np.float64)
-             for a, b in zip(new, old, strict=True)]  # fmt: skip
+    delta = [
+        np.asarray(a, np.float64) - np.asarray(b, np.float64) for a, b in zip(new, old, strict=True)
+    ]
     norm = math.sqrt(sum(float(np.sum(d * d)) for d in delta))
     scale = min(1.0, clip / norm) if norm > 0 else 1.0
     return [d * scale for d in delta]
@@ -212,9 +217,13 @@ def _times(value: Any, w: float) -> Any:
 
 
 def privatise(
-    centre: Any, cid: str, message: Message, protocol: Protocol, request_parameters: Any,
+    centre: Any,
+    cid: str,
+    message: Message,
+    protocol: Protocol,
+    request_parameters: Any,
     instruction: Mapping[str, Any] | None,
-) -> Message:  # fmt: skip
+) -> Message:
     """What leaves the centre of a checked plain ``message`` (module docstring): the clipped
     update, the weighting, the mask. Raises :class:`DisclosureError` (the centre abstains) when
     its own settings require what the request lacks."""
@@ -222,28 +231,43 @@ def privatise(
     summing = bool(getattr(protocol, "summed", False))
     if instruction is None:
         if summing and own.secure_aggregation:
-            raise DisclosureError("the centre sends this protocol only under secure aggregation",
-                                  center=cid, protocol=protocol.name,
-                                  rule="secure-aggregation-required")  # fmt: skip
+            raise DisclosureError(
+                "the centre sends this protocol only under secure aggregation",
+                center=cid,
+                protocol=protocol.name,
+                rule="secure-aggregation-required",
+            )
         if summing and own.central and "parameters" in message:
-            raise DisclosureError("the centre sends model updates only clipped for central DP",
-                                  center=cid, protocol=protocol.name,
-                                  rule="dp-clip-required")  # fmt: skip
+            raise DisclosureError(
+                "the centre sends model updates only clipped for central DP",
+                center=cid,
+                protocol=protocol.name,
+                rule="dp-clip-required",
+            )
         return message
     msg = dict(message)
+    keep = instruction.get("keep")
+    if keep is not None:  # e.g. central DP: the update and its count, no training metrics
+        msg = {k: v for k, v in msg.items() if k in keep}
     upd = instruction.get("update")
     if upd is not None:
         clip = float(upd["clip"])
         if own.central and clip > own.clip:
-            raise DisclosureError("the requested clipping bound exceeds the centre's own",
-                                  center=cid, protocol=protocol.name,
-                                  rule="dp-clip-required")  # fmt: skip
+            raise DisclosureError(
+                "the requested clipping bound exceeds the centre's own",
+                center=cid,
+                protocol=protocol.name,
+                rule="dp-clip-required",
+            )
         key = upd.get("field", "parameters")
         msg[key] = clip_update(msg[key], request_parameters, clip)
     elif own.central and "parameters" in msg:
-        raise DisclosureError("the centre sends model updates only clipped for central DP",
-                              center=cid, protocol=protocol.name,
-                              rule="dp-clip-required")  # fmt: skip
+        raise DisclosureError(
+            "the centre sends model updates only clipped for central DP",
+            center=cid,
+            protocol=protocol.name,
+            rule="dp-clip-required",
+        )
     weight = instruction.get("weight")
     if weight is not None:
         w = float(np.asarray(msg[weight], dtype=np.float64))
@@ -253,12 +277,23 @@ def privatise(
     sa = instruction.get("secagg")
     if sa is None:
         if own.secure_aggregation and summing:
-            raise DisclosureError("the centre sends this protocol only under secure aggregation",
-                                  center=cid, protocol=protocol.name,
-                                  rule="secure-aggregation-required")  # fmt: skip
+            raise DisclosureError(
+                "the centre sends this protocol only under secure aggregation",
+                center=cid,
+                protocol=protocol.name,
+                rule="secure-aggregation-required",
+            )
         return msg
-    return secagg.mask(centre, cid, msg, protocol, sa["session"], int(sa["round"]), sa["cohort"],
-                       int(sa["frac_bits"]))  # fmt: skip
+    return secagg.mask(
+        centre,
+        cid,
+        msg,
+        protocol,
+        sa["session"],
+        int(sa["round"]),
+        sa["cohort"],
+        int(sa["frac_bits"]),
+    )
 
 
 def encode_instruction(instruction: Mapping[str, Any]) -> list[str]:
@@ -293,8 +328,9 @@ def secure_form(strategy: Strategy) -> str:
         return "weighted"
     raise ConfigError(
         f"strategy {type(strategy).__name__} has no secure-aggregation form",
-        where="federation.privacy", fix="turn secure aggregation and DP off for this stage",
-    )  # fmt: skip
+        where="federation.privacy",
+        fix="turn secure aggregation and DP off for this stage",
+    )
 
 
 @dataclass
@@ -315,8 +351,14 @@ class PrivateRounds:
     members: list[str] = field(default_factory=list)
 
     @classmethod
-    def start(cls, settings: PrivacySettings, proxies: Sequence[Any], strategy: Strategy,
-              rounds: int, label: str) -> PrivateRounds:  # fmt: skip
+    def start(
+        cls,
+        settings: PrivacySettings,
+        proxies: Sequence[Any],
+        strategy: Strategy,
+        rounds: int,
+        label: str,
+    ) -> PrivateRounds:
         from .dp import Accountant, calibrate_gaussian
 
         if settings.local:
@@ -324,7 +366,7 @@ class PrivateRounds:
                 "local DP (DP-SGD) is the centre's training, not the round loop's",
                 where="federation.privacy dp.mechanism",
                 fix="use mechanism: central for this stage, or a stage whose centres run DP-SGD",
-            )  # fmt: skip
+            )
         form = "dp" if settings.central else secure_form(strategy)
         pr = cls(settings, list(proxies), strategy, rounds, label, form)
         pr.members = [str(p.cid) for p in proxies]
@@ -338,10 +380,18 @@ class PrivateRounds:
             acc = Accountant()
             acc.gaussian(pr.noise_multiplier, count=rounds)
             pr.epsilon = acc.epsilon(settings.delta)
-            spend({"label": label, "mechanism": "gaussian (central DP-FedAvg)",
-                   "releases": rounds, "noise_multiplier": pr.noise_multiplier,
-                   "clip": settings.clip, "epsilon": pr.epsilon, "delta": settings.delta,
-                   "centres": list(pr.members)})  # fmt: skip
+            spend(
+                {
+                    "label": label,
+                    "mechanism": "gaussian (central DP-FedAvg)",
+                    "releases": rounds,
+                    "noise_multiplier": pr.noise_multiplier,
+                    "clip": settings.clip,
+                    "epsilon": pr.epsilon,
+                    "delta": settings.delta,
+                    "centres": list(pr.members),
+                }
+            )
         return pr
 
     def instruction(self, rnd: int, cohort: Sequence[str]) -> dict[str, Any]:
@@ -349,13 +399,18 @@ class PrivateRounds:
         ins: dict[str, Any] = {"weight": "n" if self.form == "weighted" else None}
         if self.form == "dp":
             ins["update"] = {"field": "parameters", "clip": s.clip}
+            ins["keep"] = ["parameters", "n"]  # the loss of a noised model is not summed
         ins["secagg"] = self.secure.instruction(rnd, cohort) if self.secure else None
         return ins
 
     def round(
-        self, rnd: int, parameters: NDArrays, pairs: Sequence[tuple[Any, dict]], kind: str,
+        self,
+        rnd: int,
+        parameters: NDArrays,
+        pairs: Sequence[tuple[Any, dict]],
+        kind: str,
         protocol: Protocol,
-    ) -> tuple[list[tuple], int]:  # fmt: skip
+    ) -> tuple[list[tuple], int]:
         """Ask the round's cohort, sum (unmask), add noise, and return ``([(mean, N,
         metrics)], participants)``; an empty list when every centre abstained."""
         pairs = [(p, c) for p, c in pairs if str(p.cid) in self.members]
@@ -375,14 +430,15 @@ class PrivateRounds:
             sums, alive = _plain_sum(replies, protocol)
         n_tot = float(np.asarray(sums.pop("n")))
         total = [np.asarray(a, np.float64) for a in sums.pop("parameters")]
-        metrics = {k: float(np.asarray(v)) for k, v in sums.items()
-                   if np.asarray(v).size == 1}  # fmt: skip
+        metrics = {k: float(np.asarray(v)) for k, v in sums.items() if np.asarray(v).size == 1}
         if self.form == "dp":
             rng = np.random.default_rng(_noise_seed(self.settings.seed, self.label, rnd))
             sd = self.noise_multiplier * self.settings.clip
             denom = float(len(cohort))
-            new = [np.asarray(c, np.float64) + (t + rng.normal(0.0, sd, t.shape)) / denom
-                   for c, t in zip(parameters, total, strict=True)]  # fmt: skip
+            new = [
+                np.asarray(c, np.float64) + (t + rng.normal(0.0, sd, t.shape)) / denom
+                for c, t in zip(parameters, total, strict=True)
+            ]
             metrics = {k: v / len(alive) for k, v in metrics.items()}
         elif self.form == "weighted":
             new = [t / n_tot for t in total]
@@ -424,10 +480,15 @@ def _plain_sum(
 
 
 def secure_sum(
-    proxies: Sequence[Any], method: str, request: Message, rnd: int, kind: str,
-    protocol: Protocol, down_protocol: Protocol | None = None,
+    proxies: Sequence[Any],
+    method: str,
+    request: Message,
+    rnd: int,
+    kind: str,
+    protocol: Protocol,
+    down_protocol: Protocol | None = None,
     settings: PrivacySettings | None = None,
-) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+) -> tuple[dict[str, Any], list[str]]:
     """One summing exchange (``proxy.call(method, request, ...)`` at every centre) whose server
     step is Σ over the centres: with secure aggregation on (``settings``, default the process's)
     the server gets only the sums (:mod:`.secagg`); off, the plain replies are summed in centre
@@ -436,8 +497,9 @@ def secure_sum(
     declared ``summed=True`` so that a centre requiring secure aggregation can insist on it."""
     s = settings if settings is not None else current()
     if not s.secure_aggregation:
-        msgs = {str(p.cid): p.call(method, request, rnd, kind, protocol, down_protocol)
-                for p in proxies}  # fmt: skip
+        msgs = {
+            str(p.cid): p.call(method, request, rnd, kind, protocol, down_protocol) for p in proxies
+        }
         alive = [c for c, m in msgs.items() if m is not None]
         out: dict[str, Any] = {}
         for k in protocol.fields:
@@ -457,8 +519,14 @@ def secure_sum(
     replies = {}
     for p in proxies:
         if str(p.cid) in members:
-            replies[str(p.cid)] = p.call(method, {**request, INSTRUCTION: ins}, rnd, kind,
-                                         protocol, _with_instruction(down_protocol))  # fmt: skip
+            replies[str(p.cid)] = p.call(
+                method,
+                {**request, INSTRUCTION: ins},
+                rnd,
+                kind,
+                protocol,
+                _with_instruction(down_protocol),
+            )
     if all(v is None for v in replies.values()):
         return {}, []
     sums, alive = agg.unmask(rnd, members, replies, protocol)

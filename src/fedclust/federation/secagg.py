@@ -102,16 +102,18 @@ def encode(x: Any, frac_bits: int = DEFAULT_FRAC_BITS, terms: int = 1) -> np.nda
     v = np.asarray(x, dtype=np.float64)
     if not np.all(np.isfinite(v)):
         raise InputDataError(
-            "a value to be securely summed is not finite", where="secure aggregation",
+            "a value to be securely summed is not finite",
+            where="secure aggregation",
             fix="check the local model for NaN / inf before aggregating",
-        )  # fmt: skip
+        )
     limit = 2.0 ** (RING_BITS - 1 - frac_bits) / max(int(terms), 1)
     if v.size and float(np.abs(v).max()) >= limit:
         raise InputDataError(
             f"a value of magnitude {float(np.abs(v).max()):.3g} exceeds the fixed-point range "
             f"{limit:.3g} ({frac_bits} fractional bits, {terms} centres)",
-            where="secure aggregation", fix="lower federation.privacy frac_bits",
-        )  # fmt: skip
+            where="secure aggregation",
+            fix="lower federation.privacy frac_bits",
+        )
     return np.rint(v * 2.0**frac_bits).astype(np.int64).view(np.uint64)
 
 
@@ -221,8 +223,9 @@ def _sessions(centre: Any) -> dict[str, _Session]:
 
 
 def _refuse(what: str, cid: str, protocol: str, rule: str) -> DisclosureError:
-    return DisclosureError(what, center=cid, protocol=protocol, rule=rule,
-                           fix="the centre abstains")  # fmt: skip
+    return DisclosureError(
+        what, center=cid, protocol=protocol, rule=rule, fix="the centre abstains"
+    )
 
 
 def control(centre: Any, cid: str, method: str, config: Mapping[str, Any]) -> Message:
@@ -230,8 +233,9 @@ def control(centre: Any, cid: str, method: str, config: Mapping[str, Any]) -> Me
     sid = str(config.get("session", ""))
     st = _sessions(centre)
     if method == "secagg_advertise":
-        st[sid] = _Session(KeyPair(_secret(centre, cid, sid, "x25519")),
-                           _secret(centre, cid, sid, "self"))  # fmt: skip
+        st[sid] = _Session(
+            KeyPair(_secret(centre, cid, sid, "x25519")), _secret(centre, cid, sid, "self")
+        )
         return {"public_key": np.frombuffer(st[sid].keys.public, dtype=np.uint8).copy()}
     sess = st.get(sid)
     if sess is None:
@@ -248,11 +252,19 @@ def control(centre: Any, cid: str, method: str, config: Mapping[str, Any]) -> Me
         dropped = [str(j) for j in config.get("dropped") or []]
         cohort = sess.cohorts.get(r)
         if cohort is None or r in sess.revealed:
-            raise _refuse("no share of this round, or its keys were already revealed", cid,
-                          method, "secagg-one-unmask-per-round")  # fmt: skip
+            raise _refuse(
+                "no share of this round, or its keys were already revealed",
+                cid,
+                method,
+                "secagg-one-unmask-per-round",
+            )
         if cid in dropped or not set(dropped) <= set(cohort):
-            raise _refuse("the dropped set is not part of this round's cohort", cid, method,
-                          "secagg-dropped-in-cohort")  # fmt: skip
+            raise _refuse(
+                "the dropped set is not part of this round's cohort",
+                cid,
+                method,
+                "secagg-dropped-in-cohort",
+            )
         sess.revealed.add(r)
         pair = [np.frombuffer(kdf(sess.pair[j], "round", r), dtype=np.uint8) for j in dropped]
         return {
@@ -268,9 +280,15 @@ def sign(i: str, j: str) -> int:
 
 
 def mask(
-    centre: Any, cid: str, message: Mapping[str, Any], protocol: Protocol,
-    session: str, round: int, cohort: Sequence[str], frac_bits: int = DEFAULT_FRAC_BITS,
-) -> Message:  # fmt: skip
+    centre: Any,
+    cid: str,
+    message: Mapping[str, Any],
+    protocol: Protocol,
+    session: str,
+    round: int,
+    cohort: Sequence[str],
+    frac_bits: int = DEFAULT_FRAC_BITS,
+) -> Message:
     """Centre ``cid``'s share of ``message`` (a checked plain message of ``protocol``) for
     ``round`` of ``session`` with ``cohort``: every non-metadata field masked (module
     docstring), metadata kept, plus the :data:`~.ledger.SECAGG_FIELD` marker."""
@@ -281,8 +299,13 @@ def mask(
     cohort = tuple(str(c) for c in cohort)
     missing = [j for j in cohort if j != cid and j not in sess.pair]
     if cid not in cohort or missing or round in sess.cohorts:
-        raise _refuse("not a member of this round's cohort, a peer without a key, or a second "
-                      "share of the round", cid, name, "secagg-cohort")  # fmt: skip
+        raise _refuse(
+            "not a member of this round's cohort, a peer without a key, or a second "
+            "share of the round",
+            cid,
+            name,
+            "secagg-cohort",
+        )
     keys = _numeric_keys(message, protocol)
     vec, layout = flatten(message, keys)
     share = encode(vec, frac_bits, terms=len(cohort))
@@ -328,8 +351,14 @@ class SecureAggregator:
         sid = self.session
         pubs = {}
         for p in self.proxies:
-            out = p.call("secagg_advertise", {"session": sid}, rnd, "secagg_advertise",
-                         ADVERTISE, ADVERTISE_REQUEST)  # fmt: skip
+            out = p.call(
+                "secagg_advertise",
+                {"session": sid},
+                rnd,
+                "secagg_advertise",
+                ADVERTISE,
+                ADVERTISE_REQUEST,
+            )
             if out is not None:
                 pubs[str(p.cid)] = np.asarray(out["public_key"], dtype=np.uint8)
         ids = list(pubs)
@@ -338,8 +367,14 @@ class SecureAggregator:
         for p in self.proxies:
             if str(p.cid) not in pubs:
                 continue
-            out = p.call("secagg_peers", {"session": sid, "ids": ids, "public_keys": keys},
-                         rnd, "secagg_peers", PEERS, PEERS_REQUEST)  # fmt: skip
+            out = p.call(
+                "secagg_peers",
+                {"session": sid, "ids": ids, "public_keys": keys},
+                rnd,
+                "secagg_peers",
+                PEERS,
+                PEERS_REQUEST,
+            )
             if out is not None:
                 members.append(str(p.cid))
         if len(members) != len(ids):  # a centre without every peer's key cannot take part
@@ -357,13 +392,20 @@ class SecureAggregator:
 
     def instruction(self, rnd: int, cohort: Sequence[str]) -> dict[str, Any]:
         """What a round-``rnd`` request tells a centre of ``cohort`` (all members)."""
-        return {"session": self.session, "round": int(rnd), "cohort": [str(c) for c in cohort],
-                "frac_bits": int(self.frac_bits)}  # fmt: skip
+        return {
+            "session": self.session,
+            "round": int(rnd),
+            "cohort": [str(c) for c in cohort],
+            "frac_bits": int(self.frac_bits),
+        }
 
     def unmask(
-        self, rnd: int, cohort: Sequence[str], shares: Mapping[str, Message | None],
+        self,
+        rnd: int,
+        cohort: Sequence[str],
+        shares: Mapping[str, Message | None],
         protocol: Protocol,
-    ) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+    ) -> tuple[dict[str, Any], list[str]]:
         """The decoded sums of the round's shares (float64 values, 0-d for scalars) and the
         ids that contributed. ``shares``: cid -> its share, ``None`` if it sent none."""
         alive = [c for c in cohort if shares.get(c) is not None]
@@ -376,28 +418,38 @@ class SecureAggregator:
         for c in alive:
             s = shares[c]
             if list(s.get(SECAGG_FIELD, [])) != [self.session, int(rnd)]:
-                raise SecAggAborted(f"centre {c!r} sent a share of another session or round",
-                                    where=f"{self.session} round {rnd}")  # fmt: skip
+                raise SecAggAborted(
+                    f"centre {c!r} sent a share of another session or round",
+                    where=f"{self.session} round {rnd}",
+                )
             vec, layout = _uint_flatten(s, keys)
             if total is None:
                 total, lay = vec.copy(), layout
             elif vec.shape != total.shape:
-                raise SecAggAborted(f"centre {c!r} sent a share of another shape",
-                                    where=f"{self.session} round {rnd}")  # fmt: skip
+                raise SecAggAborted(
+                    f"centre {c!r} sent a share of another shape",
+                    where=f"{self.session} round {rnd}",
+                )
             else:
                 total += vec
         by_cid = {str(p.cid): p for p in self.proxies}
         for c in alive:
-            out = by_cid[c].call("secagg_unmask", {"session": self.session, "round": int(rnd),
-                                                   "dropped": dropped},
-                                 rnd, "secagg_unmask", UNMASK, UNMASK_REQUEST)  # fmt: skip
+            out = by_cid[c].call(
+                "secagg_unmask",
+                {"session": self.session, "round": int(rnd), "dropped": dropped},
+                rnd,
+                "secagg_unmask",
+                UNMASK,
+                UNMASK_REQUEST,
+            )
             self.unmask_messages += 1
             if out is None:
                 raise SecAggAborted(
                     f"centre {c!r} sent its share but not its unmask keys in round {rnd}: the "
-                    "sum cannot be unmasked", where=f"{self.session} round {rnd}",
+                    "sum cannot be unmasked",
+                    where=f"{self.session} round {rnd}",
                     fix="run again; a centre must stay until the round is unmasked",
-                )  # fmt: skip
+                )
             total -= prg(_key_bytes(out["self_key"]), total.size)
             pair_keys = np.asarray(out["pair_keys"], dtype=np.uint8).reshape(len(dropped), 32)
             for j, key in zip(dropped, pair_keys, strict=True):
