@@ -134,9 +134,8 @@ def prg(key: bytes, n: int) -> np.ndarray:
         return np.zeros(0, dtype=np.uint64)
     if KEY_AGREEMENT == "x25519":
         enc = Cipher(algorithms.AES(key), modes.CTR(bytes(16))).encryptor()
-        return np.frombuffer(enc.update(bytes(8 * n)) + enc.finalize(), dtype="<u8").astype(
-            np.uint64
-        )
+        buf = enc.update(bytes(8 * n)) + enc.finalize()
+        return np.frombuffer(buf, dtype="<u8").view(np.uint64)  # read-only, no copy
     bits = np.random.Philox(key=int.from_bytes(key[:16], "little"))
     return bits.random_raw(n).astype(np.uint64)
 

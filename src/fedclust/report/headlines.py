@@ -842,6 +842,9 @@ _EXPECT = {
     "projection": "as pooled",
     "perturbation": "as pooled",
     "preprocessing": "≤ 1.5 × pooled pydeseq2 (issue 23 goal)",
+    "secure aggregation": "≤ 1.3 × plain round (issue 24 goal)",
+    "DP-SGD (TSAE, torch.func)": "no goal (Opacus reports 2–10×)",
+    "DP-SGD (MLP, Opacus)": "no goal (Opacus reports 2–10×)",
 }
 
 
@@ -855,7 +858,10 @@ def _perf_note(s: Sel) -> str:
 def _perf_label(s: Sel) -> str:
     r = s.row
     rounds = f" ({int(r['rounds'])} round(s))" if pd.notna(r.get("rounds")) else ""
-    ref_name = "pooled pydeseq2" if r.get("method") == "preprocessing" else "pooled scipy"
+    method = str(r.get("method", ""))
+    ref_name = {"preprocessing": "pooled pydeseq2", "secure aggregation": "plain round"}.get(
+        method, "plain SGD epoch" if method.startswith("DP-SGD") else "pooled scipy"
+    )
     return f"{r.get('method', '?')}: time / {ref_name}{rounds}"
 
 
