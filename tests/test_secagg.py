@@ -10,6 +10,7 @@ from scipy import stats
 
 from fedclust.errors import ConfigError
 from fedclust.federation import (
+    INPROCESS,
     Abstain,
     Ledger,
     Protocol,
@@ -75,11 +76,15 @@ def centres(seed=0, shift=0.0, abstain=None, k=4, d=50):
     ]  # fmt: skip
 
 
-def run(cs, strategy="fedavg", rounds=3, settings=OFF, ledger=None, d=50):
+def run(cs, strategy="fedavg", rounds=3, settings=OFF, ledger=None, d=50, transport=INPROCESS):
     init = [np.zeros(d, np.float32), np.ones(2, np.float32)]
     strat = make_strategy(strategy, {"eta": 0.1, "beta_1": 0.9, "beta_2": 0.99, "tau": 1e-3})
-    return federate(cs, lambda ps: run_rounds(ps, strat, init, rounds, {}, FIT, privacy=settings),
-                    ledger=ledger if ledger is not None else Ledger())  # fmt: skip
+    return federate(
+        cs,
+        lambda ps: run_rounds(ps, strat, init, rounds, {}, FIT, privacy=settings),
+        ledger=ledger if ledger is not None else Ledger(),
+        transport=transport,
+    )
 
 
 def test_fixed_point_sums_decode_exactly_and_refuse_overflow():
@@ -260,3 +265,18 @@ def test_off_takes_the_unchanged_loop(monkeypatch):
     a, b = run(centres(), settings=off), run(centres())
     for x, y in zip(a, b, strict=True):
         assert np.array_equal(x, y)
+
+
+def test_secure_aggregation_on_flowers_simulation_runtime():
+    """The key exchange, the shares and the unmask round travel as Flower messages: the
+    result is the in-process plain FedAvg's, the ledger of record holds only shares."""
+    pytest.importorskip("flwr")
+    from fedclust import transports
+
+    led = Recording()
+    secure = run(centres(), settings=SECURE, ledger=led, rounds=2,
+                 transport=transports.get("flower-simulation"))  # fmt: skip
+    for p, s in zip(run(centres(), rounds=2), secure, strict=True):
+        np.testing.assert_allclose(s, p, rtol=1e-6, atol=1e-7)
+    ups = [m for _, kind, _, m in led.delivered if kind == "fit_update"]
+    assert len(ups) == 8 and all(m["parameters"][0].dtype == np.uint64 for m in ups)

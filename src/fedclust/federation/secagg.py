@@ -319,7 +319,7 @@ def mask(
     sess.cohorts[round] = cohort
     out = unflatten(share, layout)
     out.update({k: message[k] for k in message if k not in out})  # metadata, unmasked
-    out[SECAGG_FIELD] = [session, int(round)]
+    out[SECAGG_FIELD] = [f"{session}#{int(round)}"]  # one string: any transport carries it
     return out
 
 
@@ -416,7 +416,7 @@ class SecureAggregator:
         total = None
         for c in alive:
             s = shares[c]
-            if list(s.get(SECAGG_FIELD, [])) != [self.session, int(rnd)]:
+            if list(s.get(SECAGG_FIELD, [])) != [f"{self.session}#{int(rnd)}"]:
                 raise SecAggAborted(
                     f"centre {c!r} sent a share of another session or round",
                     where=f"{self.session} round {rnd}",
