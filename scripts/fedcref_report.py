@@ -17,6 +17,7 @@ def main() -> None:
         list(i.calibration),
         list(i.calibration_figures),
         snakemake.params.cfg,
+        list(i.size_study),
     )
 
 
