@@ -373,6 +373,9 @@ class PrivateRounds:
         if settings.secure_aggregation:
             pr.secure = secagg.SecureAggregator(list(proxies), settings.frac_bits)
             pr.members = pr.secure.setup(0)
+            left = [str(p.cid) for p in proxies if str(p.cid) not in pr.members]
+            if left:
+                log.warning("%s: %s took no part in the key set-up and sit out", label, left)
             if not pr.members:
                 raise RuntimeError(f"{label}: no centre took part in secure aggregation")
         if settings.central:
