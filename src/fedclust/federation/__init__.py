@@ -5,7 +5,17 @@ secure aggregation (:mod:`.secagg`) and differential privacy (:mod:`.dp`, :mod:`
 
 from fedclust.errors import DisclosureError
 
-from .engine import Abstain, History, LedgerClientProxy, RoundLog, fit_protocol, run_rounds
+from .engine import (
+    Abstain,
+    History,
+    LedgerClientProxy,
+    RoundLog,
+    call_all,
+    fit_all,
+    fit_protocol,
+    run_rounds,
+)
+from .faults import CentreLost, Dropouts
 from .ledger import KINDS, Ledger, Message, Protocol, abstention_summary, check_disclosure
 from .privacy import PrivacySettings, secure_sum
 from .strategy import (
@@ -27,7 +37,9 @@ __all__ = [
     "KINDS",
     "STRATEGIES",
     "Abstain",
+    "CentreLost",
     "DisclosureError",
+    "Dropouts",
     "FedAdam",
     "FedAvg",
     "FedOpt",
@@ -50,7 +62,9 @@ __all__ = [
     "abstention_summary",
     "aggregate",
     "ave_weights_published",
+    "call_all",
     "check_disclosure",
+    "fit_all",
     "fit_protocol",
     "make_strategy",
     "run_rounds",
