@@ -1,24 +1,26 @@
 # Stage: privacy_utility (issue 24) — secure aggregation and differential privacy measured: every
 # federated method's headline metric over epsilon (seeds, spread) beside its pooled and isolated
 # baselines, the seed-001 known input-output attack over epsilon, and the epsilon each centre
-# spent. One small job per method (config privacy_utility.methods), one report job.
+# spent. One job per method (privacy_utility.fanout: method, thesis.yaml) or one job running
+# every method (fanout: all, the default config; same numbers), one report job.
 from fedclust.privacy_utility import workflow as PUW
 
 PU = config.get("privacy_utility", {})
 PU_METHODS = PUW.methods(PU) if enabled("privacy_utility") else []
+PU_GROUPED = PUW.fanout(PU) == "all"
+PU_UNIT = "all" if PU_GROUPED else "{method}"
 PU_REPORT = {"caption": "../report/privacy_utility.rst", "category": "Privacy-utility"}
 
 
 rule privacy_utility_run:
     input:
-        unpack(lambda wc: PUW.inputs(wc.method, PU)),
+        unpack(lambda wc: PUW.job_inputs(PU, wc)),
     output:
-        curve="results/privacy_utility/{method}/curve.tsv",
-        budget="results/privacy_utility/{method}/budget.tsv",
+        **PUW.unit_outputs(PU_METHODS if PU_GROUPED else None),
     log:
-        "results/logs/privacy_utility/privacy_utility_run_{method}.log",
+        f"results/logs/privacy_utility/privacy_utility_run_{PU_UNIT}.log",
     benchmark:
-        "results/benchmarks/privacy_utility_run/{method}.tsv"
+        f"results/benchmarks/privacy_utility_run/{PU_UNIT}.tsv"
     wildcard_constraints:
         method="|".join(PUW.METHODS),
     conda:
@@ -28,6 +30,7 @@ rule privacy_utility_run:
         **job_resources("privacy_utility_run"),
     params:
         cfg=PU,
+        methods=lambda wc: PUW.job_methods(PU, wc),
         config=lambda wc: {
             k: config.get(k, {}) for k in ("dec", "survival", "decentral")
         },

@@ -1,4 +1,5 @@
-"""Rule `privacy_utility_run`: one federated method over ε × seeds (curve and ε spent)."""
+"""Rule `privacy_utility_run`: federated methods over ε × seeds (curve and ε spent); one method
+per job or all of them in one process (``privacy_utility.fanout``)."""
 
 import pandas as pd
 from _common import run
@@ -8,21 +9,24 @@ from fedclust.privacy_utility.experiment import run_unit
 
 
 def main() -> None:
-    inp, method = snakemake.input, snakemake.wildcards.method
-    features = pd.read_parquet(inp.features)
-    obs = pd.read_csv(inp.obs, sep="\t", index_col=0, dtype={"tss": str})
-    split = pd.read_csv(inp.split, sep="\t", index_col=0) if "split" in inp.keys() else None
-    curve, budget = run_unit(
-        method,
-        features,
-        obs,
-        split,
-        dict(snakemake.params.cfg),
-        dict(snakemake.params.config),
-        int(snakemake.params.seed),
-    )
-    write_table(snakemake.output.curve, curve, index=False)
-    write_table(snakemake.output.budget, budget, index=False)
+    inp, out = snakemake.input, snakemake.output
+    for method in snakemake.params.methods:
+        features = pd.read_parquet(inp[f"{method}_features"])
+        obs = pd.read_csv(inp[f"{method}_obs"], sep="\t", index_col=0, dtype={"tss": str})
+        key = f"{method}_split"
+        split = pd.read_csv(inp[key], sep="\t", index_col=0) if key in inp.keys() else None
+        curve, budget = run_unit(
+            method,
+            features,
+            obs,
+            split,
+            dict(snakemake.params.cfg),
+            dict(snakemake.params.config),
+            int(snakemake.params.seed),
+        )
+        for name, table in (("curve", curve), ("budget", budget)):
+            key = f"{name}_{method}" if f"{name}_{method}" in out.keys() else name
+            write_table(out[key], table, index=False)
 
 
 run(main, snakemake)

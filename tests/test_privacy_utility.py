@@ -162,3 +162,21 @@ def test_workflow_inputs_and_unknown_methods():
     with pytest.raises(ConfigError, match="unknown privacy"):
         W.methods({"methods": ["lasso"]})
     assert set(W.METHODS) == set(E.METHODS) == set(E.RUNNERS)
+
+
+def test_fanout_all_runs_every_method_in_one_job_with_the_same_files():
+    from types import SimpleNamespace
+
+    cfg = {"methods": ["km", "heart"], "fanout": "all"}
+    wc = SimpleNamespace()
+    assert W.job_methods(cfg, wc) == ["km", "heart"]
+    ins = W.job_inputs(cfg, wc)
+    assert ins["km_split"] == "results/data/mds/splits/uniform10.tsv"
+    assert ins["heart_features"] == "results/data/heart/features.parquet"
+    grouped = W.unit_outputs(W.job_methods(cfg, wc))
+    one = {f: p.format(method="km") for f, p in W.unit_outputs(None).items()}
+    # the grouped job writes exactly the files of the per-method jobs (the report's inputs)
+    assert {grouped["curve_km"], grouped["budget_km"]} == set(one.values())
+    assert W.job_methods({**cfg, "fanout": "method"}, SimpleNamespace(method="km")) == ["km"]
+    with pytest.raises(ConfigError, match="fanout"):
+        W.fanout({"fanout": "unit"})

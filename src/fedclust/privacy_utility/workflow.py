@@ -24,6 +24,38 @@ def methods(cfg: dict[str, Any]) -> list[str]:
     return out
 
 
+def fanout(cfg: dict[str, Any]) -> str:
+    """``method``: one ``privacy_utility_run`` job per method (thesis: a cluster runs them in
+    parallel); ``all``: one job running every method in one process (small configs: saves the
+    interpreter / torch start-up of six jobs). Same numbers either way (seeds per method)."""
+    out = str(cfg.get("fanout", "all"))
+    if out not in ("method", "all"):
+        raise ConfigError(
+            f"privacy_utility.fanout is {out!r}",
+            where="privacy_utility.fanout",
+            fix="use method or all",
+        )
+    return out
+
+
+def job_methods(cfg: dict[str, Any], wildcards: Any) -> list[str]:
+    """The methods one ``privacy_utility_run`` job runs: all (fanout ``all``) or ``{method}``."""
+    return methods(cfg) if fanout(cfg) == "all" else [str(wildcards.method)]
+
+
+def job_inputs(cfg: dict[str, Any], wildcards: Any) -> dict[str, str]:
+    """The named inputs of one job: ``<method>_<name>`` for each of its methods."""
+    return {f"{m}_{k}": v for m in job_methods(cfg, wildcards) for k, v in inputs(m, cfg).items()}
+
+
+def unit_outputs(grouped: list[str] | None) -> dict[str, str]:
+    """Outputs of one job: ``<file>_<method>`` per method of a grouped job, else ``<file>``
+    under the ``{method}`` wildcard."""
+    if grouped is None:
+        return {f: f"results/privacy_utility/{{method}}/{f}.tsv" for f in UNIT_FILES}
+    return {f"{f}_{m}": f"results/privacy_utility/{m}/{f}.tsv" for m in grouped for f in UNIT_FILES}
+
+
 def inputs(method: str, cfg: dict[str, Any]) -> dict[str, str]:
     """The named input files of one method's job."""
     m = cfg.get(method, {})
