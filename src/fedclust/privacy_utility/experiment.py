@@ -518,12 +518,13 @@ def run_heart(
     for s in range(int(cfg["seeds"])):
         sd = derive_seed(seed, "pu", "heart", s)
         w0 = initial_weights(n_feat, sd)
+        drop = derive_seed(sd, "dropout")  # each copy's own dropout stream: no global torch RNG
 
         def auc(w, trainer) -> float:
             return float(trainer.evaluate(w, xt, yt).auc)
 
         for eps in epsilons(cfg["epsilons"]):
-            trainer = Trainer(n_feat, lr, "per_client", derive_seed(sd, "shuffle"))
+            trainer = Trainer(n_feat, lr, "per_client", derive_seed(sd, "shuffle"), drop)
             cl = [HeartClient(c, trainer) for c in data]
             PV.budget_rows(reset=True)
             with PV.using(settings_for(eps, cfg, sd, m["clip"])):
@@ -536,14 +537,14 @@ def run_heart(
                 )
             curve.append(_row("heart", "federated", eps, s, "auc", auc(w, trainer)))
             budget += _from_spend("heart", eps, s, delta, rounds)
-        trainer = Trainer(n_feat, lr, "per_client", derive_seed(sd, "shuffle"))
+        trainer = Trainer(n_feat, lr, "per_client", derive_seed(sd, "shuffle"), drop)
         xs = torch.from_numpy(np.concatenate([c.X_train for c in data]))
         ys = torch.from_numpy(np.concatenate([c.y_train for c in data]))
         w, _ = trainer.fit(w0, xs, ys, rounds * epochs, bs, owner="pooled")
         curve.append(_row("heart", "pooled", math.inf, s, "auc", auc(w, trainer)))
         each = []
         for c in data:
-            trainer = Trainer(n_feat, lr, "per_client", derive_seed(sd, "shuffle"))
+            trainer = Trainer(n_feat, lr, "per_client", derive_seed(sd, "shuffle"), drop)
             w, _ = trainer.fit(
                 w0,
                 torch.from_numpy(c.X_train),
