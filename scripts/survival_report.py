@@ -7,8 +7,9 @@ from _common import run
 from fedclust.io import read_json, read_table, save_figure, write_table
 from fedclust.report import Section, headlines, write_section
 from fedclust.survival import tables
-from fedclust.survival.figures import km_risk_groups
-from fedclust.survival.prepare import preprocess_agreement
+from fedclust.survival.figures import centre_distributions, km_risk_groups
+from fedclust.survival.names import CENTRALIZED
+from fedclust.survival.prepare import prepare, preprocess_agreement
 from fedclust.survival.workflow import CENTRALIZED_SCENARIO
 
 IID, NONIID = ["iid_balanced", "iid_unbalanced"], ["noniid_time", "noniid_bm_blast"]
@@ -59,8 +60,10 @@ def main() -> None:
         f"{cfg['n_centres']} centres, {int(cfg['test_fraction'] * 100)} % blind test set, "
         "leave-one-centre-out CV scored at the held-out centres (Σ concordant / Σ comparable "
         "pairs within centres) picks the grid point "
-        "(centralized: the balanced IID centres as folds, and the pooled data seen in "
-        "K × batches minibatches per epoch, as many steps as Sequential; isolated: each "
+        "(centralized: the balanced IID centres as folds; its optimiser path is one centre's "
+        "holding every training patient — 'Centralized case' — and, where listed, the pooled "
+        "data in K × batches minibatches per epoch, as many steps as Sequential — "
+        "'Centralized, K × batches'; isolated: each "
         f"centre's own {cfg['isolated_folds']}-fold CV). " + note,
         f"Data: {info['label']}; {info['patients']} patients, {info['n_covariates']} covariates "
         f"(clinical {', '.join(cfg['clinical'])} + binary mutations/cytogenetics with ≥ "
@@ -86,7 +89,25 @@ def main() -> None:
         f"{len(res) // max(reps, 1) // len(cfg['endpoints'])} jobs per endpoint, "
         f"{wall.sum() / max(reps, 1) / len(cfg['endpoints']):.0f} s of compute per endpoint).",
     ]
+    # issue 28 item 7: training length (this run's grid, the committed fixed-length measurement)
+    points = pd.read_csv(snakemake.input.length[0], sep="\t") if snakemake.input.length else None
+    points = (
+        points[points["endpoint"].isin(cfg["endpoints"])] if points is not None else pd.DataFrame()
+    )
+    text.insert(1, tables.training_length_sentence(points, grid))
     sec_tables, sec_figs = [], []
+    write_table(out.length, tables.training_length(points), index=False)
+    if len(points):
+        sec_tables.append(
+            {
+                "path": out.length,
+                "caption": "Training length: blind-test C-index (mean, SD) of every strategy "
+                "and scenario at fixed federated × internal epochs, without grid search, beside "
+                "D6.2's (committed measurement docs/survival_training_length, made with "
+                "benchmarks/survival_training_length.py; its cohort, not necessarily this "
+                "run's).",
+            }
+        )
     t_out, f_out = iter(out.tables), iter(out.figures)
     preds = {}
     for p, r in zip(snakemake.input.predictions, snakemake.params.pred_jobs, strict=True):
@@ -95,7 +116,12 @@ def main() -> None:
         for name, tab, cap in (
             (
                 "8.1",
-                tables.table_8_1(summ, ep, CENTRALIZED_SCENARIO),
+                tables.table_8_1(
+                    summ,
+                    ep,
+                    CENTRALIZED_SCENARIO,
+                    [s for s in CENTRALIZED if s in cfg["strategies"]],
+                ),
                 "Non-Federated Centralized case",
             ),
             (
@@ -130,7 +156,7 @@ def main() -> None:
         fig, lr = km_risk_groups(
             {(sc, st): preds[(e, sc, st)] for (e, sc, st) in preds if e == ep},
             list(cfg["scenarios"]),
-            strategies + (["centralized"] if "centralized" in cfg["strategies"] else []),
+            strategies + [s for s in CENTRALIZED if s in cfg["strategies"]],
             f"{ep}: blind test set, repetition 0, tertiles of predicted risk",
         )
         path = next(f_out)
@@ -149,6 +175,37 @@ def main() -> None:
         write_table(path, lr, index=False)
         sec_tables.append(
             {"path": path, "caption": f"{ep}: log-rank tests of the risk tertiles above."}
+        )
+    # D6.2 Fig. 8.7: where the patients are in each scenario (repetition 0, training part)
+    x = read_table(snakemake.input.covariates)
+    obs = pd.read_csv(snakemake.input.outcomes, sep="\t", index_col=0)
+    obs.index = obs.index.astype(str)
+    seed = int(snakemake.params.seed)
+    for ep, fpath, tpath in zip(
+        cfg["endpoints"], out.centre_figures, out.centre_tables, strict=True
+    ):
+        parts = {sc: prepare(x, obs, ep, sc, 0, cfg, seed) for sc in cfg["scenarios"]}
+        fig, ctab = centre_distributions(parts, ep)
+        save_figure(fig, fpath)
+        write_table(tpath, ctab, index=False)
+        sec_figs.append(
+            {
+                "path": fpath,
+                "reproduces": "D6.2 Fig. 8.7 (distributions of survival time and marrow blasts "
+                "per centre)",
+                "caption": f"{ep}: survival time (event or censoring) and bone-marrow blasts of "
+                "each training centre per scenario, repetition 0 (boxes: quartiles, whiskers "
+                f"1.5 IQR), {info['source']} cohort. D6.2 draws the two non-IID scenarios; the "
+                "IID rows show what they are compared with.",
+            }
+        )
+        sec_tables.append(
+            {
+                "path": tpath,
+                "max_rows": 40,
+                "caption": f"{ep}: per-centre size, events and ranges behind Fig. 8.7 "
+                "(repetition 0, training part).",
+            }
         )
     checks = pd.DataFrame([read_json(p) for p in snakemake.input.checks])
     write_table(out.checks, checks, index=False)
@@ -187,11 +244,8 @@ def main() -> None:
             }
         )
     # issue 23: imputation + min-max fitted from the centres' summaries vs pooled (repetition 0)
-    x = read_table(snakemake.input.covariates)
-    obs = pd.read_csv(snakemake.input.outcomes, sep="\t", index_col=0)
-    obs.index = obs.index.astype(str)
     prep = snakemake.params.prep
-    pa = preprocess_agreement(x, obs, {**cfg, "federated": prep}, int(snakemake.params.seed))
+    pa = preprocess_agreement(x, obs, {**cfg, "federated": prep}, seed)
     write_table(out.preprocess, pa, index=False)
     differs = (pa["fill_pooled"] - pa["fill_federated"]).abs() > 1e-9 * (
         pa["fill_pooled"].abs() + 1
