@@ -19,7 +19,7 @@ def main() -> None:
             snakemake.params.seed, int(cfg["simulate_n"]), int(cfg["min_carriers"])
         )
         label = (
-            "SIMULATED stand-in (no data mirror set): MDS binaries + clinical covariates, "
+            "SIMULATED stand-in (no IPSS-M files in a data mirror): MDS binaries + clinical covariates, "
             "Cox-Weibull times"
         )
     info = {

@@ -199,6 +199,7 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
     at least as many samples as clusters.
     """
     data = config.get("data", {})
+    data_mirror(config)  # a mirror that is set must exist (issue 30 A)
     rnaseq = data.get("rnaseq", {})
     cohorts = rnaseq.get("cohorts", [])
     splits = data.get("splits", {})
@@ -266,10 +267,37 @@ def check_name(name: str, where: str) -> str:
     return name
 
 
+MIRROR_ENV = "FEDCLUST_DATA_MIRROR"
+
+
 def data_mirror(config: dict[str, Any]) -> Path | None:
-    """The offline data mirror: config ``data.mirror``, else env ``FEDCLUST_DATA_MIRROR``."""
-    value = config.get("data", {}).get("mirror") or os.environ.get("FEDCLUST_DATA_MIRROR")
-    return Path(value).expanduser().resolve() if value else None
+    """The offline data mirror: config ``data.mirror``, else env ``FEDCLUST_DATA_MIRROR``; None
+    when neither is set. A mirror that is set must be an existing folder: a missing path, a file
+    or a symlink loop raises :class:`ConfigError` naming the path and the setting (issue 30 A,
+    item 8), at config time (:func:`check_references`), not deep in a download rule."""
+    value = config.get("data", {}).get("mirror")
+    setting = "config key data.mirror"
+    if not value:
+        value, setting = os.environ.get(MIRROR_ENV), f"environment variable {MIRROR_ENV}"
+    if not value:
+        return None
+    path = Path(str(value)).expanduser()
+    fix = (
+        f"point {setting} at the mirror folder (one folder per dataset, e.g. ipssm/, tcga/), "
+        f"or unset it: offline configs need no mirror"
+    )
+    try:
+        resolved = path.resolve(strict=True)
+    except RuntimeError:  # Python < 3.13: "Symlink loop from ..."
+        raise ConfigError(
+            f"the data mirror {str(value)!r} is a symlink loop", where=setting, fix=fix
+        ) from None
+    except OSError as err:  # missing (FileNotFoundError), ELOOP (3.13+), permission
+        what = "does not exist" if isinstance(err, FileNotFoundError) else f"cannot be read ({err})"
+        raise ConfigError(f"the data mirror {str(value)!r} {what}", where=setting, fix=fix) from None
+    if not resolved.is_dir():
+        raise ConfigError(f"the data mirror {str(value)!r} is not a folder", where=setting, fix=fix)
+    return resolved
 
 
 # --- config files that build on another (`base:`), issue 14 --------------------------------

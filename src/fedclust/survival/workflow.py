@@ -10,15 +10,20 @@ from .names import SCENARIOS, STRATEGIES
 
 # Centralized training does not depend on the scenario; its CV folds are the balanced IID centres.
 CENTRALIZED_SCENARIO = "iid_balanced"
+IPSSM_FILES = ("df_clinical.tsv", "df_mut.tsv", "df_cna.tsv")
 
 
 def source(config: dict[str, Any]) -> str:
-    """``ipssm`` (real) or ``simulated``. ``auto``: IPSS-M when a mirror is set or the data stage
-    reads IPSS-M, else the simulated fallback."""
+    """``ipssm`` (real) or ``simulated``. ``auto``: IPSS-M when the data mirror holds the IPSS-M
+    files or the data stage reads IPSS-M, else the simulated fallback (a mirror without
+    ``ipssm/``, e.g. one holding only TCGA files, is not a reason to need IPSS-M; issue 30 A)."""
     s = config["survival"]["source"]
     if s != "auto":
         return s
-    if data_mirror(config) is not None or config["data"]["mds"]["source"] == "ipssm":
+    if config["data"]["mds"]["source"] == "ipssm":
+        return "ipssm"
+    mirror = data_mirror(config)
+    if mirror is not None and all((mirror / "ipssm" / f).is_file() for f in IPSSM_FILES):
         return "ipssm"
     return "simulated"
 
@@ -28,6 +33,7 @@ def cohort_inputs(config: dict[str, Any]) -> dict[str, str]:
         return {}
     dl = config["data"]["download_dir"]
     return {k: f"{dl}/ipssm/df_{k}.tsv" for k in ("clinical", "mut", "cna")}
+
 
 
 def jobs(surv: dict[str, Any]) -> list[tuple[str, str, str, int]]:

@@ -1,0 +1,93 @@
+"""Issue 30, part A and the config items of part C: a clone alone passes the README's commands,
+and every check that needs only the config (and data shapes) runs at config time.
+
+Test names carry the part or item number of issue 30 (``test_issue30_a_...``,
+``test_issue30_item04_...``); the ``test_item*`` tests of the other reliability files are
+issue 17's items.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+
+from fedclust.config import data_mirror, load_yaml, validate_config
+from fedclust.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def default(repo):
+    return load_yaml(repo / "config" / "config.yaml")
+
+
+def _check(repo, cfg):
+    return validate_config(copy.deepcopy(cfg), repo / "config" / "schema.yaml")
+
+
+# ---- part A: the mirror is used only where it exists ------------------------------------------
+
+
+def test_issue30_a_configured_mirror_that_does_not_exist_fails_at_config_time(
+    repo, default, tmp_path, monkeypatch
+):
+    monkeypatch.delenv("FEDCLUST_DATA_MIRROR", raising=False)
+    assert data_mirror(default) is None
+    _check(repo, default)  # offline config, no mirror: valid
+    missing = tmp_path / "shared" / "data"
+    monkeypatch.setenv("FEDCLUST_DATA_MIRROR", str(missing))
+    with pytest.raises(ConfigError, match="does not exist") as e:
+        _check(repo, default)
+    assert str(missing) in str(e.value) and "FEDCLUST_DATA_MIRROR" in str(e.value)
+    monkeypatch.delenv("FEDCLUST_DATA_MIRROR")
+    cfg = copy.deepcopy(default)
+    cfg["data"]["mirror"] = str(missing)
+    with pytest.raises(ConfigError, match="does not exist") as e:
+        _check(repo, cfg)
+    assert "data.mirror" in str(e.value)
+    (tmp_path / "file").write_text("x")
+    cfg["data"]["mirror"] = str(tmp_path / "file")
+    with pytest.raises(ConfigError, match="is not a folder"):
+        _check(repo, cfg)
+    cfg["data"]["mirror"] = str(tmp_path)
+    assert _check(repo, cfg) and data_mirror(cfg) == tmp_path.resolve()
+
+
+def test_issue30_a_auto_survival_source_reads_ipssm_only_from_a_mirror_that_has_it(
+    repo, default, tmp_path, monkeypatch
+):
+    from fedclust.survival import workflow as SW
+
+    cfg = _check(repo, default)
+    monkeypatch.setenv("FEDCLUST_DATA_MIRROR", str(tmp_path))
+    (tmp_path / "tcga").mkdir()  # a mirror with other datasets only: no IPSS-M download rule
+    assert SW.source(cfg) == "simulated" and SW.cohort_inputs(cfg) == {}
+    (tmp_path / "ipssm").mkdir()
+    for name in SW.IPSSM_FILES:
+        (tmp_path / "ipssm" / name).write_text("ID\n")
+    assert SW.source(cfg) == "ipssm"
+
+
+def test_issue30_a_test_script_uses_the_mirror_only_where_it_exists(repo, tmp_path):
+    """scripts/test.sh: no mirror exported when ../shared/data is absent; the default end-to-end
+    run (CI's newcomer path) never sees a mirror. The mirror lines are run in a fake clone."""
+    import subprocess
+
+    text = (repo / "scripts" / "test.sh").read_text()
+    assert "FEDCLUST_DATA_MIRROR=${FEDCLUST_DATA_MIRROR:-" not in text  # the old blind export
+    e2e = text.split('step "end-to-end run of the default config', 1)[1].split("step ", 1)[0]
+    assert "env -u FEDCLUST_DATA_MIRROR snakemake" in e2e
+    head = text.split('step "install', 1)[0].replace('cd "$(dirname "$0")/.."', "")
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "FEDCLUST_DATA_MIRROR"}
+    probe = head + '\necho "MIRROR=${FEDCLUST_DATA_MIRROR:-}"\n'
+    run = lambda: subprocess.run(  # noqa: E731
+        ["bash", "-c", probe], cwd=clone, env=env, capture_output=True, text=True, timeout=30
+    )
+    out = run()
+    assert out.returncode == 0 and out.stdout.strip().endswith("MIRROR="), out.stdout + out.stderr
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    out = run()
+    assert out.stdout.strip().endswith(f"MIRROR={tmp_path / 'shared' / 'data'}"), out.stdout
