@@ -19,8 +19,8 @@ def main() -> None:
             snakemake.params.seed, int(cfg["simulate_n"]), int(cfg["min_carriers"])
         )
         label = (
-            "SIMULATED stand-in (no IPSS-M files in a data mirror): MDS binaries + clinical covariates, "
-            "Cox-Weibull times"
+            "SIMULATED stand-in (no IPSS-M files in a data mirror): MDS binaries + clinical "
+            "covariates, Cox-Weibull times"
         )
     info = {
         "source": snakemake.params.source,

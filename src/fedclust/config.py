@@ -281,7 +281,8 @@ def data_mirror(config: dict[str, Any]) -> Path | None:
         value, setting = os.environ.get(MIRROR_ENV), f"environment variable {MIRROR_ENV}"
     if not value:
         return None
-    path = Path(str(value)).expanduser()
+    value = str(value)
+    path = Path(value).expanduser()
     fix = (
         f"point {setting} at the mirror folder (one folder per dataset, e.g. ipssm/, tcga/), "
         f"or unset it: offline configs need no mirror"
@@ -290,13 +291,14 @@ def data_mirror(config: dict[str, Any]) -> Path | None:
         resolved = path.resolve(strict=True)
     except RuntimeError:  # Python < 3.13: "Symlink loop from ..."
         raise ConfigError(
-            f"the data mirror {str(value)!r} is a symlink loop", where=setting, fix=fix
+            f"the data mirror {value!r} is a symlink loop", where=setting, fix=fix
         ) from None
     except OSError as err:  # missing (FileNotFoundError), ELOOP (3.13+), permission
-        what = "does not exist" if isinstance(err, FileNotFoundError) else f"cannot be read ({err})"
-        raise ConfigError(f"the data mirror {str(value)!r} {what}", where=setting, fix=fix) from None
+        missing = isinstance(err, FileNotFoundError)
+        what = "does not exist" if missing else f"cannot be read ({err})"
+        raise ConfigError(f"the data mirror {value!r} {what}", where=setting, fix=fix) from None
     if not resolved.is_dir():
-        raise ConfigError(f"the data mirror {str(value)!r} is not a folder", where=setting, fix=fix)
+        raise ConfigError(f"the data mirror {value!r} is not a folder", where=setting, fix=fix)
     return resolved
 
 

@@ -21,44 +21,29 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fedclust.data.mds import _read, _require, ipssm_features
+from fedclust.data.mds import clinical_covariate, ipssm_features, read_ipssm
 from fedclust.data.simulate import simulate_mds
 from fedclust.errors import InputDataError
 from fedclust.seeds import rng as make_rng
 
 ENDPOINTS = ("OS", "LFS")
-CYTO_ORDER = {"Very-Good": 0, "Good": 1, "Int": 2, "Poor": 3, "Very-Poor": 4}
-
-
-def _clinical_column(clin: pd.DataFrame, name: str) -> pd.Series:
-    col = clin[name]
-    if name == "SEX":
-        return col.map({"M": 1.0, "F": 0.0}).astype(float)
-    if name == "CYTO_IPSSR":
-        return col.map(CYTO_ORDER).astype(float)
-    if name == "complex":
-        return col.map({"complex": 1.0, "non-complex": 0.0}).astype(float)
-    return pd.to_numeric(col, errors="coerce").astype(float)
 
 
 def load_ipssm_survival(
     clinical_path: str, mut_path: str, cna_path: str, clinical: list[str], min_carriers: int = 0
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Covariates (NaN kept) and outcomes (OS/LFS years + status) of the IPSS-M patients.
+    """Covariates (NaN kept) and outcomes (OS/LFS years + status) of the IPSS-M patients, read
+    with the data stage's checks (:func:`fedclust.data.mds.read_ipssm`).
 
     Binary covariates with fewer than ``min_carriers`` ones are dropped (they would be constant
     in a training split).
     """
-    clin, mut, cna = _read(clinical_path), _read(mut_path), _read(cna_path)
     ends = [f"{e}_{k}" for e in ENDPOINTS for k in ("YEARS", "STATUS")]
-    _require(clin, list(clinical) + ends, clinical_path)
-    common = clin.index.intersection(mut.index).intersection(cna.index)
-    if len(common) == 0:
-        raise InputDataError("the IPSS-M files share no patient ID", where=clinical_path)
-    clin, mut, cna = clin.loc[common], mut.loc[common], cna.loc[common]
+    clin, mut, cna = read_ipssm(clinical_path, mut_path, cna_path, clinical=list(clinical))
     binary = ipssm_features(mut, cna, where=cna_path)
     binary = binary.loc[:, binary.sum(axis=0, skipna=True) >= min_carriers]
-    x = pd.concat([pd.DataFrame({c: _clinical_column(clin, c) for c in clinical}), binary], axis=1)
+    x = pd.DataFrame({c: clinical_covariate(clin, c) for c in clinical})
+    x = pd.concat([x, binary], axis=1)
     x.index = x.index.astype(str)
     x.index.name = "sample_id"
     obs = clin[ends].copy()

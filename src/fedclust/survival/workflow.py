@@ -35,7 +35,6 @@ def cohort_inputs(config: dict[str, Any]) -> dict[str, str]:
     return {k: f"{dl}/ipssm/df_{k}.tsv" for k in ("clinical", "mut", "cna")}
 
 
-
 def jobs(surv: dict[str, Any]) -> list[tuple[str, str, str, int]]:
     """(endpoint, scenario, strategy, rep) of every job; centralized once per rep."""
     out = []

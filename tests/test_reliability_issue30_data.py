@@ -1,0 +1,193 @@
+"""Issue 30, data items of part C: every stage that reads a dataset gets the same checks, bad
+input data fail with the file, row and column, never a silently different number.
+
+Test names carry the item number of issue 30 (``test_issue30_item01_...``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedclust.data.mds import CYTO_MAP, IPSSM_GENES, load_ipssm
+from fedclust.errors import DownloadError, InputDataError
+from fedclust.survival.cohort import load_ipssm_survival
+
+CLINICAL = ["AGE", "SEX", "BM_BLAST", "HB", "PLT", "CYTO_IPSSR", "complex"]
+
+
+def _ipssm(folder, mutate=None, n=8):
+    """Three IPSS-M-shaped files of ``n`` patients (valid unless ``mutate`` edits them)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ids = pd.Index([f"p{i}" for i in range(n)], name="ID")
+    g = np.random.default_rng(0)
+    clin = pd.DataFrame(
+        {
+            "SEX": ["M", "F"] * (n // 2),
+            "AGE": np.linspace(50, 80, n),
+            "BM_BLAST": np.arange(n, dtype=float),
+            "HB": np.linspace(8, 12, n),
+            "PLT": np.linspace(50, 300, n),
+            "IPSSM": ["Low"] * n,
+            "CYTO_IPSSR": ["Good", "Int"] * (n // 2),
+            "complex": ["non-complex"] * (n - 1) + ["complex"],
+            "OS_YEARS": np.linspace(0.5, 6, n),
+            "OS_STATUS": [1, 0] * (n // 2),
+            "LFS_YEARS": np.linspace(0.4, 5, n),
+            "LFS_STATUS": [1, 1, 0, 0] * (n // 4),
+        },
+        index=ids,
+    )
+    mut = pd.DataFrame(g.integers(0, 2, (n, len(IPSSM_GENES))), index=ids, columns=IPSSM_GENES)
+    cna_cols = sorted({c for v in CYTO_MAP.values() for c in v} | {"plus21"})
+    cna = pd.DataFrame(g.integers(0, 2, (n, len(cna_cols))), index=ids, columns=cna_cols)
+    if mutate:
+        clin, mut, cna = mutate(clin.copy(), mut.copy(), cna.copy())
+    paths = []
+    for name, df in (("clinical", clin), ("mut", mut), ("cna", cna)):
+        paths.append(str(folder / f"df_{name}.tsv"))
+        df.to_csv(paths[-1], sep="\t")
+    return paths
+
+
+def _survival(paths):
+    return load_ipssm_survival(*paths, CLINICAL, min_carriers=0)
+
+
+# ---- item 1: the survival stage reads IPSS-M with the data stage's checks ---------------------
+
+
+def test_issue30_item01_fixture_is_valid_for_both_stages(tmp_path):
+    paths = _ipssm(tmp_path / "f")
+    x, obs = _survival(paths)
+    assert list(x.columns[:7]) == CLINICAL and len(x) == len(obs) == 8
+    feats, _, _ = load_ipssm(*paths)
+    assert len(feats) == 8
+
+
+def test_issue30_item01_edited_cached_download_refused_by_the_survival_stage(tmp_path):
+    """A file in the download cache (``<dl>/ipssm/df_mut.tsv``) that is not the pinned upstream
+    file is refused where the survival stage reads it, as where the data stage reads it."""
+    paths = _ipssm(tmp_path / "dl" / "ipssm")
+    with pytest.raises(DownloadError, match="df_clinical.tsv .*modified after its download"):
+        _survival(paths)
+    with pytest.raises(DownloadError, match="modified after its download"):
+        load_ipssm(*paths)
+
+
+def test_issue30_item01_flipped_tp53_in_the_real_cache_refused(tmp_path, mirror):
+    """The issue's case: TP53 flipped in the cached df_mut.tsv (frequency 0.11 → 0.89)."""
+    import shutil
+
+    src = mirror / "ipssm"
+    if not (src / "df_mut.tsv").is_file():
+        pytest.skip("IPSS-M not in the mirror")
+    dl = tmp_path / "dl" / "ipssm"
+    dl.mkdir(parents=True)
+    for k in ("clinical", "mut", "cna"):
+        shutil.copy(src / f"df_{k}.tsv", dl / f"df_{k}.tsv")
+    paths = [str(dl / f"df_{k}.tsv") for k in ("clinical", "mut", "cna")]
+    mut = pd.read_csv(paths[1], sep="\t", index_col=0)
+    mut["TP53"] = 1 - mut["TP53"]
+    mut.to_csv(paths[1], sep="\t")
+    with pytest.raises(DownloadError, match="df_mut.tsv .*modified after its download"):
+        _survival(paths)
+
+
+def _cut(c, m, k):
+    return c, m.iloc[:-3], k  # df_mut.tsv cut short (999 of 2957 patients in the issue)
+
+
+def _dup(c, m, k):
+    return c, pd.concat([m, m.iloc[[2]]]), k
+
+
+def _years(c, m, k):
+    c.loc["p2", "OS_YEARS"] = 1e300
+    return c, m, k
+
+
+def _tp53(c, m, k):
+    m.loc["p3", "TP53"] = 2
+    return c, m, k
+
+
+def _allnan(c, m, k):
+    m["ASXL1"] = np.nan
+    return c, m, k
+
+
+def _age(c, m, k):
+    c["AGE"] = c["AGE"].astype(object)
+    c.loc["p4", "AGE"] = "abc"
+    return c, m, k
+
+
+def _sex(c, m, k):
+    c.loc["p1", "SEX"] = "X"
+    return c, m, k
+
+
+def _blast(c, m, k):
+    c.loc["p5", "BM_BLAST"] = 250.0  # a percentage
+    return c, m, k
+
+
+def _cna(c, m, k):
+    k.loc["p6", "del7"] = 3
+    return c, m, k
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match", "where"),
+    [
+        (_cut, r"3 patient ID\(s\) of .*df_clinical.tsv are missing.*first: p5", "df_mut.tsv"),
+        (_dup, r"duplicate patient ID\(s\) p2", "df_mut.tsv"),
+        (_years, r"OS_YEARS.*\[0, 100\] years.*p2", "df_clinical.tsv"),
+        (_tp53, r"column TP53 .*other than 0, 1.*patient p3 = 2", "df_mut.tsv"),
+        (_allnan, r"column\(s\) ASXL1 .*no value", "df_mut.tsv"),
+        (_age, r"column AGE .*not numbers.*patient p4 = 'abc'", "df_clinical.tsv"),
+        (_sex, r"column SEX .*other than M, F.*patient p1 = 'X'", "df_clinical.tsv"),
+        (_blast, r"column BM_BLAST .*\[0, 100\].*patient p5 = 250", "df_clinical.tsv"),
+        (_cna, r"column del7 .*other than 0, 1.*patient p6 = 3", "df_cna.tsv"),
+    ],
+    ids=[
+        "cut",
+        "duplicated_id",
+        "os_years_1e300",
+        "tp53_2",
+        "all_nan_gene",
+        "age_abc",
+        "sex_code",
+        "blast_range",
+        "cna_3",
+    ],  # fmt: skip
+)
+def test_issue30_item01_bad_ipssm_fails_in_both_stages(tmp_path, mutate, match, where):
+    paths = _ipssm(tmp_path / "f", mutate)
+    for load in (_survival, lambda p: load_ipssm(*p)):
+        if load is not _survival and mutate in (_age, _sex, _blast):
+            continue  # the data stage reads no clinical covariate
+        with pytest.raises(InputDataError, match=match) as e:
+            load(paths)
+        assert where in str(e.value)
+
+
+@pytest.mark.parametrize("stage", ["mnist", "glyphs"])
+def test_issue30_item01_other_cached_downloads_verified_where_read(tmp_path, stage):
+    """MNIST IDX (data stage) and the FedCRef glyph files are re-checked where they are read."""
+    from fedclust.data.glyphs import load_glyphs
+    from fedclust.data.mnist import load_source
+
+    names = ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"]  # in both registries
+    folder = tmp_path / "dl" / ("mnist" if stage == "mnist" else "kmnist")
+    folder.mkdir(parents=True)
+    for n in names:
+        (folder / n).write_bytes(b"edited")
+    paths = [str(folder / n) for n in names]
+    with pytest.raises(DownloadError, match="modified after its download|no pinned sha256"):
+        if stage == "mnist":
+            load_source("idx", *paths)
+        else:
+            load_glyphs({"source": "kmnist"}, paths)
