@@ -91,3 +91,49 @@ def test_issue30_a_test_script_uses_the_mirror_only_where_it_exists(repo, tmp_pa
     (tmp_path / "shared" / "data").mkdir(parents=True)
     out = run()
     assert out.stdout.strip().endswith(f"MIRROR={tmp_path / 'shared' / 'data'}"), out.stdout
+
+
+# ---- item 2: survival covariates: never the outcome; the simulated cohort honours the list ------
+
+
+@pytest.mark.parametrize("source", ["simulated", "ipssm"])
+def test_issue30_item02_outcome_as_covariate_rejected_at_config_time(repo, default, source):
+    cfg = copy.deepcopy(default)
+    cfg["survival"].update(source=source, clinical=["OS_YEARS", "OS_STATUS", "AGE"])
+    with pytest.raises(ConfigError, match="outcome column.*OS_YEARS, OS_STATUS") as e:
+        _check(repo, cfg)
+    assert "survival.clinical" in str(e.value)
+
+
+def test_issue30_item02_outcome_as_covariate_rejected_by_the_reader(tmp_path):
+    from test_reliability_issue30_data import _ipssm
+
+    from fedclust.survival.cohort import load_ipssm_survival
+
+    paths = _ipssm(tmp_path / "f")
+    with pytest.raises(ConfigError, match="outcome column.*LFS_STATUS"):
+        load_ipssm_survival(*paths, ["AGE", "LFS_STATUS"])
+
+
+def test_issue30_item02_simulated_cohort_honours_survival_clinical(repo, default):
+    from fedclust.survival.cohort import simulate_cohort
+
+    x, _ = simulate_cohort(seed=1, n=200, min_carriers=5, clinical=["AGE", "complex"])
+    assert list(x.columns[:2]) == ["AGE", "complex"] and "SEX" not in x.columns
+    full, obs = simulate_cohort(
+        seed=1, n=200, min_carriers=5, clinical=default["survival"]["clinical"]
+    )
+    assert list(full.columns[:11]) == default["survival"]["clinical"]
+    same, obs2 = simulate_cohort(seed=1, n=200, min_carriers=5, clinical=["AGE", "complex"])
+    pd_testing = pytest.importorskip("pandas").testing
+    pd_testing.assert_frame_equal(obs, obs2)  # the outcome model does not depend on the list
+    pd_testing.assert_frame_equal(full[["AGE", "complex"]], same[["AGE", "complex"]])
+    cfg = copy.deepcopy(default)
+    cfg["survival"].update(source="simulated", clinical=["AGE", "IPSSM_SCORE"])
+    with pytest.raises(ConfigError, match="IPSSM_SCORE.*simulated") as e:
+        _check(repo, cfg)
+    assert "AGE" in e.value.fix
+    cfg["survival"]["clinical"] = ["AGE", "NOPE"]
+    cfg["survival"]["source"] = "ipssm"
+    with pytest.raises(ConfigError, match="'NOPE'.*IPSS-M"):
+        _check(repo, cfg)

@@ -230,6 +230,9 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
                 source,
                 f"data.splits.{name}.datasets",
             )
+    from .survival.workflow import check_config as check_survival
+
+    check_survival(config, source)
     sims = []
     if rnaseq.get("source", "simulated") == "simulated":
         base = rnaseq.get("simulate", {})
