@@ -137,3 +137,32 @@ def test_issue30_item02_simulated_cohort_honours_survival_clinical(repo, default
     cfg["survival"]["source"] = "ipssm"
     with pytest.raises(ConfigError, match="'NOPE'.*IPSS-M"):
         _check(repo, cfg)
+
+
+# ---- item 3: a disclosure floor is never lowered silently ----------------------------------------
+
+
+def test_issue30_item03_nmin_grid_never_adds_a_floor_below_the_configured_ones(caplog):
+    from fedclust.hac.experiments import nmin_grid
+
+    assert nmin_grid(250, [2, 5, 10, 15, 25, 40], 0.1) == [2, 5, 10, 15, 25]  # thesis grid
+    assert nmin_grid(120, [2, 5, 10, 15], 0.1) == [2, 5, 10, 12]  # + ⌊10 %⌋ itself
+    with pytest.raises(ConfigError, match=r"n_min 2, 5, 10 .*above ⌊fraction × n⌋ = 0") as e:
+        nmin_grid(250, [2, 5, 10], 0.001)  # was: n_min = 1, every sample shared
+    assert "hac.gradual" in str(e.value)
+    with pytest.raises(ConfigError, match=r"n_min 50 .*= 25"):
+        nmin_grid(250, [50], 0.1)  # was: silently 25
+    with caplog.at_level("WARNING"):
+        assert nmin_grid(250, [2, 50], 0.1) == [2, 25]  # 25 ≥ the smallest floor: the 10 % point
+    assert "n_min 50" in caplog.text and "not run" in caplog.text
+
+
+def test_issue30_item03_floor_checked_at_config_time(repo, default):
+    cfg = copy.deepcopy(default)
+    cfg["hac"]["gradual"]["fraction"] = 0.001
+    with pytest.raises(ConfigError, match=r"hac.gradual: n_min 2.*cohort SIMA"):
+        _check(repo, cfg)
+    cfg = copy.deepcopy(default)
+    cfg["hac"]["gradual"]["n_min"] = [500]
+    with pytest.raises(ConfigError, match="n_min 500"):
+        _check(repo, cfg)

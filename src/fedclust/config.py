@@ -5,6 +5,7 @@ The Snakefile calls :func:`validate_config` at start; the same function is unit-
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import os
@@ -257,6 +258,22 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
                 where=f"{source}: {key}",
                 fix="give one share per cluster, or cluster_proportions: null",
             )
+    from .hac.workflow import check_config as check_hac
+
+    with _quiet():
+        check_hac(config, source)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Config-time checks raise; the warnings they would log at run time stay silent here."""
+    import logging
+
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 def check_name(name: str, where: str) -> str:
