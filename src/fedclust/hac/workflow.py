@@ -212,7 +212,7 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
     cut_rows: list[dict] = []
     t = ex.gradual_table(
         data[unit.prep], centers, [unit.linkage], unit.metric,
-        ex.nmin_grid(n, g["n_min"], g["fraction"]), int(cfg["k_max"]), g.get("d_min", 0.0),
+        nmin_grid(n, g["n_min"], g["fraction"], cohort), int(cfg["k_max"]), g.get("d_min", 0.0),
         tuple(g.get("average_delta", ["stored"])), cut_rows,
     )  # fmt: skip
     ran = t.loc[~t.skipped, "n_min"]
