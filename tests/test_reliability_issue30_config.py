@@ -166,3 +166,93 @@ def test_issue30_item03_floor_checked_at_config_time(repo, default):
     cfg["hac"]["gradual"]["n_min"] = [500]
     with pytest.raises(ConfigError, match="n_min 500"):
         _check(repo, cfg)
+
+
+# ---- item 4: every config name that becomes a path follows ^[A-Za-z0-9_-]+$ ---------------------
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda c: c["fedcref"]["datasets"].update({"../../../../../X": {"source": "digits"}}),
+        lambda c: c["fedcref"]["experiments"]["exp1"].update(datasets=["../x"]),
+        lambda c: c["fedcref"]["experiments"]["exp3"].update(dataset="a/b"),
+        lambda c: c["dec"]["tuning"].update(reuse={"../m": {"source": "mnist", "grids": ["lr"]}}),
+        lambda c: c["dec"]["tuning"]["step1"].update(architectures={"a b": ["DEC"]}),
+        lambda c: c["attacks"].update(exclude_for_sex=["../PRAD"]),
+    ],
+    ids=[
+        "fedcref_datasets",
+        "exp1_datasets",
+        "exp3_dataset",
+        "tuning_reuse",
+        "architectures",
+        "exclude_for_sex",
+    ],  # fmt: skip
+)
+def test_issue30_item04_path_names_restricted(repo, default, mutate):
+    cfg = copy.deepcopy(default)
+    mutate(cfg)
+    with pytest.raises(ConfigError, match="file path"):
+        _check(repo, cfg)
+
+
+#: free names in the schema that never become part of a path
+NOT_PATHS = {
+    "resources.rules.*": "rule names (resources per rule)",
+    "survival.clinical[]": "column names of df_clinical.tsv, checked by item 2",
+}
+
+
+def _free_names(node, path=()):
+    """(dotted place, its name schema) of every mapping with free keys and list of strings."""
+    if not isinstance(node, dict):
+        return
+    extra, items = node.get("additionalProperties"), node.get("items")
+    if isinstance(extra, dict):
+        yield ".".join(path) + ".*", node.get("propertyNames", {})
+    item_types = items.get("type") if isinstance(items, dict) else None
+    if isinstance(items, dict) and "string" in (item_types or "") and "enum" not in items:
+        yield ".".join(path) + "[]", items
+    for key, sub in node.get("properties", {}).items():
+        if path and path[-1].startswith("exp") and key == "dataset":
+            yield ".".join((*path, key)), sub
+        yield from _free_names(sub, (*path, key))
+    if isinstance(extra, dict):
+        yield from _free_names(extra, (*path, "*"))
+    if isinstance(items, dict):
+        yield from _free_names(items, (*path, "[]"))
+
+
+def test_issue30_item04_every_free_name_in_the_schema_is_path_safe(repo):
+    """The mechanism: each mapping with free keys and each list of names in the schema carries a
+    pattern within ^[A-Za-z0-9_-]+$ (or an enum), unless it is listed in NOT_PATHS; a new one
+    without either fails here."""
+    import re
+
+    from fedclust.config import NAME_RE
+
+    schema = load_yaml(repo / "config" / "schema.yaml")
+    places = dict(_free_names(schema))
+    assert "fedcref.datasets.*" in places and "data.splits.*" in places
+    assert set(NOT_PATHS) <= set(places)
+    bad = ["../x", "a/b", "a b", "", ".", "é"]  # "x\n": the schema lets it through, see below
+    for place, spec in places.items():
+        if place in NOT_PATHS or "enum" in spec:
+            continue
+        pattern = spec.get("pattern")
+        assert pattern, f"{place}: names become paths but have no pattern"
+        for name in bad:
+            assert not re.search(pattern, name), f"{place}: {pattern} lets {name!r} through"
+        for name in ("SIMA", "mds", "uniform10", "exp_1"):
+            if re.search(pattern, name):
+                assert NAME_RE.match(name)
+
+
+def test_issue30_item04_trailing_newline_rejected_by_check_name(repo, default):
+    """JSON Schema's ``$`` matches before a trailing newline: check_name (fullmatch) closes it."""
+    cfg = copy.deepcopy(default)
+    cfg["data"]["splits"]["x\n"] = {"kind": "uniform", "n_centers": 2, "datasets": ["mds"]}
+    with pytest.raises(ConfigError, match="cannot be used in a file path") as e:
+        _check(repo, cfg)
+    assert "data.splits" in str(e.value)

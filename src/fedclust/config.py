@@ -150,8 +150,33 @@ def validate_config(
     if errors:
         raise _describe(errors[0], schema, source)
     fill_defaults(config, schema)
+    for name, where in path_names(config, schema):
+        check_name(name, f"{source}: {where}")
     check_references(config, source)
     return config
+
+
+def path_names(node: Any, schema: dict[str, Any], where: str = "") -> Any:
+    """(name, dotted key) of every config name that becomes part of a path: the keys of a
+    mapping whose schema has ``propertyNames`` with a ``pattern``, list items and strings whose
+    schema has one. :func:`validate_config` passes each through :func:`check_name` (the
+    schema's patterns say the same, but JSON Schema's ``$`` also matches before a trailing
+    newline; issue 30 item 4)."""
+    if isinstance(node, dict):
+        props, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        keyed = "pattern" in schema.get("propertyNames", {})
+        for key, value in node.items():
+            at = f"{where}.{key}" if where else str(key)
+            if keyed:
+                yield key, at
+            sub = props.get(key, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                yield from path_names(value, sub, at)
+    elif isinstance(node, list) and isinstance(schema.get("items"), dict):
+        for i, value in enumerate(node):
+            yield from path_names(value, schema["items"], f"{where}[{i}]")
+    elif isinstance(node, str) and "pattern" in schema:
+        yield node, where
 
 
 def fill_defaults(node: Any, schema: dict[str, Any]) -> Any:
@@ -278,7 +303,7 @@ def _quiet():
 
 def check_name(name: str, where: str) -> str:
     """A name that becomes part of a path (split, center, dataset) must match :data:`NAME_RE`."""
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise ConfigError(
             f"name {name!r} cannot be used in a file path",
             where=where,

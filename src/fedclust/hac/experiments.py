@@ -91,8 +91,6 @@ def _methods(linkages: list[str], metric: str) -> list[str]:
     return [m for m in linkages if metric == "euclidean" or m not in EUCLIDEAN_ONLY]
 
 
-
-
 def largest_center(centers: np.ndarray) -> int:
     return int(np.bincount(np.unique(centers, return_inverse=True)[1]).max())
 
