@@ -256,3 +256,38 @@ def test_issue30_item04_trailing_newline_rejected_by_check_name(repo, default):
     with pytest.raises(ConfigError, match="cannot be used in a file path") as e:
         _check(repo, cfg)
     assert "data.splits" in str(e.value)
+
+
+# ---- item 6: names that select nothing, a command-line base, duplicated Xena genes ---------------
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda t: t.update(datasets=["mnsit"]), r"dec.tuning.datasets.*'mnsit'.*dec.datasets"),
+        (lambda t: t["step1"].update(architectures={"mds_": ["DEC"]}),
+         r"dec.tuning.step1.architectures.*'mds_'"),
+        (lambda t: t.update(reuse={"bmnsit": {"source": "mnist", "grids": ["cluster"]}}),
+         r"dec.tuning.reuse.*'bmnsit'"),
+    ],
+    ids=["datasets", "architectures", "reuse"],
+)  # fmt: skip
+def test_issue30_item06_dec_tuning_names_must_be_dec_datasets(repo, default, mutate, match):
+    cfg = copy.deepcopy(default)
+    cfg["dec"]["tuning"]["enabled"] = True
+    mutate(cfg["dec"]["tuning"])
+    with pytest.raises(ConfigError, match=match):
+        _check(repo, cfg)
+
+
+def test_issue30_item06_command_line_base_is_loaded_or_refused(repo, tmp_path):
+    """``--config base=FILE`` (a key only a config file may hold) is loaded like a file's base;
+    ``fedclust check-config`` and the Snakefile share :func:`resolve_bases`."""
+    from fedclust.config import resolve_bases
+
+    base = tmp_path / "b.yaml"
+    base.write_text("seed: 7\nreport: {title: from base}\n")
+    cfg = {"seed": 1}
+    with pytest.raises(ConfigError, match="base.*command line") as e:
+        resolve_bases(cfg, [], [], {"base": str(base)})
+    assert "--configfile" in e.value.fix

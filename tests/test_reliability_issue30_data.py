@@ -191,3 +191,21 @@ def test_issue30_item01_other_cached_downloads_verified_where_read(tmp_path, sta
             load_source("idx", *paths)
         else:
             load_glyphs({"source": "kmnist"}, paths)
+
+
+# ---- item 6: a duplicated Xena gene row (or sample column) is refused -------------------------
+
+
+@pytest.mark.parametrize("dup", ["gene", "sample"])
+def test_issue30_item06_duplicated_xena_gene_or_sample_rejected(tmp_path, dup):
+    from fedclust.data.tcga import read_xena_counts
+
+    text = "Ensembl_ID\tTCGA-AA-0001-01A\tTCGA-AA-0002-01A\nENSG1\t1.0\t2.0\nENSG2\t3.0\t0.0\n"
+    if dup == "gene":
+        text += "ENSG1\t4.0\t5.0\n"
+    else:
+        text = text.replace("TCGA-AA-0002-01A", "TCGA-AA-0001-01A")
+    path = tmp_path / "c.tsv"
+    path.write_text(text)
+    with pytest.raises(InputDataError, match=f"duplicate {dup}.*ENSG1|duplicate {dup}.*0001"):
+        read_xena_counts(str(path))

@@ -144,6 +144,13 @@ def validate_config(
     config: dict[str, Any], schema_path: str | os.PathLike = SCHEMA, source: str = "config"
 ) -> dict[str, Any]:
     """Validate ``config`` against the schema and fill in defaults; raise :class:`ConfigError`."""
+    if "base" in config:  # resolved by load_config_file / resolve_bases, never left over
+        raise ConfigError(
+            f"config key 'base' ({config['base']!r}) was not resolved: a base is loaded only "
+            "from a config file passed with --configfile (or `fedclust check-config FILE`)",
+            where=f"{source}: base",
+            fix="put `base: FILE` into the config file you pass with --configfile",
+        )
     schema = load_yaml(schema_path)
     validator_cls = jsonschema.validators.validator_for(schema)
     errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
@@ -247,6 +254,20 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
             "dec.datasets",
         )
         _subset(dec.get("splits"), list(splits), "dec.splits", source, "data.splits")
+        tuning = dec.get("tuning") or {}
+        if tuning.get("enabled"):  # a misspelt name would tune nothing, silently (item 6)
+            for key, names in (
+                ("datasets", tuning.get("datasets")),
+                ("reuse", list(tuning.get("reuse") or {})),
+                (
+                    "step1.architectures",
+                    list((tuning.get("step1") or {}).get("architectures") or {}),
+                ),
+            ):
+                _subset(names, list(datasets), f"dec.tuning.{key}", source, "dec.datasets")
+            from .dec.tuning_spec import check_reuse
+
+            check_reuse(dec)
         for name in dec.get("splits") or []:
             applies = splits[name]["datasets"]
             _subset(
@@ -399,7 +420,16 @@ def resolve_bases(
     """Rebuild Snakemake's ``config`` in place with the ``base:`` chains of the command-line
     config files resolved: the workflow's ``configfile:`` files (those that exist), then each
     ``--configfile`` with its bases first, then ``--config`` key=value pairs. Without a ``base``
-    key anywhere, ``config`` is left as it is."""
+    key anywhere, ``config`` is left as it is. ``--config base=FILE`` is refused (issue 30 item
+    6): Snakemake would merge it as a plain key and load nothing."""
+    if "base" in (cli_config or {}):
+        raise ConfigError(
+            f"'base' given on the command line (--config base={cli_config['base']}) is not "
+            "loaded: only a config file may name a base",
+            where="--config base",
+            fix="write `base: FILE` (a path relative to that file) into a config file and pass "
+            "that file with --configfile",
+        )
     if not uses_base(cli_files):
         return config
     cli = {Path(p).resolve() for p in cli_files}
