@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pandas as pd
-import pytest
 import yaml
 
 
