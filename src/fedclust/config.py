@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import difflib
+import errno
 import os
 import re
 from importlib import resources
@@ -59,23 +60,79 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def load_yaml(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a YAML file; a syntax error or a duplicate key raises :class:`ConfigError` naming
-    the file, line and column."""
-    with open(path) as fh:
-        try:
-            return yaml.load(fh, Loader=_StrictLoader) or {}
-        except yaml.MarkedYAMLError as err:
-            mark = err.problem_mark or err.context_mark
-            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-            what = " ".join(x for x in (err.context, err.problem) if x)
+#: largest config file read (issue 30 item 13): a real config is a few kB; a huge YAML would
+#: take minutes and gigabytes to parse and validate
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def _open_config(path: str | os.PathLike) -> str:
+    """The text of a config file, or :class:`ConfigError` naming the file: missing, a folder, a
+    symlink loop, unreadable, larger than :data:`MAX_CONFIG_BYTES`, not UTF-8 (items 8, 9, 13)."""
+    where = str(path)
+    fix = "pass a YAML config file (UTF-8 text), e.g. config/config.yaml"
+    try:
+        size = os.stat(path).st_size
+        if os.path.isdir(path):
+            raise ConfigError("the config path is a folder, not a file", where=where, fix=fix)
+        if size > MAX_CONFIG_BYTES:
             raise ConfigError(
-                f"invalid YAML: {what}",
+                f"the config file has {size:,} bytes, more than the {MAX_CONFIG_BYTES:,} a "
+                "config may have (a real one has a few kB)",
                 where=where,
-                fix="fix the line shown (indentation, a missing ':' or quote, a repeated key)",
-            ) from None
-        except yaml.YAMLError as err:
-            raise ConfigError(f"invalid YAML: {err}", where=str(path)) from None
+                fix="pass the config file itself, not a data file; split out what is not config",
+            )
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError("config file not found", where=where, fix=fix) from None
+    except OSError as err:
+        loop = err.errno == errno.ELOOP
+        what = "the config path is a symlink loop" if loop else f"cannot read the config ({err})"
+        raise ConfigError(what, where=where, fix=fix) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ConfigError(
+            f"the config file is not UTF-8 text (byte {raw[err.start]:#04x} on line {line}: a "
+            "binary file, or text saved in another encoding such as Latin-1)",
+            where=where,
+            fix="save it as UTF-8 text (YAML), or pass the right file",
+        ) from None
+
+
+def load_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a YAML config file: a mapping of keys. A syntax error or a duplicate key raises
+    :class:`ConfigError` naming the file, line and column; so do a missing file, a folder, a
+    symlink loop, a non-UTF-8 or oversized file and a document that is not a mapping."""
+    text = _open_config(path)
+    data = _parse_yaml(text, path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"a config file must be a mapping of keys (key: value lines), this one is a "
+            f"{type(data).__name__}",
+            where=str(path),
+            fix="write the config as `key: value` lines (see config/config.yaml)",
+        )
+    return data
+
+
+def _parse_yaml(text: str, path: str | os.PathLike) -> Any:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        what = " ".join(x for x in (err.context, err.problem) if x)
+        raise ConfigError(
+            f"invalid YAML: {what}",
+            where=where,
+            fix="fix the line shown (indentation, a missing ':' or quote, a repeated key)",
+        ) from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"invalid YAML: {err}", where=str(path)) from None
 
 
 def _schema_at(schema: dict[str, Any], path: list[Any]) -> dict[str, Any]:
@@ -386,7 +443,7 @@ def load_config_file(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> d
     """A config file with its ``base:`` chain resolved: ``base: thesis.yaml`` (a path relative
     to the file) loads that file first and merges this one over it (:func:`merge_config`).
     The result has no ``base`` key."""
-    path = Path(path).resolve()
+    path = _resolved(path)
     if path in _seen:
         chain = " -> ".join(str(p) for p in (*_seen, path))
         raise ConfigError(
@@ -396,8 +453,14 @@ def load_config_file(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> d
     base = data.pop("base", None)
     if base is None:
         return data
-    base_path = (path.parent / str(base)).resolve()
-    if not base_path.is_file():
+    if not isinstance(base, str) or not base:
+        raise ConfigError(
+            f"base must be a file name, got {base!r}",
+            where=f"{path}: base",
+            fix="base: thesis.yaml (a path relative to this file)",
+        )
+    base_path = _resolved(path.parent / base, f"{path}: base")
+    if not base_path.exists():
         raise ConfigError(
             f"base config {base!r} not found",
             where=f"{path}: base",
@@ -406,9 +469,20 @@ def load_config_file(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> d
     return merge_config(load_config_file(base_path, (*_seen, path)), data)
 
 
+def _resolved(path: str | os.PathLike, where: str | None = None) -> Path:
+    """``Path(path).resolve()``, a symlink loop as :class:`ConfigError` (Python < 3.13 raises
+    RuntimeError, later versions OSError)."""
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError):
+        raise ConfigError(
+            f"{path} is a symlink loop", where=where or str(path), fix="point it at a real file"
+        ) from None
+
+
 def uses_base(paths: list[Any]) -> bool:
     """True when one of the config files has a ``base:`` key."""
-    return any(Path(p).is_file() and "base" in load_yaml(p) for p in paths)
+    return any(os.path.isfile(p) and "base" in load_yaml(p) for p in paths)
 
 
 def resolve_bases(
