@@ -291,3 +291,87 @@ def test_issue30_item06_command_line_base_is_loaded_or_refused(repo, tmp_path):
     with pytest.raises(ConfigError, match="base.*command line") as e:
         resolve_bases(cfg, [], [], {"base": str(base)})
     assert "--configfile" in e.value.fix
+
+
+# ---- item 8: a base that is not YAML, a list, or a symlink loop ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("base_bytes", "match"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "not UTF-8 text"),
+        (b"- seed\n- 1\n", "must be a mapping of keys.*list"),
+        (b"just a string\n", "must be a mapping of keys.*str"),
+        (b"seed: [1, 2\n", "invalid YAML"),
+    ],
+    ids=["binary", "list", "string", "syntax"],
+)
+def test_issue30_item08_bad_base_names_the_file(tmp_path, base_bytes, match):
+    from fedclust.config import load_config_file
+
+    (tmp_path / "base.yaml").write_bytes(base_bytes)
+    (tmp_path / "c.yaml").write_text("base: base.yaml\nseed: 2\n")
+    with pytest.raises(ConfigError, match=match) as e:
+        load_config_file(tmp_path / "c.yaml")
+    assert str(tmp_path / "base.yaml") in str(e.value)
+
+
+def test_issue30_item08_base_symlink_loop_names_the_link(tmp_path):
+    from fedclust.config import load_config_file
+
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    (tmp_path / "c.yaml").write_text("base: loop.yaml\nseed: 2\n")
+    with pytest.raises(ConfigError, match="symlink loop") as e:
+        load_config_file(tmp_path / "c.yaml")
+    assert "loop.yaml" in str(e.value)
+
+
+def test_issue30_item08_mirror_symlink_loop_is_a_config_error(repo, default, tmp_path, monkeypatch):
+    (tmp_path / "m").symlink_to(tmp_path / "m")
+    monkeypatch.setenv("FEDCLUST_DATA_MIRROR", str(tmp_path / "m"))
+    with pytest.raises(ConfigError, match="symlink loop") as e:
+        _check(repo, default)
+    assert str(tmp_path / "m") in str(e.value)
+
+
+# ---- item 9: fedclust run / check-config: no traceback, snakemake from this environment -------
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda p: p.mkdir(), "is a folder"),
+        (lambda p: None, "not found"),
+        (lambda p: p.write_bytes(b"\x00\x01\x02\xff\xfe binary"), "not UTF-8 text"),
+        (lambda p: p.write_bytes("seed: 1\nreport: {title: caf\xe9}\n".encode("latin-1")),
+         "not UTF-8 text"),
+        (lambda p: p.write_text("hello\n"), "must be a mapping of keys"),
+    ],
+    ids=["directory", "missing", "binary", "latin1", "plain_string"],
+)  # fmt: skip
+def test_issue30_item09_check_config_gives_a_message_not_a_traceback(tmp_path, capsys, make, match):
+    import re
+
+    from fedclust.cli import main
+
+    path = tmp_path / "c.yaml"
+    make(path)
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err) and str(path) in err and "Traceback" not in err
+
+
+def test_issue30_item09_run_uses_this_environments_snakemake(repo, tmp_path, monkeypatch):
+    """`fedclust run` starts Snakemake with the running interpreter (`python -m snakemake`),
+    so it works outside an activated venv (no `snakemake` on PATH)."""
+    import subprocess
+    import sys
+
+    from fedclust import cli
+
+    seen = {}
+    monkeypatch.setattr(subprocess, "call", lambda cmd, **kw: seen.setdefault("cmd", cmd) and 0)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no snakemake on PATH
+    monkeypatch.delenv("FEDCLUST_DATA_MIRROR", raising=False)
+    assert cli.main(["--workflow", str(repo), "run", "-n"]) == 0
+    assert seen["cmd"][:3] == [sys.executable, "-m", "snakemake"]
