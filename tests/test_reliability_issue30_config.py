@@ -375,3 +375,28 @@ def test_issue30_item09_run_uses_this_environments_snakemake(repo, tmp_path, mon
     monkeypatch.delenv("FEDCLUST_DATA_MIRROR", raising=False)
     assert cli.main(["--workflow", str(repo), "run", "-n"]) == 0
     assert seen["cmd"][:3] == [sys.executable, "-m", "snakemake"]
+
+
+# ---- item 13: a huge config is refused at once ---------------------------------------------------
+
+
+def test_issue30_item13_oversized_config_refused_quickly(tmp_path, capsys):
+    import time
+
+    from fedclust.cli import main
+    from fedclust.config import MAX_CONFIG_BYTES
+
+    path = tmp_path / "huge.yaml"
+    with open(path, "w") as fh:  # ~2 MB of valid YAML (a 50 MB one took minutes and 2.1 GB)
+        fh.write("seed: 1\nreport:\n")
+        for i in range(MAX_CONFIG_BYTES // 20 + 1000):
+            fh.write(f"  k{i:09d}: {i}\n")
+    assert path.stat().st_size > MAX_CONFIG_BYTES
+    t0 = time.perf_counter()
+    assert main(["check-config", str(path)]) == 2
+    assert main(["run", "--config", str(path), "-n"]) == 2
+    assert time.perf_counter() - t0 < 2.0
+    err = capsys.readouterr().err
+    assert "more than the 1,000,000" in err and str(path) in err
+    with pytest.raises(ConfigError, match="bytes"):
+        load_yaml(path)
