@@ -400,3 +400,93 @@ def test_issue30_item13_oversized_config_refused_quickly(tmp_path, capsys):
     assert "more than the 1,000,000" in err and str(path) in err
     with pytest.raises(ConfigError, match="bytes"):
         load_yaml(path)
+
+
+# ---- item 10: impossible values fail at config time, not as a traceback later ----------------
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda c: c["survival"].update(n_centres=1), "survival.n_centres"),
+        (lambda c: c["dec"]["tuning"].update(enabled=True, optimizers=[]), "dec.tuning.optimizers"),
+        (lambda c: c["dec"]["tuning"]["step1"].update(schedulers=[]), "step1.schedulers"),
+        (lambda c: c["dec"]["tuning"]["step1"].update(batch_sizes=[]), "step1.batch_sizes"),
+        (lambda c: c["dec"]["tuning"]["step1"].update(activations=[]), "step1.activations"),
+        (lambda c: c["dec"]["tuning"]["step2"].update(batch_sizes=[]), "step2.batch_sizes"),
+        (lambda c: c["admm"]["tasks"]["logistic_mds_os"].update(positive="nope"),
+         r"admm.tasks.logistic_mds_os.positive.*'nope'"),
+    ],
+    ids=["survival_one_centre", "tuning_optimizers", "schedulers", "step1_batches",
+         "activations", "step2_batches", "admm_positive"],
+)  # fmt: skip
+def test_issue30_item10_impossible_values_rejected_at_config_time(repo, default, mutate, match):
+    cfg = copy.deepcopy(default)
+    mutate(cfg)
+    with pytest.raises(ConfigError, match=match):
+        _check(repo, cfg)
+
+
+def test_issue30_item10_admm_positive_value_not_in_the_outcome(tmp_path):
+    import pandas as pd
+
+    from fedclust.admm.data import load_table_task
+    from fedclust.errors import InputDataError
+
+    ids = [f"s{i}" for i in range(6)]
+    pd.DataFrame({"g": range(6)}, index=pd.Index(ids, name="sample_id")).to_parquet(
+        tmp_path / "f.parquet"
+    )
+    pd.DataFrame({"OS_STATUS": [0, 1] * 3}, index=pd.Index(ids, name="sample_id")).to_csv(
+        tmp_path / "obs.tsv", sep="\t"
+    )
+    with pytest.raises(InputDataError, match=r"positive.*'nope'.*0, 1"):
+        load_table_task(str(tmp_path / "f.parquet"), str(tmp_path / "obs.tsv"), "OS_STATUS", "nope")
+
+
+# ---- item 12: every check that needs only the config and data shapes runs at config time ---------
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda c: c["fedcref"]["system"].update(k_max=12), r"fedcref dataset .digits.*10 classes"),
+        (lambda c: c["fedcref"]["experiments"]["exp2"].update(datasets=["digtis"]),
+         r"'digtis'.*fedcref.datasets"),
+        (lambda c: c["admm"]["tasks"]["logistic_mds_os"].update(split="equal9"),
+         r"admm.tasks.logistic_mds_os.split.*'equal9'"),
+        (lambda c: c["admm"]["tasks"]["logistic_mds_os"].update(outcome="OS_STATSU"),
+         r"admm.tasks.logistic_mds_os.outcome.*'OS_STATSU'"),
+        (lambda c: c["admm"].update(min_samples=300), r"admm.min_samples.*300.*ridge_diabetes"),
+        (lambda c: c["dec"]["datasets"]["mds"].update(k=300),
+         r"dec.*k = 300.*uniform10.*abstain"),
+        (lambda c: c["data"]["splits"]["uniform10"].update(n_centers=2500),
+         r"data.splits.uniform10.*2500 centers.*mds.*2043 samples"),
+        (lambda c: c["data"]["mds"]["simulate"].update(n_samples=30, n_clusters=6),
+         r"data.splits.skewed10.*zero samples"),
+    ],
+    ids=["fedcref_k_max", "fedcref_dataset_typo", "admm_split_typo", "admm_outcome_typo",
+         "admm_floor", "dec_k_above_centres", "n_centers_above_samples", "skewed_empty_centre"],
+)  # fmt: skip
+def test_issue30_item12_late_checks_run_at_config_time(
+    repo, default, tmp_path, mutate, match, capsys
+):
+    import yaml
+
+    from fedclust.cli import main
+
+    cfg = copy.deepcopy(default)
+    mutate(cfg)
+    with pytest.raises(ConfigError, match=match):
+        _check(repo, cfg)
+    path = tmp_path / "c.yaml"  # `fedclust check-config` says the same, not "valid"
+    path.write_text(yaml.safe_dump(cfg))
+    assert main(["check-config", str(path)]) == 2
+    assert "valid" not in capsys.readouterr().out
+
+
+def test_issue30_item12_default_and_thesis_configs_pass_the_config_time_checks(repo, tmp_path):
+    from fedclust.config import SCHEMA, load_config_file
+
+    for name in ("config.yaml", "thesis.yaml", "thesis-smoke.yaml"):
+        validate_config(load_config_file(repo / "config" / name), SCHEMA, source=name)

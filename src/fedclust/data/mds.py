@@ -246,19 +246,22 @@ def _any(df: pd.DataFrame, cols: list[str]) -> pd.Series:
     return out
 
 
-def ipssm_features(mut: pd.DataFrame, cna: pd.DataFrame, where: str) -> pd.DataFrame:
-    """Binary features (0/1/NaN) in Table 3.1 order, restricted to variables IPSS-M has."""
+def ipssm_features(
+    mut: pd.DataFrame, cna: pd.DataFrame, mut_path: str = "df_mut.tsv", cna_path: str = "df_cna.tsv"
+) -> pd.DataFrame:
+    """Binary features (0/1/NaN) in Table 3.1 order, restricted to variables IPSS-M has; a
+    missing column names the file it is missing from (issue 30 item 11)."""
     cols = {}
-    _require(mut, IPSSM_GENES, where)
+    _require(mut, IPSSM_GENES, mut_path)
     other = cna.drop(columns=["del5q"], errors="ignore")
     for name in TABLE_3_1:
         if name in IPSSM_GENES:
             cols[name] = mut[name].astype(float)
         elif name in CYTO_MAP:
-            _require(cna, CYTO_MAP[name], where)
+            _require(cna, CYTO_MAP[name], cna_path)
             cols[name] = _any(cna, CYTO_MAP[name])
         elif name == "LOCHR5OD5qPLUSother":
-            _require(cna, ["del5q"], where)
+            _require(cna, ["del5q"], cna_path)
             has_other = (other == 1).any(axis=1)
             cols[name] = ((cna["del5q"] == 1) & has_other).astype(float)
             cols[name][cna["del5q"].isna()] = np.nan
@@ -271,7 +274,7 @@ def load_ipssm(
     """Features (imputed, binary/probabilities), obs (label + survival) and NaNs per column."""
     clin, mut, cna = read_ipssm(clinical_path, mut_path, cna_path, label=label)
     surv = SURVIVAL + [c for c in AML_SURVIVAL if c in clin.columns]
-    raw = ipssm_features(mut, cna, where=cna_path)
+    raw = ipssm_features(mut, cna, mut_path, cna_path)
     feats, n_nan = impute_binary_frequency(raw, where=f"{mut_path} + {cna_path}")
     feats.index = feats.index.astype(str)
     feats.index.name = "sample_id"

@@ -180,8 +180,7 @@ def _no_duplicates(names, what: str, path: str) -> None:
     dup = names[names.duplicated()].unique()
     if len(dup):
         raise InputDataError(
-            f"{len(dup)} duplicate {what} name(s) in the counts file, first: "
-            f"{', '.join(dup[:5])}",
+            f"{len(dup)} duplicate {what} name(s) in the counts file, first: {', '.join(dup[:5])}",
             where=path,
             fix="use the unmodified Xena star_counts file (one row per gene, one column per "
             "sample)",

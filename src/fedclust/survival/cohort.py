@@ -42,7 +42,7 @@ def load_ipssm_survival(
     """
     ends = [f"{e}_{k}" for e in ENDPOINTS for k in ("YEARS", "STATUS")]
     clin, mut, cna = read_ipssm(clinical_path, mut_path, cna_path, clinical=list(clinical))
-    binary = ipssm_features(mut, cna, where=cna_path)
+    binary = ipssm_features(mut, cna, mut_path, cna_path)
     binary = binary.loc[:, binary.sum(axis=0, skipna=True) >= min_carriers]
     x = pd.DataFrame({c: clinical_covariate(clin, c) for c in clinical})
     x = pd.concat([x, binary], axis=1)
