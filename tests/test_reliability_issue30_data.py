@@ -264,7 +264,7 @@ def test_issue30_item11_missing_tp53_names_df_mut(tmp_path):
 def test_issue30_item11_admm_floor_error_speaks_to_the_user(repo):
     from fedclust.admm.pipeline import TaskData, run_job
     from fedclust.config import load_yaml, validate_config
-    from fedclust.errors import ConfigError
+    from fedclust.errors import DisclosureError
 
     cfg = validate_config(load_yaml(repo / "config" / "config.yaml"))["admm"]
     cfg = dict(cfg, min_samples=20)
@@ -272,6 +272,6 @@ def test_issue30_item11_admm_floor_error_speaks_to_the_user(repo):
     x, y = g.normal(size=(40, 3)), g.normal(size=40)
     centers = np.array(["c00"] * 30 + ["c01"] * 10)
     data = TaskData(x, y, centers, ["c00", "c01"], "toy")
-    with pytest.raises(ConfigError, match="c01 holds 10 rows.*admm.min_samples = 20") as e:
+    with pytest.raises(DisclosureError, match="c01 holds 10 rows.*admm.min_samples = 20") as e:
         run_job(cfg, {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}, "distributed", data)
     assert "admm.min_samples" in e.value.fix and "Ledger" not in str(e.value)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.split import center_names, make_split
-from ..errors import ConfigError, InputDataError
+from ..errors import ConfigError, DisclosureError, InputDataError
 from ..federation import Ledger
 from . import data as D
 from . import problems as P
@@ -98,17 +98,19 @@ def load_task(
     return TaskData(X, D.encode_target(problem, y), centers, names, src)
 
 
-def check_floor(data: TaskData, min_samples: int) -> None:
+def check_floor(data: TaskData, min_samples: int, standardize: bool) -> None:
     """Every center holds ≥ ``admm.min_samples`` rows (consensus ADMM needs every center, none
-    may abstain): a message naming the center and the config keys to change (issue 30 item 11),
-    before the ledger would refuse its first message."""
+    may abstain): the :class:`DisclosureError` the ledger would raise on the center's first
+    message, with a fix for the user (the config keys to change; issue 30 item 11)."""
     names, counts = np.unique(data.centers, return_counts=True)
     if len(counts) and counts.min() < min_samples:
         i = int(np.argmin(counts))
-        raise ConfigError(
+        raise DisclosureError(
             f"center {names[i]} holds {counts[i]} rows, fewer than admm.min_samples = "
             f"{min_samples}: consensus ADMM needs every center's update",
-            where="admm.min_samples",
+            center=str(names[i]),
+            protocol="admm_standardize" if standardize else "admm_local_update",
+            rule=f"min-samples>={min_samples}",
             fix=f"lower admm.min_samples to ≤ {counts[i]}, or use fewer centers "
             "(admm.n_blocks, or n_centers of the task's split)",
         )
@@ -134,7 +136,7 @@ def run_job(
     else:
         ledger = Ledger()
         m = int(cfg.get("min_samples", 1))  # admm.min_samples: the ledger's rule
-        check_floor(data, m)
+        check_floor(data, m, std)
         blocks = D.federated_blocks(
             data.X, data.y, data.centers, data.names, s.problem, ledger, std, min_samples=m
         )
