@@ -4,7 +4,7 @@ and ledger tables of each run."""
 from _common import run
 
 from fedclust.admm.pipeline import run_units
-from fedclust.io import write_json, write_table
+from fedclust.io import write_json_and_benchmark, write_table
 
 
 def main() -> None:
@@ -13,11 +13,11 @@ def main() -> None:
     runs = run_units(
         snakemake.params.cfg, units, snakemake.params.seed, snakemake.params.mds_source
     )
-    files = zip(out.history, out.ledger, out.result, strict=True)  # lists, in `units` order
-    for (res, info), (history, ledger, result) in zip(runs, files, strict=True):
+    files = zip(out.history, out.ledger, out.result, out.timing, strict=True)  # `units` order
+    for (res, info), (history, ledger, result, timing) in zip(runs, files, strict=True):
         write_table(history, res.history, index=False)
         write_table(ledger, res.ledger.table(), index=False)
-        write_json(result, info)
+        write_json_and_benchmark(result, timing, info)  # seconds: the benchmark file only
 
 
 run(main, snakemake)

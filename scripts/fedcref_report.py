@@ -17,6 +17,8 @@ def main() -> None:
         list(i.calibration),
         list(i.calibration_figures),
         snakemake.params.cfg,
+        summaries_timing=list(i.summaries_timing),
+        tables_timing_dir=o.tables_timing,
     )
 
 
