@@ -124,8 +124,8 @@ rule survival_report:
         info="results/survival/cohort/info.json",
         results=[SW.job_path(*j, "result.json") for j in SURV_JOBS],
         timing=[
-            "results/benchmarks/" + SW.job_path(*j, "result.json")[len("results/") :]
-            for j in SURV_JOBS
+            f"results/benchmarks/survival/{e}/{sc}/{st}/rep{r}/result.json"
+            for e, sc, st, r in SURV_JOBS
         ],
         predictions=[SW.job_path(*j, 0, "predictions.tsv") for j in SURV_PRED],
         checks=[f"results/survival/{e}/{s}/reference/check.json" for e, s in SURV_REF],
