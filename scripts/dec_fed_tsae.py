@@ -13,10 +13,9 @@ from fedclust.dec.units import save_pt
 def main() -> None:
     job = fed_job_inputs(snakemake)
     w = job.wildcards
-    with job.engine():
-        _, state = fed_tsae_stage(
-            job.x, job.centers, job.cfg, w.dataset, w.split, w.strategy, job.seed
-        )
+    _, state = fed_tsae_stage(
+        job.x, job.centers, job.cfg, w.dataset, w.split, w.strategy, job.seed, job.transport
+    )
     save_pt(snakemake.output.state, asdict(state))
 
 

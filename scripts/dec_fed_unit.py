@@ -15,11 +15,10 @@ def main() -> None:
     job = fed_job_inputs(snakemake)
     w = job.wildcards
     states = {Path(p).stem: FedTSAEState(**load_pt(p)) for p in snakemake.input.get("tsae", [])}
-    with job.engine():
-        res = run_federated_unit(
-            job.x, job.obs["label"].astype(str).to_numpy(), job.centers, job.cfg, w.dataset,
-            w.split, job.seed, federated_units(job.cfg)[w.unit], states,
-        )  # fmt: skip
+    res = run_federated_unit(
+        job.x, job.obs["label"].astype(str).to_numpy(), job.centers, job.cfg, w.dataset,
+        w.split, job.seed, federated_units(job.cfg)[w.unit], states, transport=job.transport,
+    )  # fmt: skip
     write_table(snakemake.output.table, res.table, index=False)
     write_table(snakemake.output.curves, res.curves, index=False)
     write_table(snakemake.output.ledger, res.ledger, index=False)

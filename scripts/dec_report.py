@@ -17,6 +17,7 @@ def main() -> None:
         bool(snakemake.params.cfg["reduced"]),
         list(snakemake.input.tuning),
         dict(snakemake.params.get("sources", {})),
+        cfg=dict(snakemake.params.cfg),
     )
 
 

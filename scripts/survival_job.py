@@ -6,6 +6,7 @@ from _common import run
 
 from fedclust.io import read_table, write_json_and_benchmark, write_table
 from fedclust.survival.experiment import run_units
+from fedclust.transports import from_config
 
 
 def main() -> None:
@@ -24,7 +25,14 @@ def main() -> None:
         units = [tuple(u) for u in units]
         paths = list(zip(out.result, out.cv, out.predictions, out.timing, strict=True))
     results = run_units(
-        x, obs, w.endpoint, units, int(w.rep), snakemake.params.cfg, snakemake.params.seed
+        x,
+        obs,
+        w.endpoint,
+        units,
+        int(w.rep),
+        snakemake.params.cfg,
+        snakemake.params.seed,
+        transport=from_config(snakemake.config),
     )
     for (res, cv, pred), (p_res, p_cv, p_pred, p_time) in zip(results, paths, strict=True):
         write_json_and_benchmark(p_res, p_time, res)  # wall_s: the benchmark file only

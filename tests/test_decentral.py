@@ -14,8 +14,9 @@ from fedclust.config import load_yaml, validate_config
 from fedclust.decentral.aggregation import FedAvgStrategy, aggregate, ave_weights_published
 from fedclust.decentral.clients import ClientData, make_client_data
 from fedclust.decentral.divergence import pairwise_divergence, weight_divergence
+from fedclust.decentral.experiment import run_approach
 from fedclust.decentral.model import N_PARAMETERS, HeartNet, KerasAdam, count_parameters
-from fedclust.decentral.simulate import run_approach, weighted_summary
+from fedclust.decentral.simulate import weighted_summary
 from fedclust.decentral.topologies import derangement, fixed_topology, plan_round
 from fedclust.errors import ConfigError
 

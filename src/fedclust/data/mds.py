@@ -269,13 +269,16 @@ def ipssm_features(
 
 
 def load_ipssm(
-    clinical_path: str, mut_path: str, cna_path: str, label: str = "IPSSM"
+    clinical_path: str, mut_path: str, cna_path: str, label: str = "IPSSM", impute: bool = True
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
-    """Features (imputed, binary/probabilities), obs (label + survival) and NaNs per column."""
+    """Features (imputed, binary/probabilities), obs (label + survival) and NaNs per column.
+    ``impute=False``: the features with their NaNs (federated imputation, issue 23)."""
     clin, mut, cna = read_ipssm(clinical_path, mut_path, cna_path, label=label)
     surv = SURVIVAL + [c for c in AML_SURVIVAL if c in clin.columns]
     raw = ipssm_features(mut, cna, mut_path, cna_path)
     feats, n_nan = impute_binary_frequency(raw, where=f"{mut_path} + {cna_path}")
+    if not impute:
+        feats = raw.astype(float)
     feats.index = feats.index.astype(str)
     feats.index.name = "sample_id"
     obs = clin[surv].copy()

@@ -3,7 +3,6 @@ the library so the rule file holds only rules (snakemake --lint) and tests can c
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +72,7 @@ def data_source(config: dict, dataset: str) -> str | None:
 class FedJobInputs:
     """What the federated DEC scripts (rules ``dec_fed_tsae``, ``dec_train_federated_unit``)
     unpack from their job: the config with the selected settings laid over it, the dataset, the
-    split's centers, the seed and the wildcards."""
+    split's centers, the seed, the wildcards and the transport (``federation.engine``)."""
 
     cfg: dict
     x: Any
@@ -81,12 +80,7 @@ class FedJobInputs:
     centers: Any
     seed: int
     wildcards: Any
-
-    def engine(self) -> AbstractContextManager[None]:
-        """The block's round loop runs on ``dec.federated.engine`` (inprocess | flower)."""
-        from fedclust.flower.engine import use_engine
-
-        return use_engine(self.cfg["federated"].get("engine", "inprocess"))
+    transport: Any
 
 
 def fed_job_inputs(smk: Any) -> FedJobInputs:
@@ -102,7 +96,9 @@ def fed_job_inputs(smk: Any) -> FedJobInputs:
     cfg = apply_settings(smk.params.cfg, w.dataset, read_settings(smk.input))
     x, obs, _ = load_dataset(smk.input.features, smk.input.obs)
     centers = load_centers(smk.input.split, obs.index)
-    return FedJobInputs(cfg, x, obs, centers, int(smk.params.seed), w)
+    from fedclust.transports import from_config
+
+    return FedJobInputs(cfg, x, obs, centers, int(smk.params.seed), w, from_config(smk.config))
 
 
 # ------------------------------------------------------------------ tuning (issue 16)

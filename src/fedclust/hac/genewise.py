@@ -69,6 +69,35 @@ def server_gene_stats(messages: list[dict]) -> dict:
     return {"mean": mean, "norm": np.sqrt(ss), "cnorm": cnorm, "constant": const.astype(float)}
 
 
+def gene_variances(blocks: list[np.ndarray], n_min: int = 1, ledger: Ledger | None = None
+                   ) -> np.ndarray:  # fmt: skip
+    """Per-gene variance (ddof 0) of the union of the centers' samples from their round-1
+    moments (:func:`center_gene_stats` through the ledger, Chan et al. merge): the gene
+    selection of the genewise and perturbation baselines (issue 23), equal to the pooled
+    ``var`` up to rounding. Centers with fewer than ``n_min`` samples abstain."""
+    led = ledger if ledger is not None else Ledger()
+    proto = genewise_protocol(n_min)
+    msgs = []
+    for k, b in enumerate(blocks):
+        if b.shape[0] < n_min:
+            abstain(led, f"center{k}", 0, proto, f"{b.shape[0]} sample(s) < n_min = {n_min}")
+            continue
+        stats = center_gene_stats(b)
+        msg = {key: stats[key] for key in ("n", "mean", "m2")}
+        msgs.append(send(led, f"center{k}", SERVER, msg, 0, "gene selection moments", proto))
+    if not msgs:
+        raise InputDataError(
+            f"every center holds fewer than n_min = {n_min} samples: no gene variances",
+            where="hac genewise gene selection",
+            fix="lower n_min below the size of the largest center",
+        )
+    n, _, m2 = float(msgs[0]["n"]), msgs[0]["mean"], msgs[0]["m2"]
+    mean = msgs[0]["mean"]
+    for m in msgs[1:]:
+        n, mean, m2 = combine_moments(n, mean, m2, float(m["n"]), m["mean"], m["m2"])
+    return np.maximum(m2, 0.0) / n
+
+
 def center_gene_distances(x_k: np.ndarray, metric: str, stats: dict | None) -> dict:
     """Center-side round 2: the center's additive contribution ``D^(k)`` (condensed)."""
     if metric == "euclidean":
