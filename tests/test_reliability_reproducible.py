@@ -20,7 +20,9 @@ import pytest
 import yaml
 
 TABLES = (".tsv", ".tsv.gz", ".parquet", ".csv", ".json")
-STAGES = ("data", "hac", "attacks", "dec", "decentral", "admm", "perf", "fedcref", "survival")
+STAGES = (
+    "data", "hac", "attacks", "dec", "decentral", "admm", "perf", "fedcref", "survival", "bayes",
+)  # fmt: skip
 
 
 def tiny_config(repo) -> dict:
@@ -30,6 +32,7 @@ def tiny_config(repo) -> dict:
     d["rnaseq"].update(cohorts=["SIMA"], top_genes=100)
     d["rnaseq"]["simulate"].update(n_samples=150, n_genes=300)
     d["mds"]["simulate"]["n_samples"] = 150
+    d["mds"]["federated"]["split"] = "uniform5"  # the federated imputation's centres
     d["splits"] = {
         "region": d["splits"]["region"],
         "uniform5": {"kind": "uniform", "n_centers": 5, "datasets": ["mds"]},
@@ -94,6 +97,16 @@ def tiny_config(repo) -> dict:
              reference_scenarios=["iid_balanced"],
              grid={"federated_epochs": [1], "internal_epochs": [1], "batches": [1],
                    "lr": [0.01]})  # fmt: skip
+    b = cfg["bayes"]
+    b["model"]["hidden"] = [8]
+    b["train"].update(epochs=1, mc_test=2)
+    b["baselines"] = ["sgd"]
+    bf = b["federated"]
+    bf.update(n_clients=3, model={**bf["model"], "hidden": [8]})
+    bf["local"].update(epochs=1, mc_test=2)
+    for method in bf["methods"].values():
+        method["rounds"] = 1
+    b["conjugate"].update(n=100, rounds=5)
     for stage in STAGES[1:]:
         cfg[stage]["enabled"] = True
     return cfg
