@@ -17,6 +17,7 @@ def main() -> None:
         list(i.calibration),
         list(i.calibration_figures),
         snakemake.params.cfg,
+        list(i.size_study),
         summaries_timing=list(i.summaries_timing),
         tables_timing_dir=o.tables_timing,
     )
