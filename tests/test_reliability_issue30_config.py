@@ -204,6 +204,11 @@ NOT_PATHS = {
     "disclosure.centres.*": "centre ids, looked up, never written as names of files",
     "disclosure.default.allow_per_sample[]": "protocol names",
     "disclosure.centres.*.allow_per_sample[]": "protocol names",
+    "generative.mds.clinical[]": "column names",
+    "generative.mds.categorical[]": "column names",
+    "generative.mds.log1p[]": "column names",
+    "generative.radialgan.testbeds.*.drop.*": "centre names whose columns are dropped",
+    "generative.radialgan.testbeds.*.drop.*[]": "column names",
 }
 
 
