@@ -22,6 +22,7 @@ import yaml
 TABLES = (".tsv", ".tsv.gz", ".parquet", ".csv", ".json")
 STAGES = (
     "data", "hac", "attacks", "dec", "decentral", "admm", "perf", "fedcref", "survival", "bayes",
+    "generative",
 )  # fmt: skip
 
 
@@ -107,6 +108,15 @@ def tiny_config(repo) -> dict:
     for method in bf["methods"].values():
         method["rounds"] = 1
     b["conjugate"].update(n=100, rounds=5)
+    g = cfg["generative"]
+    g["savae"].update(datasets={"mds": {"n_good": 60, "n_poor": 10, "n_test": 30,
+                                        "rates": [0.5]}}, n_virtual=50)  # fmt: skip
+    g["savae"]["train"].update(rounds=1, local_epochs=1)
+    g["dgd"].update(datasets={"rnaseq": {"data": "rnaseq", "split": "column"}})
+    g["dgd"]["rnaseq"]["max_genes"] = 50
+    g["dgd"]["train"].update(rounds=1, local_epochs=1, test_steps=5)
+    g["radialgan"].update(alpha=["d62"])
+    g["radialgan"]["train"]["iterations"] = 5
     for stage in STAGES[1:]:
         cfg[stage]["enabled"] = True
     return cfg
