@@ -57,16 +57,19 @@ def test_issue30_a_configured_mirror_that_does_not_exist_fails_at_config_time(
 def test_issue30_a_auto_survival_source_reads_ipssm_only_from_a_mirror_that_has_it(
     repo, default, tmp_path, monkeypatch
 ):
+    from fedclust.generative import workflow as GW
     from fedclust.survival import workflow as SW
 
     cfg = _check(repo, default)
+    cfg["generative"]["mds"]["source"] = "auto"
     monkeypatch.setenv("FEDCLUST_DATA_MIRROR", str(tmp_path))
     (tmp_path / "tcga").mkdir()  # a mirror with other datasets only: no IPSS-M download rule
     assert SW.source(cfg) == "simulated" and SW.cohort_inputs(cfg) == {}
+    assert GW.mds_source(cfg) == "simulated"  # the generative stage decides the same way
     (tmp_path / "ipssm").mkdir()
     for name in SW.IPSSM_FILES:
         (tmp_path / "ipssm" / name).write_text("ID\n")
-    assert SW.source(cfg) == "ipssm"
+    assert SW.source(cfg) == "ipssm" and GW.mds_source(cfg) == "ipssm"
 
 
 def test_issue30_a_test_script_uses_the_mirror_only_where_it_exists(repo, tmp_path):

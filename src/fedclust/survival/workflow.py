@@ -25,8 +25,13 @@ def source(config: dict[str, Any]) -> str:
     files or the data stage reads IPSS-M, else the simulated fallback (a mirror without
     ``ipssm/``, e.g. one holding only TCGA files, is not a reason to need IPSS-M; issue 30 A)."""
     s = config["survival"]["source"]
-    if s != "auto":
-        return s
+    return auto_ipssm(config) if s == "auto" else s
+
+
+def auto_ipssm(config: dict[str, Any]) -> str:
+    """What ``source: auto`` means in every stage that reads the MDS cohort (survival,
+    generative): ``ipssm`` when the data stage reads IPSS-M or the data mirror holds its three
+    files, else ``simulated`` (issue 30 A: a mirror without ``ipssm/`` needs no IPSS-M)."""
     if config["data"]["mds"]["source"] == "ipssm":
         return "ipssm"
     mirror = data_mirror(config)
@@ -109,6 +114,7 @@ __all__ = [
     "SCENARIOS",
     "STRATEGIES",
     "source",
+    "auto_ipssm",
     "check_config",
     "cohort_inputs",
     "jobs",
