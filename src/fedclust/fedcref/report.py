@@ -445,9 +445,9 @@ def build_section(
     calibrations: list[str],
     calibration_figures: list[str],
     cfg: dict,
+    size: list[str] | None = None,
     summaries_timing: list[str] | None = None,
     tables_timing_dir: str | None = None,
-    size: list[str] | None = None,
 ) -> None:
     """The section, its tables and figures. ``summaries_timing`` (the runs' summaries with
     their timing columns, under results/benchmarks/) feed the tables' time columns, written only
