@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
 
 from fedclust import federation as _core
 from fedclust.errors import ConfigError
@@ -105,6 +104,9 @@ class DECClient:
         make_model: Callable[[], DECModel],
         device: torch.device | str = "cpu",
         seed: int = 0,
+        k: int | None = None,
+        min_cluster_size: int = 1,
+        disclosure: Any = None,
     ) -> None:
         self.cid = cid
         self.device = torch.device(device)
@@ -112,6 +114,21 @@ class DECClient:
         self.make_model = make_model
         self.gen = shuffle_generator(seed)
         self.tsae: NDArrays | None = None  # the final global TSAE (with the decoder biases)
+        # stage B's settings are the centre's own (issue 22): its k (the study's number of
+        # clusters, None: any) and its cluster floor m; a request beyond them is refused
+        self.k_own, self.m_own = k, int(min_cluster_size)
+        if disclosure is not None:
+            self.disclosure = disclosure
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.x)
+
+    def cluster_floor(self) -> int:
+        """The centre's m: its ``min_cluster_size`` raised to its ``nfilter_subset``."""
+        from fedclust.federation.guard import centre_policy
+
+        return max(self.m_own, int(centre_policy(self).nfilter_subset))
 
     def _model(self, stage: str, parameters: NDArrays) -> DECModel:
         model = self.make_model().to(self.device)
@@ -167,27 +184,37 @@ class DECClient:
 
         Abstains (sends nothing) with ≤ k samples — k-means with k ≥ n returns the samples
         themselves, and with n = k + 1 all but one centroid are single samples — or when a local
-        cluster has fewer than ``m = config["min_cluster_size"]`` samples. ``config``: k,
-        n_init, seed, scaler, min_cluster_size. Skewed splits of large data sets
-        have such centers in the histogram's tail (seed 000 §2.4). It still trains every round.
+        cluster has fewer than m samples. ``config``: k, n_init, seed, scaler,
+        min_cluster_size. k and m are the centre's own (issue 22): a request for more clusters
+        than the centre's k, or for a lower floor than its m (its ``min_cluster_size`` raised to
+        its ``nfilter_subset``), is refused — a server asking k = n − 1, m = 1 would otherwise
+        receive single-patient embeddings, and it holds the decoder. Skewed splits of large data
+        sets have such centers in the histogram's tail (seed 000 §2.4). It still trains every
+        round. Reasons carry no counts.
         """
+        k = int(config["k"])
+        m = self.cluster_floor()
+        if self.k_own is not None and k > int(self.k_own):
+            return self._abstain("refused: the requested k exceeds the centre's own")
+        if "min_cluster_size" in config and int(config["min_cluster_size"]) < m:
+            return self._abstain("refused: the requested cluster floor is below the centre's own")
+        m = max(m, int(config.get("min_cluster_size", 1)))
         self.tsae = list(parameters)
         model = self._model("ae", parameters)
         z = embed(model.tsae, self.x)
-        k, m = int(config["k"]), int(config.get("min_cluster_size", 1))
         if len(z) <= k:
-            reason = f"{len(z)} samples <= k={k}"
-            log.warning("center %s abstains from the centroid round: %s", self.cid, reason)
-            return Abstain(reason)
+            return self._abstain("no more samples than clusters")
         mu, labels = kmeans_centroids(
             z, k, config.get("scaler", "none"), int(config["n_init"]), int(config["seed"])
         )
         counts = np.bincount(labels, minlength=k).astype(np.int64)
         if counts.min() < m:
-            reason = f"a local cluster has {int(counts.min())} < m={m} samples"
-            log.warning("center %s abstains from the centroid round: %s", self.cid, reason)
-            return Abstain(reason)
+            return self._abstain("a local cluster is below the centre's floor m")
         return {"centroids": mu, "counts": counts}
+
+    def _abstain(self, reason: str) -> Abstain:
+        log.warning("center %s abstains from the centroid round: %s", self.cid, reason)
+        return Abstain(reason)
 
 
 # ---------------------------------------------------------------- server side
@@ -250,6 +277,8 @@ def aggregate_centroids(
         expanded = np.repeat(np.arange(len(allc)), alln.astype(np.int64))
         out = allc[expanded[rng.permutation(len(expanded))[:k]]]
     elif method == "double_kmeans":
+        from sklearn.cluster import KMeans  # here: a deployed centre answers without sklearn
+
         seed = int(rng.integers(2**31 - 1))
         km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(allc, sample_weight=alln)
         out = km.cluster_centers_
@@ -347,8 +376,8 @@ def local_centroid_messages(
     proto = kmeans_protocol(int(min_cluster_size))
 
     def server(ps: list) -> list[dict[str, Any]]:
-        msgs = [p.call("kmeans", {**request, "min_cluster_size": int(min_cluster_size)}, 0,
-                       "kmeans_centroids", proto, KMEANS_REQUEST) for p in ps]  # fmt: skip
+        msgs = _core.call_all(ps, "kmeans", {**request, "min_cluster_size": int(min_cluster_size)},
+                              0, "kmeans_centroids", proto, KMEANS_REQUEST)  # fmt: skip
         return [m for m in msgs if m is not None]
 
     return federate(clients, server, ledger=ledger, transport=transport)

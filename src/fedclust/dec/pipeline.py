@@ -403,7 +403,8 @@ def _fed_clients(x, centers, cfg, dataset, split, strategy, seed):
 
     clients = [
         DECClient(f"center_{c}", parts[c], make_model, device(),
-                  derive_seed(seed, "dec", dataset, split, strategy, "shuffle", c))
+                  derive_seed(seed, "dec", dataset, split, strategy, "shuffle", c), k=k,
+                  min_cluster_size=int(f.get("min_cluster_size", MIN_CLUSTER_SIZE)))
         for c in parts
     ]  # fmt: skip
     return clients, make_model

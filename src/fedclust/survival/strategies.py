@@ -33,13 +33,16 @@ from fedclust.federation import (
     Protocol,
     RoundLog,
     Transport,
+    call_all,
     federate,
     fit_protocol,
     run_rounds,
 )
+from fedclust.federation.guard import centre_policy
+from fedclust.privacy.centre import centre_send
 
 from .cohort import check_survival
-from .cox import c_index
+from .cox import c_index, concordance_counts
 from .model import get_parameters, set_parameters
 from .names import STRATEGIES
 from .train import (
@@ -63,14 +66,20 @@ FIT = fit_protocol("survival_fit", metrics=(), min_samples=MIN_SAMPLES)
 LOCAL_MODEL = fit_protocol("survival_local_model", metrics=(), min_samples=MIN_SAMPLES)
 EVALUATE_REQUEST = Protocol("survival_evaluate_request", {"parameters": "parameters"})
 EVALUATE = Protocol("survival_evaluate", {"loss_sum": "aggregate", "n_events": "count"})
-# leave-one-centre-out CV: the held-out centre's risks with its outcomes, per patient — the
-# disclosure D6.2 accepts for the pooled C-index (seed 003 §7.4); only this protocol allows rows
-CV_PREDICTIONS = Protocol(
-    "survival_cv_predictions",
-    {"risk": "per_sample", "time": "per_sample", "event": "per_sample"},
-    per_sample=True,
+# leave-one-centre-out CV scored at the held-out centre (issue 22): the server sends the fold's
+# model (members' parameters, their weights and sizes), the centre answers its Harrell
+# concordant / comparable pair counts. D6.2's pooled CV C-index needed every held-out patient's
+# risk, time and event on the server; the centre-scored C-index pools pairs within centres.
+CV_REQUEST = Protocol(
+    "survival_cv_request",
+    {"parameters": "parameters", "weights": "parameters", "sizes": "metadata"},
 )
-PROTOCOLS = (FIT, LOCAL_MODEL, EVALUATE_REQUEST, EVALUATE, CV_PREDICTIONS)
+CV_CONCORDANCE = Protocol(
+    "survival_cv_concordance",
+    {"concordant": "aggregate", "comparable": "aggregate", "n": "count"},
+    min_samples=MIN_SAMPLES,
+)
+PROTOCOLS = (FIT, LOCAL_MODEL, EVALUATE_REQUEST, EVALUATE, CV_REQUEST, CV_CONCORDANCE)
 
 
 @dataclass(frozen=True)
@@ -129,6 +138,10 @@ class SurvivalClient:
     def n(self) -> int:
         return len(self.t)
 
+    @property
+    def n_samples(self) -> int:  # the centre-side guard checks counts against it (issue 22)
+        return len(self.t)
+
     def evaluate(
         self, parameters: list[np.ndarray], config: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
@@ -158,14 +171,31 @@ class SurvivalClient:
         params, _ = train_centralized(self.x_np, self.t_np, self.e_np, init, hp, self.mc, self.seed)
         return params, self.n
 
-    def predict(self, model: Model) -> dict[str, Any]:
-        """Risk of the (possibly ensemble) model on local patients, with their outcomes: the
-        pooled C-index of centre-based CV needs them (a disclosure D6.2 accepts, seed 003 §7.4)."""
-        return {
-            "risk": predict_model(self.model, model, self.x_np),
-            "time": self.t_np,
-            "event": self.e_np,
-        }
+    def cv_concordance(self, parameters: list[np.ndarray], config: Mapping[str, Any]) -> dict:
+        """Centre-scored CV: the (possibly ensemble) model's risk on the centre's own patients,
+        reduced here to Harrell's concordant and comparable pair counts (no patient row)."""
+        model = unpack_model(parameters, config["weights"], config["sizes"])
+        conc, comp = concordance_counts(
+            self.t_np, predict_model(self.model, model, self.x_np), self.e_np
+        )
+        return {"concordant": conc, "comparable": float(comp), "n": self.n}
+
+
+def pack_model(model: Model) -> dict[str, Any]:
+    """A (possibly ensemble) model as one request: every member's arrays, weights, sizes."""
+    return {
+        "parameters": [a for p, _ in model for a in p],
+        "weights": np.asarray([w for _, w in model], dtype=float),
+        "sizes": [len(p) for p, _ in model],
+    }
+
+
+def unpack_model(parameters, weights, sizes) -> Model:
+    out, i = [], 0
+    for w, k in zip(np.asarray(weights, float), sizes, strict=True):
+        out.append((list(parameters[i : i + int(k)]), float(w)))
+        i += int(k)
+    return out
 
 
 def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:
@@ -174,10 +204,9 @@ def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:
 
 def _lr_round(proxies: Sequence[LedgerClientProxy], params, rule: LrRule, k: int) -> float:
     """Evaluate exchange: masked (per-centre) Cox loss of the current model → lr rule."""
-    msgs = [
-        p.call("evaluate", {"parameters": params}, k, "evaluate", EVALUATE, EVALUATE_REQUEST)
-        for p in proxies
-    ]
+    msgs = call_all(
+        proxies, "evaluate", {"parameters": params}, k, "evaluate", EVALUATE, EVALUATE_REQUEST
+    )
     msgs = [m for m in msgs if m is not None]
     loss = sum(m["loss_sum"] for m in msgs) / sum(m["n_events"] for m in msgs)
     return rule.update(loss, k)
@@ -207,17 +236,24 @@ def run_weights_averaging(
 ) -> Model:
     """FedAvg with ``ie`` local epochs for ``fe`` rounds, weights n_k / N (D6.2 Fig. 8.5), on
     the federation core's round loop over ``fed.transport``."""
+    server = weights_averaging_server(init, hp, mc, fed)
+    params = federate(clients, server, ledger=ledger, transport=fed.transport)
+    return [(params, 1.0)]
+
+
+def weights_averaging_server(init, hp: HyperParams, mc: ModelConfig, fed: Federation = DEFAULT):
+    """The server function of Weights Averaging: ``server(proxies) -> parameters`` (also what
+    a Flower deployment runs, :mod:`.deployment`)."""
     strategy = LrRuleFedAvg(rule=LrRule(hp.lr, mc.lr_floor))
 
     def server(proxies: list) -> list:
         return run_rounds(
             proxies, strategy, [p.copy() for p in init], hp.fe,
             {"epochs": hp.ie, "batches": hp.batches}, fed.fit, kind="fit",
-            label=f"survival weights_averaging {hp.label()} ({len(clients)} centres)",
+            label=f"survival weights_averaging {hp.label()} ({len(proxies)} centres)",
         )  # fmt: skip
 
-    params = federate(clients, server, ledger=ledger, transport=fed.transport)
-    return [(params, 1.0)]
+    return server
 
 
 def run_sequential(
@@ -231,22 +267,29 @@ def run_sequential(
 ) -> Model:
     """The model visits the centres one after another, ``ie`` epochs each; the order is
     reshuffled every federated epoch (D6.2 Fig. 8.4)."""
+    server = sequential_server(init, hp, mc, rng, fed)
+    return [(federate(clients, server, ledger=ledger, transport=fed.transport), 1.0)]
+
+
+def sequential_server(init, hp: HyperParams, mc: ModelConfig, rng: np.random.Generator,
+                      fed: Federation = DEFAULT):  # fmt: skip
+    """The server function of Sequential: ``server(proxies) -> parameters``."""
     rule = LrRule(hp.lr, mc.lr_floor)
 
     def server(proxies: list) -> list:
         params = [p.copy() for p in init]
-        clock = RoundLog(f"survival sequential {hp.label()} ({len(clients)} centres)", hp.fe)
+        clock = RoundLog(f"survival sequential {hp.label()} ({len(proxies)} centres)", hp.fe)
         for k in range(hp.fe):
             lr = _lr_round(proxies, params, rule, k)
             cfg = {"epochs": hp.ie, "batches": hp.batches, "lr": lr}
-            for i in rng.permutation(len(clients)):
+            for i in rng.permutation(len(proxies)):
                 out = proxies[int(i)].fit(params, cfg, k, "sequential", fed.fit)
                 if out is not None:
                     params = out[0]
             clock.done(k + 1)
         return params
 
-    return [(federate(clients, server, ledger=ledger, transport=fed.transport), 1.0)]
+    return server
 
 
 def run_local(
@@ -262,9 +305,8 @@ def run_local(
     out = []
     for c in clients:
         p, n = c.fit_local(init, hp)
-        msg = ledger.send(
-            c.cid, "server", {"parameters": p, "n": n}, 0, "local_model", protocol=fed.local_model
-        )
+        msg = centre_send(ledger, centre_policy(c), c.cid, c.n, {"parameters": p, "n": n}, 0,
+                          "local_model", fed.local_model)  # fmt: skip
         out.append((msg["parameters"], float(msg["n"])))
     if weighted:
         total = sum(w for _, w in out)
