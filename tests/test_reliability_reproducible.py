@@ -1,7 +1,10 @@
 """Issue 17 item 16, issue 30 item 7: the same config gives byte-identical result tables.
 
 Two runs of a tiny config of EVERY stage (data, hac, attacks, dec, decentral, admm, perf,
-fedcref, survival, report) in two folders, run side by side (one core each); every result table
+fedcref, survival, bayes, generative, boosting, privacy, report) in two folders, run side by side
+(one core each), on the in-process engine (Flower's engines carry the same messages; their
+equality with in-process is tested in tests/test_flower*.py and tests/test_deployment.py;
+a deployment is not a workflow stage but `fedclust deploy`); every result table
 (tsv, tsv.gz, parquet, csv, json) must be byte-identical, the report section JSONs included.
 Timing columns live in benchmark files under ``results/benchmarks/`` and logs under
 ``results/logs/``: both are excluded, and no result file may carry a timing column or key.
@@ -22,7 +25,7 @@ import yaml
 TABLES = (".tsv", ".tsv.gz", ".parquet", ".csv", ".json")
 STAGES = (
     "data", "hac", "attacks", "dec", "decentral", "admm", "perf", "fedcref", "survival", "bayes",
-    "generative",
+    "generative", "boosting", "privacy",
 )  # fmt: skip
 
 
@@ -117,6 +120,13 @@ def tiny_config(repo) -> dict:
     g["dgd"]["train"].update(rounds=1, local_epochs=1, test_steps=5)
     g["radialgan"].update(alpha=["d62"])
     g["radialgan"]["train"]["iterations"] = 5
+    bo = cfg["boosting"]
+    hospital = bo["datasets"]["heart"]["splits"]["hospital"]
+    equal4 = {"kind": "data", "name": "equal4"}  # the data stage's split
+    mds = {**bo["datasets"]["mds"], "splits": {"equal4": equal4}}
+    bo.update(trees=3, vote={**bo["vote"], "top": [1, "all"]},
+              datasets={"heart": {"splits": {"hospital": hospital}},
+                        "mds": mds})  # fmt: skip
     for stage in STAGES[1:]:
         cfg[stage]["enabled"] = True
     return cfg
