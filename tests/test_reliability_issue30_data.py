@@ -275,3 +275,19 @@ def test_issue30_item11_admm_floor_error_speaks_to_the_user(repo):
     with pytest.raises(DisclosureError, match="c01 holds 10 rows.*admm.min_samples = 20") as e:
         run_job(cfg, {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}, "distributed", data)
     assert "admm.min_samples" in e.value.fix and "Ledger" not in str(e.value)
+
+
+def test_issue30_item11_admm_centres_all_below_the_glm_floor_named(repo):
+    """Every center below its nfilter_glm floor (issue 22's disclosure rule) abstains: the error
+    names the floor and the rows, not "consensus ADMM needs at least one center"."""
+    from fedclust.admm.pipeline import TaskData, run_job
+    from fedclust.config import load_yaml, validate_config
+
+    cfg = validate_config(load_yaml(repo / "config" / "config.yaml"))["admm"]
+    g = np.random.default_rng(0)
+    x, y = g.normal(size=(40, 8)), g.normal(size=40)  # 9 parameters: 28 rows a center at 0.33
+    data = TaskData(x, y, np.array(["c00", "c01"] * 20), ["c00", "c01"], "toy")
+    task = {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}
+    with pytest.raises(InputDataError, match=r"9 parameters.*need 28 rows.*largest holds 20") as e:
+        run_job(cfg, task, "distributed", data)
+    assert "fewer, larger centers" in e.value.fix

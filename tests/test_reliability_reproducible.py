@@ -35,12 +35,12 @@ def tiny_config(repo) -> dict:
     d = cfg["data"]
     d["rnaseq"].update(cohorts=["SIMA"], top_genes=100)
     d["rnaseq"]["simulate"].update(n_samples=150, n_genes=300)
-    d["mds"]["simulate"]["n_samples"] = 150
+    d["mds"]["simulate"]["n_samples"] = 400  # ADMM's 55-parameter model: >= 167 rows a centre
     d["mds"]["federated"]["split"] = "uniform5"  # the federated imputation's centres
     d["splits"] = {
         "region": d["splits"]["region"],
         "uniform5": {"kind": "uniform", "n_centers": 5, "datasets": ["mds"]},
-        "equal4": {"kind": "equal", "n_centers": 4, "datasets": ["mds"]},
+        "equal2": {"kind": "equal", "n_centers": 2, "datasets": ["mds"]},
     }
     h = cfg["hac"]
     h["linkages"] = ["average", "ward"]
@@ -72,15 +72,15 @@ def tiny_config(repo) -> dict:
     dec["model"]["arch"] = [16, 4]
     dec["autoencoder"]["epochs"] = 2
     dec["clustering"].update(max_epochs=2, n_init=2)
-    dec["federated"].update(strategies=["fedavg"], centroid_aggregation=["max_min"],
-                            ae_rounds=2, dec_rounds=1, min_cluster_size=2)  # fmt: skip
+    dec["federated"].update(strategies=["fedavg"], centroid_aggregation=["max_min"],  # m >= floor 3
+                            ae_rounds=2, dec_rounds=1, min_cluster_size=3)  # fmt: skip
     dec["evaluate"].update(tsne_max_points=60, survival=["OS"])
     cfg["decentral"].update(splits=["hospitals"], rounds=1)
     adm = cfg["admm"]
     adm["max_iter"] = 20
     adm["tasks"] = {
         "ridge_diabetes": adm["tasks"]["ridge_diabetes"],
-        "logistic_mds_os": {**adm["tasks"]["logistic_mds_os"], "split": "equal4"},
+        "logistic_mds_os": {**adm["tasks"]["logistic_mds_os"], "split": "equal2"},
     }
     cfg["perf"].update(samples=100, genes=200, sketch=20, gene_objects=20, repeat=1)
     f = cfg["fedcref"]
@@ -95,7 +95,8 @@ def tiny_config(repo) -> dict:
     f["experiments"]["exp3"]["overlap"] = [0.0]
     f["experiments"]["exp4"]["n_clients"] = [3]
     s = cfg["survival"]
-    s.update(source="simulated", simulate_n=300, min_carriers=5, repetitions=1, n_centres=3,
+    # 450 training patients, 38 covariates: 150 a centre, so nfilter_glm 0.33 lets the Cox sums out
+    s.update(source="simulated", simulate_n=600, min_carriers=60, repetitions=1, n_centres=3,
              scenarios=["iid_balanced", "noniid_bm_blast"], isolated_folds=2,
              strategies=["isolated", "sequential", "weights_averaging", "centralized"],
              reference_scenarios=["iid_balanced"],
@@ -122,8 +123,8 @@ def tiny_config(repo) -> dict:
     g["radialgan"]["train"]["iterations"] = 5
     bo = cfg["boosting"]
     hospital = bo["datasets"]["heart"]["splits"]["hospital"]
-    equal4 = {"kind": "data", "name": "equal4"}  # the data stage's split
-    mds = {**bo["datasets"]["mds"], "splits": {"equal4": equal4}}
+    equal2 = {"kind": "data", "name": "equal2"}  # the data stage's split
+    mds = {**bo["datasets"]["mds"], "splits": {"equal2": equal2}}
     bo.update(trees=3, vote={**bo["vote"], "top": [1, "all"]},
               datasets={"heart": {"splits": {"hospital": hospital}},
                         "mds": mds})  # fmt: skip
