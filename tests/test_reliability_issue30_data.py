@@ -288,6 +288,12 @@ def test_issue30_item11_admm_centres_all_below_the_glm_floor_named(repo):
     x, y = g.normal(size=(40, 8)), g.normal(size=40)  # 9 parameters: 28 rows a center at 0.33
     data = TaskData(x, y, np.array(["c00", "c01"] * 20), ["c00", "c01"], "toy")
     task = {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}
+    with pytest.raises(InputDataError, match=r"every center is too small.*nfilter_glm") as e:
+        run_job(cfg, task, "distributed", data)  # the server: abstentions only, no row counts
+    assert "fewer, larger centers" in e.value.fix
+    from fedclust.admm.data import federated_blocks
+    from fedclust.federation import Ledger
+
     with pytest.raises(InputDataError, match=r"9 parameters.*need 28 rows.*largest holds 20") as e:
-        run_job(cfg, task, "distributed", data)
+        federated_blocks(x, y, data.centers, data.names, "ridge", Ledger())  # in-process reference
     assert "fewer, larger centers" in e.value.fix

@@ -153,7 +153,9 @@ def federated_blocks(
     """Distributed mode: per-center (A_i, b_i), standardised by federated moments (round 0);
     ``min_samples``: the fewest rows a center's moments may summarise (``admm.min_samples``).
     A center too small to release the model (its own policy, :func:`.admm.takes_part`) abstains
-    from the start: it sends no moments and its rows are left out (issue 22)."""
+    from the start: it sends no moments and its rows are left out (issue 22). The workflow runs
+    this round inside the federation (:class:`.admm.AdmmCentre`, on any transport); this is the
+    same computation on blocks in one process (the tests' reference)."""
     from ..federation.disclosure import configured_policy
     from ..privacy.centre import centre_send, server_send
     from .admm import LOCAL_UPDATE, takes_part
