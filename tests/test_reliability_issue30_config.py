@@ -291,6 +291,16 @@ def test_issue30_item06_dec_tuning_names_must_be_dec_datasets(repo, default, mut
         _check(repo, cfg)
 
 
+def test_issue30_item06_privacy_stage_override_names_a_stage(repo, default):
+    """federation.privacy.stages: a misspelt stage was silently ignored (no mask, no noise)."""
+    cfg = copy.deepcopy(default)
+    cfg.setdefault("federation", {})["privacy"] = {"stages": {"dek": {"secure_aggregation": True}}}
+    with pytest.raises(ConfigError, match=r"federation.privacy.stages.*'dek'"):
+        _check(repo, cfg)
+    cfg["federation"]["privacy"]["stages"] = {"dec": {"secure_aggregation": True}}
+    _check(repo, cfg)
+
+
 def test_issue30_item06_command_line_base_is_loaded_or_refused(repo, tmp_path):
     """``--config base=FILE`` (a key only a config file may hold) is loaded like a file's base;
     ``fedclust check-config`` and the Snakefile share :func:`resolve_bases`."""
