@@ -18,6 +18,8 @@ def main() -> None:
         list(i.calibration_figures),
         snakemake.params.cfg,
         list(i.size_study),
+        summaries_timing=list(i.summaries_timing),
+        tables_timing_dir=o.tables_timing,
     )
 
 

@@ -20,6 +20,50 @@ from typing import Any
 
 from ..errors import ConfigError
 
+
+def nmin_grid(n: int, values: list[int], fraction: float, cohort: str | None = None) -> list[int]:
+    """The n_min values gradual sharing runs for a cohort of ``n`` samples (spec §5.4: up to
+    10 %): the configured ``values`` ≤ ⌊fraction·n⌋, plus ⌊fraction·n⌋ itself when it is not
+    below the smallest configured value. A disclosure floor is never lowered (issue 30 item 3):
+    values above ⌊fraction·n⌋ are not run (logged); when none is left, :class:`ConfigError`."""
+    import logging
+
+    top = int(fraction * n)
+    keep = {int(v) for v in values if v <= top}
+    above = sorted(int(v) for v in values if v > top)
+    of = f"cohort {cohort}, " if cohort else ""
+    if not keep:
+        raise ConfigError(
+            f"hac.gradual: n_min {', '.join(map(str, above))} all lie above ⌊fraction × n⌋ = "
+            f"{top} ({of}n = {n} samples, fraction {fraction:g}): none can run, and a floor is "
+            "never lowered to fit",
+            where="hac.gradual.n_min, hac.gradual.fraction",
+            fix=f"raise hac.gradual.fraction or list an n_min ≤ {top}",
+        )
+    if above:
+        logging.warning(
+            "hac.gradual: n_min %s above ⌊fraction × n⌋ = %d (%sn = %d) not run (the grid stops "
+            "at %g %% of the samples)", ", ".join(map(str, above)), top, of, n, 100 * fraction,
+        )  # fmt: skip
+    if top >= min(keep):
+        keep.add(top)
+    return sorted(keep)
+
+
+def check_config(config: dict[str, Any], where: str = "config") -> None:
+    """Config-time checks of the hac stage (:func:`fedclust.config.check_references`): the
+    gradual n_min grid of every simulated cohort (its size is in the config) is not empty."""
+    hac, rnaseq = config.get("hac", {}), config.get("data", {}).get("rnaseq", {})
+    if not hac.get("enabled", False) or rnaseq.get("source") != "simulated":
+        return
+    g = hac.get("gradual", {})
+    over = rnaseq.get("simulate_cohorts") or {}
+    for cohort in hac.get("cohorts") or rnaseq.get("cohorts") or []:
+        sim = {**rnaseq.get("simulate", {}), **over.get(cohort, {})}
+        if "n_samples" in sim and g.get("n_min"):
+            nmin_grid(int(sim["n_samples"]), g["n_min"], float(g.get("fraction", 0.1)), cohort)
+
+
 VARIANTS = ("gradual", "simultaneous", "projection")
 ALL = "all"
 GRADUAL_METRICS = ("euclidean", "cityblock", "cosine", "correlation")
@@ -244,7 +288,7 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
     cut_rows: list[dict] = []
     t = ex.gradual_table(
         data[unit.prep], centers, [unit.linkage], unit.metric,
-        ex.nmin_grid(n, g["n_min"], g["fraction"]), int(cfg["k_max"]), g.get("d_min", 0.0),
+        nmin_grid(n, g["n_min"], g["fraction"], cohort), int(cfg["k_max"]), g.get("d_min", 0.0),
         tuple(g.get("average_delta", ["stored"])), cut_rows,
         logs=_logs_of(logs if cfg.get("release_log", True) else None, unit.prep, centers),
     )  # fmt: skip
