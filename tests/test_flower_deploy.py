@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 
 import numpy as np
 import pandas as pd
@@ -64,9 +65,22 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
 
 @pytest.fixture(scope="module")
 def fed(site):
+    """The session runs without an activated venv (issue 30 B.2): the interpreter's bin folder
+    is taken off PATH, so Flower's executables must be found from the interpreter itself."""
     root, folders, _ = site
-    with LocalFederation(root / "run", folders, secure=True, timeout=400) as f:
-        yield f
+    old = os.environ.get("PATH", "")
+    bindir = os.path.realpath(os.path.dirname(sys.executable))
+    os.environ["PATH"] = os.pathsep.join(
+        p for p in old.split(os.pathsep) if p and os.path.realpath(p) != bindir
+    )
+    assert shutil.which("flower-superlink") is None or not os.path.realpath(
+        shutil.which("flower-superlink")
+    ).startswith(bindir)
+    try:
+        with LocalFederation(root / "run", folders, secure=True, timeout=400) as f:
+            yield f
+    finally:
+        os.environ["PATH"] = old
 
 
 def _same(got: dict, ref: dict, tmp) -> None:
