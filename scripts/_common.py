@@ -32,3 +32,9 @@ def run(main: Callable[[], None], snakemake) -> None:
     except FedclustError as err:
         logging.error("%s", err)
         sys.exit(1)
+
+
+def files(namedlist) -> dict[str, str | list[str]]:
+    """A rule's named ``input``/``output`` as a plain dict (a list for a named list of files), for
+    the library's section builders, which look files up by name."""
+    return {k: str(v) if isinstance(v, str) else [str(x) for x in v] for k, v in namedlist.items()}

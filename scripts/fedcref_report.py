@@ -9,14 +9,14 @@ def main() -> None:
     i, o = snakemake.input, snakemake.output
     build_section(
         o.section,
-        o.tables,
-        o.figures,
-        list(i.summaries),
-        list(i.histories),
-        list(i.cross),
-        list(i.calibration),
-        list(i.calibration_figures),
-        snakemake.params.cfg,
+        tables_dir=o.tables,
+        figures_dir=o.figures,
+        summaries=list(i.summaries),
+        histories=list(i.histories),
+        cross=list(i.cross),
+        calibrations=list(i.calibration),
+        calibration_figures=list(i.calibration_figures),
+        cfg=snakemake.params.cfg,
     )
 
 

@@ -1,7 +1,8 @@
 """Section headlines on thesis-shaped inputs (issue 16): the declared lines of every section
-(fedclust.report.headlines.SECTIONS) read the tables the thesis config writes (eight TCGA cohorts,
-the real IPSS-M / MNIST data, OS and LFS endpoints, every per-unit table merged), the sentence
-follows the rows, and a table a config does not write gives a "not run in this config" row.
+(each stage's ``report.HEADLINE``, listed by fedclust.sections) read the tables the thesis
+config writes (eight TCGA cohorts, the real IPSS-M / MNIST data, OS and LFS endpoints, every
+per-unit table merged), the sentence follows the rows, and a table a config does not write gives
+a "not run in this config" row.
 
 The tables are small synthetic ones with the paths and columns the stage rules declare (those
 of a thesis-smoke run, config/thesis-smoke.yaml, whose report inputs have these shapes)."""
@@ -15,6 +16,7 @@ import pytest
 from fedclust.hac.figures import NMIN10_COLUMNS
 from fedclust.report import headlines as H
 from fedclust.report.headline import MISSING_OURS, table_rows, verdict
+from fedclust.sections import headline_specs
 
 COHORTS = ["BRCA", "COAD", "PRAD", "LUAD", "LUSC", "KIRC", "THCA", "SKCM"]  # thesis: 8 cohorts
 
@@ -316,15 +318,17 @@ def _write(root, frames):
     return tables
 
 
+SPECS = headline_specs()
+
+
 def _build(section, tables):
-    fn = getattr(H, section)
-    return fn(tables) if section == "perf" else fn(tables, [])
+    return H.build(SPECS[section], tables, [])
 
 
-def test_every_section_has_a_builder_and_every_line_a_documented_cause():
-    assert set(THESIS) == set(H.SECTIONS)
-    for name, spec in H.SECTIONS.items():
-        assert callable(getattr(H, name))
+def test_every_section_has_a_spec_and_every_line_a_documented_cause():
+    assert set(THESIS) == set(SPECS)
+    for name, spec in SPECS.items():
+        assert isinstance(spec, H.Spec)
         for line in spec.lines:
             assert line.cause, f"{name}: {line.quantity} declares no cause"
 
