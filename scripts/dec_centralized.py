@@ -8,6 +8,7 @@ import torch
 from _common import run
 
 from fedclust.dec.io import load_dataset
+from fedclust.dec.merge import load_pt, merge_central
 from fedclust.dec.pipeline import reference_scores
 from fedclust.dec.plots import (
     digits_grid,
@@ -16,7 +17,7 @@ from fedclust.dec.plots import (
     training_curves,
     tsne_panels,
 )
-from fedclust.dec.units import apply_settings, load_pt, merge_central, read_settings
+from fedclust.dec.units import apply_settings, read_settings
 from fedclust.io import read_table, save_figure, write_table
 
 

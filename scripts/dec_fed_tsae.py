@@ -5,9 +5,9 @@ from dataclasses import asdict
 
 from _common import run
 
-from fedclust.dec.dag import fed_job_inputs
+from fedclust.dec.merge import save_pt
 from fedclust.dec.pipeline import fed_tsae_stage
-from fedclust.dec.units import save_pt
+from fedclust.dec.workflow import fed_job_inputs
 
 
 def main() -> None:

@@ -5,9 +5,10 @@ from pathlib import Path
 
 from _common import run
 
-from fedclust.dec.dag import fed_job_inputs
+from fedclust.dec.merge import load_pt
 from fedclust.dec.pipeline import FedTSAEState, run_federated_unit
-from fedclust.dec.units import federated_units, load_pt
+from fedclust.dec.units import federated_units
+from fedclust.dec.workflow import fed_job_inputs
 from fedclust.io import write_table
 
 

@@ -162,7 +162,7 @@ def test_fit_trend_matches_scipy_linregress():
 def test_thesis_config_runs_the_curve_on_full_mnist_as_gpu_jobs(repo):
     """config/thesis.yaml: the curve subsamples the data stage's IDX MNIST (60 000 training
     images) in one GPU job per (schedule, size, rep), up to the full 60 000."""
-    from fedclust.dec import figures_workflow as dfw
+    from fedclust.dec import workflow as dfw
 
     th = load_yaml(repo / "config" / "thesis.yaml")
     assert th["data"]["mnist"]["source"] == "idx" and th["data"]["mnist"]["idx_split"] == "train"

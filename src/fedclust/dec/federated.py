@@ -183,12 +183,7 @@ class DECClient:
 
 
 # ---------------------------------------------------------------- server side
-# The strategies live once in the federation core; these names stay importable from here.
-FedAvg = _core.FedAvg
-FedOpt = _core.FedOpt
-weighted_average = _core.weighted_average
-
-
+# The strategies live once in the federation core (fedclust.federation.strategy).
 def make_strategy(name: str, server: dict[str, float]) -> _core.Strategy:
     """``fedavg`` | ``fedadam`` | ``fedyogi`` (seed 000 §1.8) from the core."""
     if name not in STRATEGIES:

@@ -44,6 +44,7 @@ from .train import (
     shuffle_generator,
     train_dec,
 )
+from .units import central_configs, skip_dec_draws
 
 log = logging.getLogger(__name__)
 
@@ -348,8 +349,6 @@ def run_centralized(
     """TSAE once per optimizer, then DEC for every α × scaler (Tables B.4/B.5 layout).
     ``keep`` (optional): receives each optimizer's Step-1 TSAE parameters under
     ``("tsae", optimizer)`` (the extra figures' end-of-TSAE embedding, Figs 5.8/5.10/5.15)."""
-    from .units import central_configs
-
     res = run_central_unit(x, y, cfg, dataset, seed, central_configs(cfg), keep=keep)
     res.table = sort_results(res.table, cfg["datasets"][dataset]["selection"])
     return res
@@ -471,8 +470,6 @@ def restore_clients(
 ) -> list[DECClient]:  # fmt: skip
     """The clients as they stand after :func:`fed_tsae_stage` (generator state, received TSAE)
     and after ``skip_runs`` DEC runs of earlier aggregations (their minibatch draws replayed)."""
-    from .units import skip_dec_draws
-
     x = check_features(x, f"results/data/{dataset}/features.parquet")
     f = cfg["federated"]
     clients, _ = _fed_clients(x, centers, cfg, dataset, split, state.strategy, seed)
