@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's library
+# the one place the matplotlib backend is set: every rule script imports this module first
+os.environ.setdefault("MPLBACKEND", "Agg")
 
 from fedclust.errors import FedclustError
 

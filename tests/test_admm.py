@@ -325,9 +325,7 @@ def test_config_admm_section(repo):
 
 
 def test_report_tables_and_figure(regression):
-    import matplotlib
 
-    matplotlib.use("Agg")
     from fedclust.admm import report as REP
 
     A, b = regression

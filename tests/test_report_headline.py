@@ -102,9 +102,7 @@ def test_shared_captions_said_once():
 
 
 def _fig(path):
-    import matplotlib
 
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(2, 1))

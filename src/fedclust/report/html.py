@@ -67,9 +67,6 @@ def _chart(h: dict[str, Any]) -> str | None:
     """A headline without a figure: bars of the numeric 'ours' values (source as a tick)."""
     import io
 
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from .headline import as_number, resolve

@@ -5,9 +5,6 @@ with that single site (equal to lifelines, tested)."""
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
