@@ -16,7 +16,7 @@ from fedclust.admm import data as D
 from fedclust.admm import pipeline as PL
 from fedclust.admm import problems as P
 from fedclust.admm import reference as R
-from fedclust.config import load_yaml, validate_config
+from fedclust.config import defaults_at, load_yaml, validate_config
 from fedclust.errors import ConfigError, InputDataError
 from fedclust.federation import Ledger
 
@@ -235,11 +235,20 @@ def _mds_files(tmp_path, n=160):
     return str(f), str(o), str(s)
 
 
+def _cfg(**over):
+    """An ``admm`` section as the config loader fills it (schema defaults under ``over``)."""
+    return defaults_at(over, ["admm"])
+
+
+def _task(**task):
+    """An ``admm.tasks`` entry with its schema defaults."""
+    return defaults_at(task, ["admm", "tasks", "*"])
+
+
 def test_pipeline_mds_task_both_modes(tmp_path):
     f, o, s = _mds_files(tmp_path)
-    cfg = {"rho": 0.1, "max_iter": 500, "eps_abs": 1e-8, "eps_rel": 1e-8}
-    task = {"problem": "logistic", "dataset": "mds", "lam": 0.05, "outcome": "OS_STATUS",
-            "positive": 1}  # fmt: skip
+    cfg = _cfg(rho=0.1, max_iter=500, eps_abs=1e-8, eps_rel=1e-8)
+    task = _task(problem="logistic", dataset="mds", lam=0.05, outcome="OS_STATUS", positive=1)
     data = PL.load_task(cfg, task, 1, "t", features=f, obs=o, split=s)
     assert len(data.y) == 159 and set(data.y) == {-1.0, 1.0} and len(data.names) == 8
     infos = {m: PL.run_job(cfg, task, m, data)[1] for m in PL.MODES}
@@ -250,8 +259,8 @@ def test_pipeline_mds_task_both_modes(tmp_path):
 
 
 def test_sklearn_task_split_is_seeded():
-    cfg = {"n_blocks": 3}
-    task = {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}
+    cfg = _cfg(n_blocks=3)
+    task = _task(problem="ridge", dataset="diabetes", lam=0.1)
     a, b = PL.load_task(cfg, task, 7, "t"), PL.load_task(cfg, task, 7, "t")
     np.testing.assert_array_equal(a.centers, b.centers)
     assert sorted(pd.Series(a.centers).value_counts()) == [147, 147, 148]
@@ -294,21 +303,22 @@ def test_bad_input_errors(regression, classification, tmp_path):
     with pytest.raises(InputDataError, match="no samples"):
         D.federated_blocks(A[:, :-1], b, np.array(["c0"] * len(b)), ["c0", "c1"], "ridge", Ledger())
     f, o, sp = _mds_files(tmp_path)
-    data = PL.load_task({}, {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}, 1, "t")
+    ridge = _task(problem="ridge", dataset="diabetes", lam=0.1)
+    data = PL.load_task(_cfg(), ridge, 1, "t")
     with pytest.raises(ConfigError, match="unknown ADMM mode"):
-        PL.run_job({}, {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}, "gossip", data)
+        PL.run_job(_cfg(), ridge, "gossip", data)
     with pytest.raises(ConfigError, match="unknown ADMM dataset 'boston'"):
-        PL.load_task({}, {"problem": "ridge", "dataset": "boston", "lam": 0.1}, 1, "t")
+        PL.load_task(_cfg(), _task(problem="ridge", dataset="boston", lam=0.1), 1, "t")
     with pytest.raises(InputDataError, match="outcome column 'AML'"):
-        PL.load_task({}, {"problem": "logistic", "dataset": "mds", "lam": 0.1, "outcome": "AML"},
+        PL.load_task(_cfg(), _task(problem="logistic", dataset="mds", lam=0.1, outcome="AML"),
                      1, "t", features=f, obs=o, split=sp)  # fmt: skip
     with pytest.raises(InputDataError, match="both classes"):
-        PL.load_task({}, {"problem": "logistic", "dataset": "mds", "lam": 0.1, "positive": 7},
+        PL.load_task(_cfg(), _task(problem="logistic", dataset="mds", lam=0.1, positive=7),
                      1, "t", features=f, obs=o, split=sp)  # fmt: skip
 
 
 def test_config_admm_section(repo):
-    cfg = load_yaml(repo / "config" / "config.yaml")
+    cfg = validate_config(load_yaml(repo / "config" / "config.yaml"))
     PL.check_tasks(cfg["admm"], cfg["data"])
     bad = copy.deepcopy(cfg)
     bad["admm"]["rho"] = 0

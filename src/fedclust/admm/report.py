@@ -185,27 +185,27 @@ def build_section(
     stop = (
         f"at most {cfg['max_iter']} iterations, stopping early when both residuals fall "
         f"below Boyd et al.'s tolerances (eps_abs={cfg['eps_abs']}, eps_rel={cfg['eps_rel']})"
-        if cfg.get("eps_abs") is not None
+        if cfg["eps_abs"] is not None
         else f"a fixed {cfg['max_iter']} iterations (D6.2's niter; no residual stopping)"
     )
     text = [
         "Seed 003 (GenoMed4All D6.2) chapter 3: convex federated learning by ADMM. Problem (3.3) "
         "min (1/N) sum_i l(x'u_i, y_i) + R(x) for ridge, LASSO, logistic regression and linear "
         "SVM, bias absorbed in x (u_i = [v_i; 1]) and "
-        + ("penalised as in D6.2." if cfg.get("penalize_bias", True) else "left unpenalised.")
+        + ("penalised as in D6.2." if cfg["penalize_bias"] else "left unpenalised.")
         + " Centralized ADMM splits loss and regularizer (x - z = 0, Algorithm 1); consensus ADMM"
         " runs the x-update at each center on its own rows, the server forms z from the centers' "
         "messages (x_i, w_i) only and broadcasts it (Algorithm 2). Every message passes the "
         "ledger (table below); inputs are standardised with federated moments (per-center sums).",
-        f"Loss scaling '{cfg.get('scaling', 'total')}': "
+        f"Loss scaling '{cfg['scaling']}': "
         + (
             "each center weights its loss by 1/N_total, so the distributed problem is exactly the "
             "centralized one (the scaling the digest settles; D6.2's per-node 1/N in (3.34) would "
             "rescale lambda by the number of centers)."
-            if cfg.get("scaling", "total") == "total"
+            if cfg["scaling"] == "total"
             else "D6.2's literal per-node 1/n_i (3.34); the reference uses lambda/N_b."
         )
-        + f" Stopping: {stop}. SVM x-update: '{cfg.get('svm', {}).get('x_update', 'dual')}' "
+        + f" Stopping: {stop}. SVM x-update: '{cfg['svm']['x_update']}' "
         "(dual = exact proximal step, subgradient = D6.2's (3.37)-(3.38)).",
         "References (f*): ridge closed form, LASSO scikit-learn Lasso (alpha = lambda/2), logistic"
         " scikit-learn LogisticRegression (C = 1/(lambda N)), SVM scipy L-BFGS-B on its dual "
@@ -219,10 +219,10 @@ def build_section(
         if task["dataset"] == "mds":
             info = next(infos[(t, m)] for t, m in jobs if t == name)
             text.append(
-                f"Clinical task '{name}': {task['problem']} for {task.get('outcome', 'OS_STATUS')}"
-                f" == {task.get('positive', 1)} from the data stage's binary mutation and "
+                f"Clinical task '{name}': {task['problem']} for {task['outcome']}"
+                f" == {task['positive']} from the data stage's binary mutation and "
                 f"cytogenetic features, n = {info['n']} patients with a known outcome, over the "
-                f"'{task.get('split', 'equal8')}' center split. Data: {info['source']}. A "
+                f"'{task['split']}' center split. Data: {info['source']}. A "
                 "convex-ADMM demonstration on clinical data: the event indicator ignores "
                 "follow-up time (censoring), so it is no survival model."
             )
