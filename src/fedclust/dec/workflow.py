@@ -164,14 +164,14 @@ def final_settings(cfg: dict, w: Any) -> list[str]:
     """The settings file the training rules read: the last tuning selection, when the dataset
     is tuned and ``dec.tuning.apply`` is on (the default config runs the grids but keeps its
     settings, so its tables stay those of the all-in-one run)."""
-    if w.dataset in tuned_datasets(cfg) and cfg["tuning"].get("apply", True):
+    if w.dataset in tuned_datasets(cfg) and cfg["tuning"]["apply"]:
         return [selected_file(cfg, w.dataset, "cluster")]
     return []
 
 
 def step1_settings(cfg: dict, w: Any) -> list[str]:
     """dec_tsae reads only the Step-1 selection (its TSAE then serves the Step-2 grid too)."""
-    if w.dataset in tuned_datasets(cfg) and cfg["tuning"].get("apply", True):
+    if w.dataset in tuned_datasets(cfg) and cfg["tuning"]["apply"]:
         return [selected_file(cfg, w.dataset, "batch")]
     return []
 

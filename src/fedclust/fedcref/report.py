@@ -368,7 +368,7 @@ def build_section(
         "class, reduced AE epochs and FedAvg rounds, 2 repetitions): the numbers exercise the "
         "method and the table layout; they do not reproduce the paper, which used EMNIST/KMNIST/"
         "KMNIST-49 with N = 25, S = 500 and 5 runs."
-        if cfg.get("reduced", True)
+        if cfg["reduced"]
         else "Paper-size configuration (config/thesis.yaml)."
     )
     text = [

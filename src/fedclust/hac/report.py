@@ -84,7 +84,7 @@ def _cat(paths) -> pd.DataFrame:
 
 def _figure_cohorts(cfg: dict, cohorts: list[str]) -> list[str]:
     """Fig 4.4's cohorts: hac.gradual.figure_cohorts (thesis: its five), else every cohort."""
-    chosen = list(cfg.get("gradual", {}).get("figure_cohorts") or cohorts)
+    chosen = list(cfg["gradual"]["figure_cohorts"] or cohorts)
     missing = sorted(set(chosen) - set(cohorts))
     if missing:
         raise ConfigError(
@@ -170,7 +170,7 @@ def build_section(
     save_figure(fg.simultaneous(simu), figs["simultaneous"])
     fig44 = _figure_cohorts(cfg, cohorts)
     save_figure(fg.gradual(grad[grad.cohort.isin(fig44)]), figs["gradual"])
-    fraction = float(cfg.get("gradual", {}).get("fraction", 0.1))
+    fraction = float(cfg["gradual"]["fraction"])
     obs_of = by_name(inp.obs, parts=2)
     obs = pd.concat(
         [read_table(obs_of[f"{c}/obs"]).reset_index().assign(cohort=c) for c in cohorts],
@@ -180,7 +180,7 @@ def build_section(
     write_table(out.cohorts, shape, index=False)
     z_inv, zp_inv, inv_meta = appendix.inversion_example(seed)
     save_figure(fg.inversions(z_inv, zp_inv, inv_meta), figs["inversions"])
-    outlier_runs = int(cfg.get("toy", {}).get("outlier_runs", 100))
+    outlier_runs = int(cfg["toy"]["outlier_runs"])
     demo = appendix.outlier_demo(seed, runs=outlier_runs)
     x_out, is_out = appendix.outlier_data(seed)
     save_figure(
