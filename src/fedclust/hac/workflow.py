@@ -15,6 +15,7 @@ standard library and :mod:`fedclust.hac.pooled`'s constants.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,11 +43,14 @@ class Unit:
 
     @property
     def name(self) -> str:
-        if self.variant == "simultaneous":
-            return str(self.linkage)
-        if self.variant == "gradual":
-            return f"{self.prep}-{self.metric}-{self.linkage}"
-        return f"{self.prep}-{self.metric}-{self.estimator}"
+        return _UNIT_NAMES[self.variant](self)
+
+
+_UNIT_NAMES: dict[str, Callable[[Unit], str]] = {
+    "simultaneous": lambda u: str(u.linkage),
+    "gradual": lambda u: f"{u.prep}-{u.metric}-{u.linkage}",
+    "projection": lambda u: f"{u.prep}-{u.metric}-{u.estimator}",
+}
 
 
 def _panels(panels: list, metrics: tuple[str, ...], where: str) -> list[tuple[str, str]]:
@@ -85,29 +89,45 @@ def seed_blocks(n_seeds: int, block: int | None) -> list[tuple[int, int]]:
     return [(a, min(a + size, n_seeds)) for a in range(0, max(n_seeds, 1), max(size, 1))]
 
 
+def _gradual_units(cfg: dict[str, Any]) -> list[Unit]:
+    panels = _panels(cfg["gradual"]["panels"], GRADUAL_METRICS, "hac.gradual.panels")
+    links = list(cfg["linkages"])
+    return [Unit("gradual", p, m, link) for p, m in panels for link in linkages_for(links, m)]
+
+
+def _simultaneous_units(cfg: dict[str, Any]) -> list[Unit]:
+    prep = cfg["simultaneous"]["preprocessing"]
+    return [Unit("simultaneous", prep, "euclidean", link) for link in cfg["linkages"]]
+
+
+def _projection_units(cfg: dict[str, Any]) -> list[Unit]:
+    p = cfg["projection"]
+    panels = _panels(p["panels"], PROJECTION_METRICS, "hac.projection.panels")
+    _, block = fanout(cfg)
+    out = []
+    for prep, metric in panels:
+        ests = [p["estimator"]]
+        if metric == "cityblock" and p["compare_median"] and p["estimator"] != "median":
+            ests.append("median")
+        for est in ests:
+            for seeds in seed_blocks(int(p["seeds"]), block):
+                out.append(Unit("projection", prep, metric, None, est, seeds))
+    return out
+
+
+#: variant -> its units in the order of the all-in-one tables
+_UNITS: dict[str, Callable[[dict[str, Any]], list[Unit]]] = {
+    "gradual": _gradual_units,
+    "simultaneous": _simultaneous_units,
+    "projection": _projection_units,
+}
+
+
 def units(cfg: dict[str, Any], variant: str) -> list[Unit]:
     """Every unit of ``variant`` in the order of the all-in-one tables."""
-    links = list(cfg["linkages"])
-    if variant == "gradual":
-        panels = _panels(cfg["gradual"]["panels"], GRADUAL_METRICS, "hac.gradual.panels")
-        return [Unit("gradual", p, m, link) for p, m in panels for link in linkages_for(links, m)]
-    if variant == "simultaneous":
-        prep = cfg["simultaneous"]["preprocessing"]
-        return [Unit("simultaneous", prep, "euclidean", link) for link in links]
-    if variant == "projection":
-        p = cfg["projection"]
-        panels = _panels(p["panels"], PROJECTION_METRICS, "hac.projection.panels")
-        _, block = fanout(cfg)
-        out = []
-        for prep, metric in panels:
-            ests = [p["estimator"]]
-            if metric == "cityblock" and p["compare_median"] and p["estimator"] != "median":
-                ests.append("median")
-            for est in ests:
-                for seeds in seed_blocks(int(p["seeds"]), block):
-                    out.append(Unit("projection", prep, metric, None, est, seeds))
-        return out
-    raise ValueError(f"unknown hac variant {variant!r}: use one of {VARIANTS}")
+    if variant not in _UNITS:
+        raise ValueError(f"unknown hac variant {variant!r}: use one of {VARIANTS}")
+    return _UNITS[variant](cfg)
 
 
 def _block_index(cfg: dict[str, Any], seeds: tuple[int, int]) -> int:
