@@ -16,6 +16,7 @@ from fedclust.admm import data as D
 from fedclust.admm import pipeline as PL
 from fedclust.admm import problems as P
 from fedclust.admm import reference as R
+from fedclust.admm import workflow as WF
 from fedclust.config import defaults_at, load_yaml, validate_config
 from fedclust.errors import ConfigError, InputDataError
 from fedclust.federation import Ledger
@@ -319,7 +320,7 @@ def test_bad_input_errors(regression, classification, tmp_path):
 
 def test_config_admm_section(repo):
     cfg = validate_config(load_yaml(repo / "config" / "config.yaml"))
-    PL.check_tasks(cfg["admm"], cfg["data"])
+    WF.check_tasks(cfg["admm"], cfg["data"])
     bad = copy.deepcopy(cfg)
     bad["admm"]["rho"] = 0
     with pytest.raises(ConfigError, match="rho"):
@@ -331,7 +332,7 @@ def test_config_admm_section(repo):
     bad = copy.deepcopy(cfg)
     bad["data"]["splits"].pop("equal8")
     with pytest.raises(ConfigError, match="equal8"):
-        PL.check_tasks(bad["admm"], bad["data"])
+        WF.check_tasks(bad["admm"], bad["data"])
 
 
 def test_report_tables_and_figure(regression):
