@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..io import read_json, save_figure, write_table
-from ..report import Section, build, by_name, write_section
+from ..report import StageSection, by_name
 from ..report.headlines import Col, Line, Sel, Spec
 
 SUMMARY_COLUMNS = [
@@ -140,6 +140,8 @@ HEADLINE = Spec(
     figure=("logistic_mds", ""),
 )
 
+SECTION = StageSection("admm", "Consensus ADMM (seed 003 ch. 3)", 60, HEADLINE)
+
 
 def build_section(
     inputs: Mapping[str, Any], outputs: Mapping[str, Any], *, cfg: dict, runs: list[str]
@@ -241,15 +243,4 @@ def build_section(
             "objective (one loss value per center, monitoring only).",
         },
     ]
-    write_section(
-        out.section,
-        Section(
-            id="admm",
-            title="Consensus ADMM (seed 003 ch. 3)",
-            order=60,
-            text=text,
-            figures=figures,
-            tables=tables,
-            headline=build(HEADLINE, tables, figures),
-        ),
-    )
+    SECTION.write(out.section, text=text, figures=figures, tables=tables)

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..io import save_figure, write_table
-from ..report import Section, build, write_section
+from ..report import StageSection
 from ..report.headlines import Col, Line, Spec, containing, lead
 from . import figures
 from .summary import summary_table
@@ -77,6 +77,8 @@ HEADLINE = Spec(
     source_label="thesis (seed 001)",
     figure=("fig4_16", "fig4_14"),
 )
+
+SECTION = StageSection("attacks", "Attacks on projected data (seed 001 §4.4)", 40, HEADLINE)
 
 
 def _read(path: str) -> pd.DataFrame:
@@ -185,10 +187,8 @@ def build_section(
             "seed 001 Fig. 4.19",
         ),
     ]
-    section = Section(
-        id="attacks",
-        title="Attacks on projected data (seed 001 §4.4)",
-        order=40,
+    SECTION.write(
+        out.section,
         text=text,
         figures=[{"path": p, "caption": c + f". {size}", "reproduces": r} for p, c, r in figs],
         tables=[
@@ -199,5 +199,3 @@ def build_section(
             {"path": out.known_io_ranking, "caption": "Known I/O: mean ε_x per cohort"},
         ],
     )
-    section.headline = build(HEADLINE, section.tables, section.figures)
-    write_section(out.section, section)

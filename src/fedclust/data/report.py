@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..io import read_table, write_table
-from ..report import Section, build, write_section
+from ..report import StageSection
 from ..report.headlines import Col, Line, Sel, Spec, starts
 from .summary import summary_row
 
@@ -93,6 +93,8 @@ HEADLINE = Spec(
     figure=("SIMA", "pca"),
 )
 
+SECTION = StageSection("data", "Data", 10, HEADLINE)
+
 
 def build_data_report(
     datasets: dict[str, dict],
@@ -115,25 +117,13 @@ def build_data_report(
             rows.append(summary_row(name, feats, sources[name], n_nan, per_center, split))
     summary = pd.DataFrame(rows)
     write_table(summary_path, summary, index=False)
-    write_section(
-        section_path,
-        Section(
-            id="data",
-            title="Data",
-            order=10,
-            text=texts,
-            figures=figures,
-            tables=[
-                {
-                    "path": str(Path(summary_path)),
-                    "caption": "Datasets of this run: rows (samples), features (RNA-seq: genes "
-                    "kept after VST gene selection), binary NaNs imputed by column frequency of "
-                    "ones (seed 000 §2.3), and samples per center for every configured split. "
-                    "'source' says whether the data are real or simulated.",
-                    "max_rows": 200,
-                }
-            ],
-            headline=build(HEADLINE, [{"path": str(Path(summary_path))}], figures),
-        ),
-    )
+    table = {
+        "path": str(Path(summary_path)),
+        "caption": "Datasets of this run: rows (samples), features (RNA-seq: genes kept after VST "
+        "gene selection), binary NaNs imputed by column frequency of ones (seed 000 §2.3), and "
+        "samples per center for every configured split. 'source' says whether the data are "
+        "real or simulated.",
+        "max_rows": 200,
+    }
+    SECTION.write(section_path, text=texts, figures=figures, tables=[table])
     return summary

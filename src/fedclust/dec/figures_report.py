@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from fedclust.io import write_table
-from fedclust.report import Section, build, write_section
+from fedclust.report import StageSection
 from fedclust.report.headlines import Col, Line, Sel, Spec
 
 from .report import DIGITS_CAUSE
@@ -97,6 +97,10 @@ HEADLINE = Spec(
     ),
     source_label="thesis (seed 000)",
     figure=("mnist/confusion", "confusion.png"),
+)
+
+SECTION = StageSection(
+    "dec_figures", "Federated DEC: thesis figures and MNIST size curve (seed 000)", 31, HEADLINE
 )
 
 
@@ -303,15 +307,4 @@ def build_figures_section(
                 "extrapolation to 60 000 images and its gap to the thesis' 0.8824" + tag + ".",
             }
         )
-    write_section(
-        section_path,
-        Section(
-            id="dec_figures",
-            order=31,
-            title="Federated DEC: thesis figures and MNIST size curve (seed 000)",
-            text=text,
-            figures=figs,
-            tables=tables,
-            headline=build(HEADLINE, tables, figs),
-        ),
-    )
+    SECTION.write(section_path, text=text, figures=figs, tables=tables)

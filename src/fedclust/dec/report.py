@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fedclust.io import save_figure, write_table
-from fedclust.report import Section, build, write_section
+from fedclust.report import StageSection
 from fedclust.report.headlines import Agg, Col, Line, Spec
 
 from .tuning_plots import THESIS_FIGURES, figure_caption
@@ -78,6 +78,8 @@ HEADLINE = Spec(
     source_label="thesis (seed 000)",
     figure=("mds/centralized/km", "km.png"),
 )
+
+SECTION = StageSection("dec", "Federated deep embedded clustering (seed 000)", 30, HEADLINE)
 
 
 def ledger_summary(ledgers: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
@@ -326,18 +328,7 @@ def build_section(
     tuning_figures, tuning_tables = tuning_entries(tuning or [], sources or {}, default_config)
     figures += tuning_figures
     tables += tuning_tables
-    write_section(
-        section_path,
-        Section(
-            id="dec",
-            title="Federated deep embedded clustering (seed 000)",
-            order=30,
-            text=text,
-            figures=figures,
-            tables=tables,
-            headline=build(HEADLINE, tables, figures),
-        ),
-    )
+    SECTION.write(section_path, text=text, figures=figures, tables=tables)
 
 
 def tuning_entries(

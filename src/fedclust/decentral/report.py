@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..io import read_json, save_figure, write_table
-from ..report import Section, build, by_name, write_section
+from ..report import StageSection, by_name
 from ..report.headlines import Col, Line, Sel, Spec, lead
 from . import published, tables
 
@@ -81,6 +81,10 @@ HEADLINE = Spec(
     ),
     source_label="thesis (seed 004)",
     figure=("hospitals_fig4_1", "fig4_1"),
+)
+
+SECTION = StageSection(
+    "decentral", "Distributed learning on the heart hospitals (seed 004)", 50, HEADLINE
 )
 
 
@@ -327,9 +331,4 @@ def build_section(
         "RAR r<-r-1, customized r<-r-2,r-1, conditional GL [3,1,[2,4],3]).",
         size_note,
     ]
-    write_section(
-        out.section,
-        Section(id="decentral", title="Distributed learning on the heart hospitals (seed 004)",
-                order=50, text=text, figures=sec_figs, tables=sec_tables,
-                headline=build(HEADLINE, sec_tables, sec_figs)),
-    )  # fmt: skip
+    SECTION.write(out.section, text=text, figures=sec_figs, tables=sec_tables)

@@ -10,7 +10,7 @@ import pandas as pd
 from scipy import stats
 
 from fedclust.io import read_json, save_figure, write_table
-from fedclust.report import Section, build, write_section
+from fedclust.report import StageSection
 from fedclust.report.headlines import Col, Line, Sel, Spec, lead
 
 from . import paper
@@ -69,6 +69,10 @@ HEADLINE = Spec(
     ),
     source_label="paper (seed 002)",
     figure=("exp1_curves", "exp4_curves"),
+)
+
+SECTION = StageSection(
+    "fedcref", "FedCRef — federated cluster-wise refinement (seed 002)", 60, HEADLINE
 )
 
 
@@ -394,15 +398,4 @@ def build_section(
         "Tables 1–8 on different datasets and sizes (its EMNIST rows are the reference for the "
         "digit stand-ins).",
     ]
-    write_section(
-        section_path,
-        Section(
-            id="fedcref",
-            title="FedCRef — federated cluster-wise refinement (seed 002)",
-            order=60,
-            text=text,
-            figures=fig_entries,
-            tables=tab_entries,
-            headline=build(HEADLINE, tab_entries, fig_entries),
-        ),
-    )
+    SECTION.write(section_path, text=text, figures=fig_entries, tables=tab_entries)

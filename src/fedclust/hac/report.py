@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..io import read_table, save_figure, write_result_and_benchmark, write_table
-from ..report import Section, build, by_name, write_section
+from ..report import StageSection, by_name
 from ..report.headlines import Agg, Col, Line, Sel, Spec
 from . import appendix
 from . import figures as fg
@@ -76,6 +76,8 @@ HEADLINE = Spec(
     source_label="thesis (seed 001)",
     figure=("nmin10", "gradual"),
 )
+
+SECTION = StageSection("hac", "Federated hierarchical clustering (seed 001)", 20, HEADLINE)
 
 
 def _cat(paths) -> pd.DataFrame:
@@ -376,15 +378,4 @@ def build_section(
             "deviation from pooled distances and cophenetic distances, and communication.",
         },
     ]
-    write_section(
-        out.section,
-        Section(
-            id="hac",
-            title="Federated hierarchical clustering (seed 001)",
-            order=20,
-            text=text,
-            figures=figures,
-            tables=tables,
-            headline=build(HEADLINE, tables, figures),
-        ),
-    )
+    SECTION.write(out.section, text=text, figures=figures, tables=tables)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..report import Section, build, write_section
+from ..report import StageSection
 from ..report.headline import ref
 from ..report.headlines import Line, Sel, Spec
 
@@ -53,6 +53,8 @@ HEADLINE = Spec(
     "from the rows above).",
 )
 
+SECTION = StageSection("perf", "Performance: federated HAC vs pooled scipy", 90, HEADLINE)
+
 
 def build_section(section_path: str, table_path: str, *, cfg: dict, info: dict[str, Any]) -> None:
     """Write the perf section for the benchmark table ``table_path`` measured with the ``perf``
@@ -79,14 +81,5 @@ def build_section(section_path: str, table_path: str, *, cfg: dict, info: dict[s
         "Timings on a shared machine vary between runs; "
         "benchmarks/hac_projection.py and benchmarks/hac_gradual.py measure larger sizes.",
     ]
-    write_section(
-        section_path,
-        Section(
-            id="perf",
-            title="Performance: federated HAC vs pooled scipy",
-            order=90,
-            text=text,
-            tables=[{"path": table_path, "caption": "Time ratio to pooled and floats per center"}],
-            headline=build(HEADLINE, [{"path": table_path}]),
-        ),
-    )
+    tables = [{"path": table_path, "caption": "Time ratio to pooled and floats per center"}]
+    SECTION.write(section_path, text=text, tables=tables)

@@ -6,12 +6,13 @@ sentence); the report rule turns all sections into one self-contained ``index.ht
 """
 
 from .headline import headline, row
-from .headlines import Spec, build
+from .headlines import Spec, StageSection, build
 from .html import Section, build_report, by_name, write_section
 
 __all__ = [
     "Section",
     "Spec",
+    "StageSection",
     "build",
     "build_report",
     "by_name",

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from .headline import headline, row
+from .html import Section, write_section
 
 log = logging.getLogger(__name__)
 _LEAD = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)")
@@ -235,6 +236,39 @@ def build(spec: Spec, tables: list[dict], figures: list[dict] | None = None) -> 
     fig = _first(figures, *spec.figure) if spec.figure or figures else None
     caption = _caption(figures, fig) if fig else spec.no_figure_caption
     return headline(rows, figure=fig, figure_caption=caption, source_label=spec.source_label)
+
+
+@dataclass(frozen=True)
+class StageSection:
+    """A stage's report section: its id, title, place in the report (``order``) and headline
+    spec. :meth:`write` is the one tail of every stage's section builder."""
+
+    id: str
+    title: str
+    order: int
+    headline: Spec
+
+    def write(
+        self,
+        path: str | Path,
+        *,
+        text: list[str],
+        figures: list[dict] | None = None,
+        tables: list[dict] | None = None,
+    ) -> Section:
+        """Build the headline from the section's own tables and figures and write the JSON."""
+        figures, tables = list(figures or []), list(tables or [])
+        section = Section(
+            id=self.id,
+            title=self.title,
+            order=self.order,
+            text=list(text),
+            figures=figures,
+            tables=tables,
+            headline=build(self.headline, tables, figures),
+        )
+        write_section(path, section)
+        return section
 
 
 # ------------------------------------------------------------------------------ small readers

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ..io import read_json, save_figure, write_table
-from ..report import Section, build, by_name, write_section
+from ..report import StageSection, by_name
 from ..report.headlines import Agg, Col, Line, Spec, first_col, lead
 from . import tables
 from .figures import km_risk_groups
@@ -72,6 +72,8 @@ HEADLINE = Spec(
     source_label="D6.2 (seed 003)",
     figure=("km_risk_groups",),
 )
+
+SECTION = StageSection("survival", "Federated survival analysis (D6.2 ch. 8)", 60, HEADLINE)
 
 
 IID, NONIID = ["iid_balanced", "iid_unbalanced"], ["noniid_time", "noniid_bm_blast"]
@@ -254,15 +256,4 @@ def build_section(
                 "training centres, from summed per-centre counts (equal to lifelines).",
             }
         )
-    write_section(
-        out.section,
-        Section(
-            id="survival",
-            title="Federated survival analysis (D6.2 ch. 8)",
-            order=60,
-            text=text,
-            figures=sec_figs,
-            tables=sec_tables,
-            headline=build(HEADLINE, sec_tables, sec_figs),
-        ),
-    )
+    SECTION.write(out.section, text=text, figures=sec_figs, tables=sec_tables)
