@@ -9,10 +9,10 @@ from fedclust.io import write_json, write_table
 def main() -> None:
     cfg = snakemake.params.cfg
     raw, uci = heart.load_from_config(cfg)
-    feats, obs, info = heart.build(raw, uci, cfg.get("imputation", "median"))
+    feats, obs, info = heart.build(raw, uci, cfg["imputation"])
     write_table(snakemake.output.features, feats)
     write_table(snakemake.output.obs, obs)
-    write_json(snakemake.output.imputation, {"imputation": cfg.get("imputation", "median"),
+    write_json(snakemake.output.imputation, {"imputation": cfg["imputation"],
                                              "fills": info})  # fmt: skip
 
 

@@ -40,7 +40,7 @@ def main() -> None:
     write_table(out.dec_curves, res.dec_curves, index=False)
     pred, model = res.best["labels"], res.best["model"]
     write_table(out.labels, pd.DataFrame({"cluster": pred, "label": y}, index=obs.index))
-    ref = reference_scores(x, res.best["features"], y, cfg["evaluate"].get("silhouette_max_points"))
+    ref = reference_scores(x, res.best["features"], y, cfg["evaluate"]["silhouette_max_points"])
     write_table(out.reference, pd.DataFrame([{"labels": "reference", **ref}]), index=False)
     key = "{} α={:g} {}".format(*res.best["key"])
     save_figure(

@@ -169,7 +169,7 @@ def build_section(
     modes, approaches = list(cfg["modes"]), list(cfg["approaches"])
     n_rounds = min(cfg["table_rounds"], cfg["rounds"])
     scale = (f"{cfg['rounds']} rounds x {cfg['epochs']} local epochs x batch {cfg['batch_size']}, "
-             f"optimizer state '{cfg.get('optimizer_state', 'per_client')}' in as_described, the "
+             f"optimizer state '{cfg['optimizer_state']}' in as_described, the "
              "published code's shared Adam state in as_published")  # fmt: skip
     reduced = cfg["rounds"] < 100 or cfg["epochs"] < 38
     size_note = (
