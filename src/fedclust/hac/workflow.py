@@ -73,14 +73,14 @@ def linkages_for(linkages: list[str], metric: str) -> list[str]:
 
 def fanout(cfg: dict[str, Any]) -> tuple[bool, int | None]:
     """``(per_unit, seed_block)`` of ``hac.fanout`` (defaults: grouped, one seed block)."""
-    f = cfg.get("fanout") or {}
-    block = f.get("seed_block")
+    f = cfg["fanout"]
+    block = f["seed_block"]
     if block is not None and int(block) < 1:
         raise ConfigError(
             f"hac.fanout.seed_block = {block} must be ≥ 1 or null",
             where="config hac.fanout.seed_block",
         )
-    return bool(f.get("per_unit", False)), None if block is None else int(block)
+    return bool(f["per_unit"]), None if block is None else int(block)
 
 
 def seed_blocks(n_seeds: int, block: int | None) -> list[tuple[int, int]]:
@@ -188,8 +188,8 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
     cut_rows: list[dict] = []
     t = ex.gradual_table(
         data[unit.prep], centers, [unit.linkage], unit.metric,
-        ex.nmin_grid(n, g["n_min"], g["fraction"]), int(cfg["k_max"]), g.get("d_min", 0.0),
-        tuple(g.get("average_delta", ["stored"])), cut_rows,
+        ex.nmin_grid(n, g["n_min"], g["fraction"]), int(cfg["k_max"]), g["d_min"],
+        tuple(g["average_delta"]), cut_rows,
     )  # fmt: skip
     ran = t.loc[~t.skipped, "n_min"]
     t = t.assign(cohort=cohort, prep=unit.prep, n=n, n_min_top=ran.max())
@@ -222,8 +222,8 @@ def run_projection(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort:
     t = ex.projection_table(
         data[unit.prep], centers, list(cfg["linkages"]), unit.metric, p["sketch_sizes"],
         range(*unit.seeds), seed, int(cfg["k_max"]), unit.estimator,
-        kind=p.get("kind", "gaussian"), density=p.get("density"),
-        dtype=p.get("dtype", "float32"), threads=int(p.get("threads", 1)),
+        kind=p["kind"], density=p["density"],
+        dtype=p["dtype"], threads=int(p["threads"]),
     )  # fmt: skip
     return t.assign(cohort=cohort, prep=unit.prep)
 
