@@ -31,6 +31,9 @@ def run(main: Callable[[], None], snakemake) -> None:
         format=f"%(asctime)s [{snakemake.rule}] %(message)s",
     )
     try:
+        from fedclust.federation.disclosure import configure
+
+        configure((getattr(snakemake, "config", None) or {}).get("disclosure"))
         main()
     except FedclustError as err:
         logging.error("%s", err)

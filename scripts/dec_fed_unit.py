@@ -10,17 +10,17 @@ from fedclust.dec.pipeline import FedTSAEState, run_federated_unit
 from fedclust.dec.units import federated_units
 from fedclust.dec.workflow import fed_job_inputs
 from fedclust.io import write_table
+from fedclust.transports import from_config
 
 
 def main() -> None:
-    job = fed_job_inputs(snakemake)
+    job = fed_job_inputs(snakemake, from_config(snakemake.config))
     w = job.wildcards
     states = {Path(p).stem: FedTSAEState(**load_pt(p)) for p in snakemake.input.get("tsae", [])}
-    with job.engine():
-        res = run_federated_unit(
-            job.x, job.obs["label"].astype(str).to_numpy(), job.centers, job.cfg, w.dataset,
-            w.split, job.seed, federated_units(job.cfg)[w.unit], states,
-        )  # fmt: skip
+    res = run_federated_unit(
+        job.x, job.obs["label"].astype(str).to_numpy(), job.centers, job.cfg, w.dataset,
+        w.split, job.seed, federated_units(job.cfg)[w.unit], states, transport=job.transport,
+    )  # fmt: skip
     write_table(snakemake.output.table, res.table, index=False)
     write_table(snakemake.output.curves, res.curves, index=False)
     write_table(snakemake.output.ledger, res.ledger, index=False)

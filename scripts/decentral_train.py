@@ -7,17 +7,13 @@ from _common import run
 
 from fedclust.data.heart import load_from_config
 from fedclust.decentral.clients import make_client_data
+from fedclust.decentral.experiment import run_unit
 from fedclust.decentral.imputation import COLUMNS, impute_per_center
-from fedclust.decentral.simulate import (
-    SERVER,
-    optimizer_state_for,
-    run_approach,
-    run_group,
-)
+from fedclust.decentral.simulate import optimizer_state_for
 from fedclust.errors import InputDataError
 from fedclust.federation import Ledger
-from fedclust.flower.engine import check_engine
 from fedclust.io import read_table, write_json, write_table
+from fedclust.transports import from_config
 
 SPLIT_COLUMN = {"hospitals": "hospital", "sources": "source"}
 
@@ -58,46 +54,13 @@ def main() -> None:
         seed=snakemake.params.seed,
         published_validation_split=cfg["published_validation_split"],
     )
-    approaches = list(snakemake.params.approaches)
-    # engine flower: FL / FL_SMA through Flower (src/fedclust/flower); peers stay in-process
-    engine = check_engine(cfg.get("engine", "inprocess"), "decentral.engine")
-    on_flower = [a for a in approaches if engine == "flower" and a in SERVER]
-    rest = [a for a in approaches if a not in on_flower]
-    results = {}
-    if cfg["vectorise"]:
-        # lockstep groups; every copy has its own random streams (simulate.copy_seed), so its
-        # numbers do not depend on which approaches share this job
-        group = run_group(data, [(a, w.mode) for a in rest], **kw)
-        results.update({a: group[(a, w.mode)] for a in rest})
-    else:
-        results.update({a: run_approach(data, a, w.mode, **kw) for a in rest})
-    if on_flower:
-        from fedclust.flower.heart import run_approach as run_on_flower
-
-        results.update({a: run_on_flower(data, a, w.mode, **kw) for a in on_flower})
-    results = {a: results[a] for a in approaches}
-    metrics, div, info = [], [], []
-    ledgers = [impute_ledger.table().assign(approach="imputation")]
-    for approach, res in results.items():
-        metrics.append(res.metrics.assign(approach=approach))
-        div.append(res.divergence.assign(approach=approach))
-        ledgers.append(res.ledger.table().assign(approach=approach))
-        info.append(
-            {
-                "approach": approach,
-                "steps": res.steps,
-                "wall_s": res.wall_s,
-                "steps_per_s": res.steps / max(res.wall_s, 1e-9),
-                "topology": res.topology,
-                "messages": res.ledger.n_messages,
-                "floats": res.ledger.n_floats,
-                "vectorised": cfg["vectorise"] and approach in rest,
-                "engine": "flower" if approach in on_flower else "inprocess",
-            }  # fmt: skip
-        )
-    write_table(snakemake.output.metrics, pd.concat(metrics), index=False)
-    write_table(snakemake.output.divergence, pd.concat(div), index=False)
-    write_table(snakemake.output.ledger, pd.concat(ledgers), index=False)
+    res = run_unit(
+        data, list(snakemake.params.approaches), w.mode, vectorise=cfg["vectorise"],
+        impute_ledger=impute_ledger, transport=from_config(snakemake.config), **kw,
+    )  # fmt: skip
+    write_table(snakemake.output.metrics, res.metrics, index=False)
+    write_table(snakemake.output.divergence, res.divergence, index=False)
+    write_table(snakemake.output.ledger, res.ledger, index=False)
     write_json(
         snakemake.output.run,
         {
@@ -115,7 +78,7 @@ def main() -> None:
             ),
             "imputation": "pooled (as_published)" if impute_info is None else "per center",
             "imputation_fills": [] if impute_info is None else impute_info.to_dict("records"),
-            "runs": info,
+            "runs": res.runs,
         },  # fmt: skip
     )
 

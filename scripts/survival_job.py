@@ -6,6 +6,7 @@ from _common import run
 
 from fedclust.io import read_table, write_json, write_table
 from fedclust.survival.experiment import run_units
+from fedclust.transports import from_config
 
 
 def main() -> None:
@@ -23,8 +24,9 @@ def main() -> None:
         units = [tuple(u) for u in units]
         paths = list(zip(out.result, out.cv, out.predictions, strict=True))
     results = run_units(
-        x, obs, w.endpoint, units, int(w.rep), snakemake.params.cfg, snakemake.params.seed
-    )
+        x, obs, w.endpoint, units, int(w.rep), snakemake.params.cfg, snakemake.params.seed,
+        transport=from_config(snakemake.config),
+    )  # fmt: skip
     for (res, cv, pred), (p_res, p_cv, p_pred) in zip(results, paths, strict=True):
         write_json(p_res, res)
         write_table(p_cv, cv, index=False)

@@ -13,8 +13,9 @@ import torch
 from fedclust.config import load_yaml, validate_config
 from fedclust.decentral.clients import ClientData, make_client_data
 from fedclust.decentral.divergence import pairwise_divergence, weight_divergence
+from fedclust.decentral.experiment import run_approach
 from fedclust.decentral.model import N_PARAMETERS, HeartNet, KerasAdam, count_parameters
-from fedclust.decentral.simulate import run_approach, weighted_summary
+from fedclust.decentral.simulate import weighted_summary
 from fedclust.decentral.topologies import derangement, fixed_topology, plan_round
 from fedclust.errors import ConfigError
 from fedclust.federation.strategy import FedAvg, aggregate, ave_weights_published

@@ -93,7 +93,8 @@ def _clients(k: int = 3, n: int = 24):
 
 
 def test_shared_adam_state_only_as_published():
-    from fedclust.decentral.simulate import optimizer_state_for, run_approach
+    from fedclust.decentral.experiment import run_approach
+    from fedclust.decentral.simulate import optimizer_state_for
     from fedclust.errors import ConfigError
 
     assert optimizer_state_for("as_published") == "shared"
@@ -115,7 +116,7 @@ def test_shared_adam_state_only_as_published():
 
 
 def test_heart_messages_obey_their_protocols():
-    from fedclust.decentral.simulate import run_approach
+    from fedclust.decentral.experiment import run_approach
 
     res = run_approach(_clients(), "customized", "as_described", rounds=1, epochs=1, batch_size=8)
     t = res.ledger.table()

@@ -212,9 +212,18 @@ def test_fit_protocol_refuses_a_client_that_smuggles_rows():
         def fit(self, parameters, config):
             return parameters, 3, {"loss": 1.0}
 
-    proxy = LedgerClientProxy("c", Sneaky(), Ledger())
-    with pytest.raises(DisclosureError, match="min-samples>=5"):
+    led = Ledger()
+    proxy = LedgerClientProxy("c", Sneaky(), led)
+    # the centre's own check refuses the update before it leaves: recorded as an abstention
+    # whose reason names the rule and carries no number
+    with pytest.raises(RuntimeError, match="every center abstained"):
         run_rounds([proxy], FedAvg(), [np.zeros(2)], 1, {}, fit_protocol("p", min_samples=5))
+    (reason,) = led.abstentions().reason.tolist()
+    assert "min-samples" in reason and not any(ch.isdigit() for ch in reason)
+    # the ledger of record, reached directly, still raises
+    with pytest.raises(DisclosureError, match="min-samples>=5"):
+        led.send("c", "server", {"parameters": [np.zeros(2)], "n": 3}, 1, "u",
+                 protocol=fit_protocol("p", min_samples=5), downlink=False)  # fmt: skip
 
 
 def test_dec_make_strategy_builds_the_core_strategies():

@@ -73,20 +73,35 @@ class _LeakyEvaluate(S.SurvivalClient):
 
 
 @pytest.mark.parametrize("runner", ["weights_averaging", "sequential"])
-def test_survival_too_small_update_raises_naming_centre_and_rule(runner):
+def test_survival_too_small_update_is_refused_at_the_centre_and_recorded(runner):
+    """The centre's own check (issue 22) refuses the update before it leaves: the centre
+    abstains every round, the reason names the protocol's rule and carries no number, and the
+    others train on."""
     clients = _survival_clients()
     clients[1] = _survival_clients(_TinyUpdate)[1]
-    with pytest.raises(DisclosureError) as err:
-        S.train_strategy(runner, clients, _init(), HP, MC, Ledger(), np.random.default_rng(0))
-    assert err.value.center == "centre1" and err.value.protocol == "survival_fit"
-    assert err.value.rule == f"min-samples>={S.MIN_SAMPLES}" and "centre1" in str(err.value)
+    led = Ledger()
+    S.train_strategy(runner, clients, _init(), HP, MC, led, np.random.default_rng(0))
+    a = led.abstentions()
+    assert set(a.center) == {"centre1"} and set(a.protocol) == {"survival_fit"}
+    assert len(a) == HP.fe and all("min-samples" in r for r in a.reason)
+    assert not any(ch.isdigit() for r in a.reason for ch in r)
+    t = led.table()
+    assert not ((t.sender == "centre1") & t.kind.str.endswith("update")).any()
 
 
-def test_survival_per_sample_rows_raise():
+def test_survival_undeclared_per_sample_rows_never_leave_the_centre():
     clients = _survival_clients()
     clients[2] = _survival_clients(_LeakyEvaluate)[2]
+    led = Ledger()
+    got = S.run_weights_averaging(clients, _init(), HP, MC, led)[0][0]
+    assert not led.table().fields.str.contains("risk").any()  # filtered by the centre
+    ref = S.run_weights_averaging(_survival_clients(), _init(), HP, MC, Ledger())[0][0]
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # the ledger of record still refuses such a message when it is handed one
     with pytest.raises(DisclosureError) as err:
-        S.run_weights_averaging(clients, _init(), HP, MC, Ledger())
+        led.send("centre2", "server", {"loss_sum": 1.0, "n_events": 5, "risk": np.zeros(30)},
+                 0, "evaluate", protocol=S.EVALUATE, downlink=False)  # fmt: skip
     assert (err.value.center, err.value.rule) == ("centre2", "declared-fields-only")
     # the same rows are allowed only in the CV-predictions protocol, which declares them
     led = Ledger()
@@ -150,9 +165,11 @@ def test_fedcref_empty_update_and_per_sample_rows_raise():
 
     clients = _fcr_clients()
     clients[1] = _fcr_clients(Empty)[1]
-    with pytest.raises(DisclosureError) as err:
-        train_group(clients, [(0, 1), (1, 1)], TINY, 5, "G0", Ledger(), 1)
-    assert (err.value.center, err.value.rule) == ("c001", "min-samples>=1")
+    led = Ledger()
+    train_group(clients, [(0, 1), (1, 1)], TINY, 5, "G0", led, 1)
+    a = led.abstentions()  # refused at the centre (an update over 0 samples), recorded
+    assert set(a.center) == {"c001"} and len(a) == TINY.rounds
+    assert all("refused" in r for r in a.reason)
     c = clients[0]
     leak = {"parameters": [np.zeros(3)], "n": 10, "errors": np.zeros(10)}  # per-sample errors
     with pytest.raises(DisclosureError) as err:

@@ -17,8 +17,8 @@ pytest.importorskip("flwr")
 
 from fedclust.errors import ConfigError, DisclosureError
 from fedclust.federation import Ledger, fit_protocol
-from fedclust.flower.engine import check_engine, use_engine
 from fedclust.flower.records import decode, encode
+from fedclust.transports import get as get_transport
 
 
 @pytest.fixture(autouse=True)
@@ -53,9 +53,9 @@ def test_records_round_trip_bitwise():
 
 
 def test_engine_is_checked():
-    assert check_engine("flower") == "flower"
+    assert get_transport("flower-simulation").name == "flower-simulation"
     with pytest.raises(ConfigError, match="unknown engine 'ray'"):
-        check_engine("ray")
+        get_transport("ray")
 
 
 def test_missing_flower_is_a_config_error(monkeypatch):
@@ -63,8 +63,8 @@ def test_missing_flower_is_a_config_error(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "flwr", None)  # as if the extra were not installed
     with pytest.raises(ConfigError, match=r"fedclust\[flower\]"):
-        check_engine("flower")
-    assert check_engine("inprocess") == "inprocess"
+        get_transport("flower-simulation")
+    assert get_transport("inprocess").name == "inprocess"
 
 
 def _dec_clients(cfg, x, centers):
@@ -81,7 +81,6 @@ def _dec_clients(cfg, x, centers):
 
 def test_dec_rounds_weights_equal_on_flower(cfg, toy):
     """Two FedAdam TSAE rounds: the final weights, losses and ledgers of both engines."""
-    import fedclust.federation as core
     from fedclust.dec.federated import make_strategy, run_rounds
     from fedclust.dec.model import get_parameters
 
@@ -89,17 +88,16 @@ def test_dec_rounds_weights_equal_on_flower(cfg, toy):
     fit = {"stage": "ae", "optimizer": "adam", "lr": 0.01, "batch_size": 16, "epochs": 1,
            "loss": "mse", "shuffle": True}  # fmt: skip
     out = {}
-    for engine in ("inprocess", "flower"):
+    for engine in ("inprocess", "flower-simulation"):
         make_model, clients = _dec_clients(cfg, x, centers)
         torch.manual_seed(5)
         w0 = get_parameters(make_model().tsae)
         led, losses = Ledger(), []
         server = {"eta": 0.01, "beta_1": 0.9, "beta_2": 0.999, "tau": 1e-3}
-        with use_engine(engine):
-            assert (core.run_rounds.__module__ == "fedclust.flower.engine") == (engine == "flower")
-            w = run_rounds(clients, make_strategy("fedadam", server), w0, 2, fit, led, losses)
+        w = run_rounds(clients, make_strategy("fedadam", server), w0, 2, fit, led, losses,
+                       transport=get_transport(engine))  # fmt: skip
         out[engine] = (w, losses, led.table())
-    (wa, la, ta), (wb, lb, tb) = out["inprocess"], out["flower"]
+    (wa, la, ta), (wb, lb, tb) = out["inprocess"], out["flower-simulation"]
     assert len(la) == 2 and np.allclose(la, lb, rtol=0, atol=1e-6)
     for a, b in zip(wa, wb, strict=True):
         assert a.dtype == b.dtype and np.allclose(a, b, rtol=0, atol=1e-6)
@@ -112,13 +110,19 @@ def test_federated_dec_pipeline_equal_on_flower(cfg, toy):
     from fedclust.dec.pipeline import run_federated
 
     x, y, centers = toy
-    from fedclust.flower.engine import RUNS
+    from fedclust.flower import simulation
 
-    a = run_federated(x, y, centers, cfg, "toy", "s", 3)
-    before = RUNS["run_rounds"]
-    with use_engine("flower"):
-        b = run_federated(x, y, centers, cfg, "toy", "s", 3)
-    assert RUNS["run_rounds"] - before == 2  # TSAE + DEC rounds went through Flower
+    calls = []
+    real = simulation.simulate
+    simulation.simulate = lambda *a, **k: calls.append(1) or real(*a, **k)
+    try:
+        a = run_federated(x, y, centers, cfg, "toy", "s", 3)
+        assert not calls
+        b = run_federated(x, y, centers, cfg, "toy", "s", 3,
+                          transport=get_transport("flower-simulation"))  # fmt: skip
+    finally:
+        simulation.simulate = real
+    assert len(calls) == 3  # TSAE rounds, stage B (local k-means) and DEC rounds on Flower
     num = a.table.select_dtypes("number").columns
     assert len(num) > 10 and a.table.accuracy.iloc[0] > 0.6
     assert np.allclose(a.table[num], b.table[num], rtol=0, atol=1e-6)
@@ -197,16 +201,26 @@ class _Leaky:
         return parameters, 0, {"loss": 0.0}
 
 
-def test_server_side_ledger_rejects_what_breaks_the_protocol():
+def test_the_centre_refuses_inside_the_client_app_what_breaks_the_protocol():
+    """The check runs in the ClientApp before encoding: the leaky update never crosses the
+    wire; the server records an abstention whose reason names the rule (no numbers)."""
     from fedclust.flower.apps import FlowerClientProxy
     from fedclust.flower.simulation import simulate
 
+    led = Ledger()
+
     def main(grid, node_of):
-        p = FlowerClientProxy("leaky", node_of["leaky"], grid, Ledger())
+        p = FlowerClientProxy("leaky", node_of["leaky"], grid, led)
         return p.fit([np.zeros(2, np.float32)], {}, 1, "fit", fit_protocol("t", min_samples=1))
 
+    assert simulate(main, [_Leaky()]) is None
+    (reason,) = led.abstentions().reason.tolist()
+    assert "refused" in reason and not any(ch.isdigit() for ch in reason)
+    assert not (led.table().kind == "fit_update").any()
+    # the server-side ledger (the record) still refuses such a message when handed one
     with pytest.raises(DisclosureError, match="leaky"):
-        simulate(main, [_Leaky()])
+        led.send("leaky", "server", {"parameters": [np.zeros(2)], "n": 0}, 1, "fit_update",
+                 protocol=fit_protocol("t", min_samples=1), downlink=False)  # fmt: skip
 
 
 def _heart_clients(k: int = 3, n: int = 24):
@@ -220,16 +234,17 @@ def _heart_clients(k: int = 3, n: int = 24):
 
 @pytest.mark.parametrize(("approach", "mode"), [("FL", "as_described"), ("FL_SMA", "as_published")])
 def test_heart_fl_equal_on_flower(approach, mode):
-    from fedclust.decentral.simulate import run_approach
-    from fedclust.flower.heart import run_approach as run_on_flower
+    from fedclust.decentral.experiment import run_approach
+    from fedclust.decentral.server import run_server_approach
 
     kw = dict(rounds=2, epochs=1, batch_size=8, seed=3)
+    flower = get_transport("flower-simulation")
     a = run_approach(_heart_clients(), approach, mode, **kw)
-    b = run_on_flower(_heart_clients(), approach, mode, **kw)
+    b = run_approach(_heart_clients(), approach, mode, transport=flower, **kw)
     assert len(a.metrics) == 2 * 3 and a.steps == b.steps
     num = a.metrics.select_dtypes("number").columns
     assert np.allclose(a.metrics[num], b.metrics[num], rtol=0, atol=1e-6)
     assert np.allclose(a.divergence.divergence, b.divergence.divergence, rtol=0, atol=1e-6)
     pd.testing.assert_frame_equal(a.ledger.table(), b.ledger.table())
     with pytest.raises(ConfigError, match="no server"):
-        run_on_flower(_heart_clients(), "GL_random", mode, **kw)
+        run_server_approach(_heart_clients(), "GL_random", mode, transport=flower, **kw)

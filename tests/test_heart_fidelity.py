@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
-from fedclust.decentral import eda, simulate
+from fedclust.decentral import eda, experiment, simulate
 from fedclust.decentral.clients import make_client_data
 from fedclust.decentral.metrics import keras_auc, keras_thresholds
 from fedclust.decentral.topologies import fixed_topology, plan_round
@@ -96,7 +96,7 @@ def test_customized_published_run_averages_what_the_plan_says(monkeypatch):
     monkeypatch.setattr(simulate.ApproachRun, "finish_round", spy)
     data = _tiny()
     n = [len(d.y_train) for d in data]
-    res = simulate.run_approach(data, "customized", "as_published", rounds=2, epochs=1,
+    res = experiment.run_approach(data, "customized", "as_published", rounds=2, epochs=1,
                                 batch_size=8)  # fmt: skip
     got_round1 = seen[2][0]  # the states entering round 2 = the result of round 1
     old1, new1 = seen[1]
@@ -141,7 +141,7 @@ def test_fl_sma_is_the_unweighted_mean_and_fl_the_weighted(monkeypatch):
     )  # unequal sizes so the two means differ
     n = [len(d.y_train) for d in data]
     for a in ("FL", "FL_SMA"):
-        simulate.run_approach(data, a, "as_described", rounds=1, epochs=1, batch_size=8)
+        experiment.run_approach(data, a, "as_described", rounds=1, epochs=1, batch_size=8)
     new, glob = seen["FL_SMA"]
     np.testing.assert_allclose(glob[0], np.mean([w[0] for w in new], axis=0), rtol=1e-6)
     new, glob = seen["FL"]

@@ -27,8 +27,6 @@ LAYERS = {
 STAGES = {"hac", "attacks", "dec", "decentral", "admm", "survival", "fedcref"}
 #: (importer, imported) edges that break a rule today, each with what removes it
 KNOWN = {
-    ("federation", "flower"): "issue 29 item 1: the core picks the Flower engine by name",
-    ("dec", "flower"): "issue 29 item 1: dec.workflow.FedJobInputs.engine() calls use_engine",
     ("config", "data"): "config.check_references reads data.workflow.DATASETS (a constant)",
 }
 
@@ -149,6 +147,5 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle_between_modules():
     """Function-level imports count: a lazy import does not break a cycle, it hides it."""
-    allowed = {"federation", "flower"}  # KNOWN: issue 29 item 1
-    cycles = [c for c in _cycles(_module_graph()) if {_unit(m) for m in c} - allowed]
+    cycles = _cycles(_module_graph())
     assert not cycles, f"import cycles: {cycles}"

@@ -238,7 +238,7 @@ def test_run_job_on_simulated_cohort():
         "test_fraction": 0.25, "n_centres": 4, "hub_fraction": 0.4, "isolated_folds": 2,
         "model": {"hidden": [8, 4], "activation": "relu", "l1": 1e-3, "l2": 1e-3,
                   "optimizer": "adam", "lr_floor": 1e-3},
-        "grid": {"federated_epochs": [3], "internal_epochs": [2], "batches": [1],
+        "grid": {"federated_epochs": [6], "internal_epochs": [2], "batches": [1],
                  "lr": [0.01, 0.05]},
     }  # fmt: skip
     res, cv, pred = run_job(x, obs, "OS", "noniid_bm_blast", "weights_averaging", 0, cfg, 5)

@@ -26,7 +26,15 @@ from sklearn.cluster import KMeans
 
 from fedclust import federation as _core
 from fedclust.errors import ConfigError
-from fedclust.federation import Abstain, Ledger, LedgerClientProxy, Protocol, fit_protocol
+from fedclust.federation import (
+    INPROCESS,
+    Abstain,
+    Ledger,
+    Protocol,
+    Transport,
+    federate,
+    fit_protocol,
+)
 
 from .model import DECModel, get_parameters, set_parameters
 from .optim import make_optimizer
@@ -289,10 +297,6 @@ class FederatedHistory:
     round_seconds: list[float] = field(default_factory=list)
 
 
-def proxies(clients: Sequence[DECClient], ledger: Ledger) -> list[LedgerClientProxy]:
-    return [LedgerClientProxy(c.cid, c, ledger) for c in clients]
-
-
 def run_rounds(
     clients: Sequence[DECClient],
     strategy: _core.Strategy,
@@ -303,16 +307,21 @@ def run_rounds(
     losses: list[float],
     on_round: Callable[[int, NDArrays], None] | None = None,
     label: str = "",
+    transport: Transport = INPROCESS,
 ) -> NDArrays:
     """``rounds`` federated rounds of the core loop (broadcast, local fit, ledger,
-    ``aggregate_fit``). Stage ae shares the TSAE, stage dec :func:`dec_parameters`."""
+    ``aggregate_fit``) over ``transport``. Stage ae shares the TSAE, stage dec
+    :func:`dec_parameters`."""
     stage = fit_config["stage"]
     hist = _core.History()
-    out = _core.run_rounds(
-        proxies(clients, ledger), strategy, parameters, rounds, fit_config,
-        AE_FIT if stage == "ae" else DEC_FIT, kind=stage, label=label or f"dec {stage}",
-        on_round=on_round, history=hist,
-    )  # fmt: skip
+
+    def server(ps: list) -> NDArrays:
+        return _core.run_rounds(
+            ps, strategy, parameters, rounds, fit_config, AE_FIT if stage == "ae" else DEC_FIT,
+            kind=stage, label=label or f"dec {stage}", on_round=on_round, history=hist,
+        )  # fmt: skip
+
+    out = federate(clients, server, ledger=ledger, transport=transport)
     losses.extend(hist.loss)
     return out
 
@@ -328,11 +337,13 @@ def federated_centroids(
     seed: int = 0,
     scaler: str = "none",
     min_cluster_size: int = 1,
+    transport: Transport = INPROCESS,
 ) -> np.ndarray:
     """Stage B: local k-means at every center, aggregation on the server, broadcast."""
     msgs = local_centroid_messages(
-        clients, ae_parameters, k, ledger, n_init, seed, scaler, min_cluster_size
-    )
+        clients, ae_parameters, k, ledger, n_init, seed, scaler, min_cluster_size,
+        transport=transport,
+    )  # fmt: skip
     mu = aggregate_centroids(
         method, [m["centroids"] for m in msgs], [m["counts"] for m in msgs], k, rng, n_init
     )
@@ -343,7 +354,7 @@ def federated_centroids(
 def broadcast_centroids(clients: Sequence[DECClient], mu: np.ndarray, ledger: Ledger) -> None:
     for c in clients:
         ledger.send("server", c.cid, {"centroids": mu}, 0, "global_centroids",
-                    protocol=CENTROID_BROADCAST)  # fmt: skip
+                    protocol=CENTROID_BROADCAST, downlink=True)  # fmt: skip
 
 
 def local_centroid_messages(
@@ -355,18 +366,19 @@ def local_centroid_messages(
     seed: int = 0,
     scaler: str = "none",
     min_cluster_size: int = 1,
+    transport: Transport = INPROCESS,
 ) -> list[dict[str, Any]]:
     """The (k centroids, k cluster sizes) message of every center that does not abstain."""
     request = {"parameters": ae_parameters, "k": int(k), "n_init": int(n_init),
                "seed": int(seed), "scaler": scaler}  # fmt: skip
     proto = kmeans_protocol(int(min_cluster_size))
-    out = []
-    for p in proxies(clients, ledger):
-        msg = p.call("kmeans", {**request, "min_cluster_size": int(min_cluster_size)}, 0,
-                     "kmeans_centroids", proto, KMEANS_REQUEST)  # fmt: skip
-        if msg is not None:
-            out.append(msg)
-    return out
+
+    def server(ps: list) -> list[dict[str, Any]]:
+        msgs = [p.call("kmeans", {**request, "min_cluster_size": int(min_cluster_size)}, 0,
+                       "kmeans_centroids", proto, KMEANS_REQUEST) for p in ps]  # fmt: skip
+        return [m for m in msgs if m is not None]
+
+    return federate(clients, server, ledger=ledger, transport=transport)
 
 
 def ae_loss_pooled(model: DECModel, x: np.ndarray) -> float:

@@ -15,7 +15,7 @@ import torch
 
 from fedclust import torch_optim
 from fedclust.errors import ConfigError, InputDataError
-from fedclust.federation import Ledger
+from fedclust.federation import INPROCESS, Ledger, Transport
 from fedclust.metrics.assignment import cycle_accuracy, external_scores, internal_scores
 from fedclust.seeds import derive_seed, rng, seed_torch
 
@@ -408,9 +408,10 @@ def _fed_clients(x, centers, cfg, dataset, split, strategy, seed):
 
 def fed_tsae_stage(
     x: np.ndarray, centers: np.ndarray, cfg: dict, dataset: str, split: str, strategy: str,
-    seed: int,
+    seed: int, transport: Transport = INPROCESS,
 ) -> tuple[list[DECClient], FedTSAEState]:  # fmt: skip
-    """Stages A (federated TSAE rounds) and B (local k-means messages) of one strategy."""
+    """Stages A (federated TSAE rounds) and B (local k-means messages) of one strategy, their
+    messages carried by ``transport``."""
     x = check_features(x, f"results/data/{dataset}/features.parquet")
     f = cfg["federated"]
     k = int(cfg["datasets"][dataset]["k"])
@@ -441,6 +442,7 @@ def fed_tsae_stage(
         ae_cfg,
         ledger,
         hist.ae_loss,
+        transport=transport,
     )
     set_parameters(init.tsae, ae_params)
     ae_loss = reconstruction_mse(init.tsae, torch.as_tensor(x))  # pooled evaluation only
@@ -456,6 +458,7 @@ def fed_tsae_stage(
         int(cfg["clustering"]["n_init"]),
         derive_seed(seed, "dec", dataset, split, strategy, "kmeans"),
         min_cluster_size=int(f["min_cluster_size"]),
+        transport=transport,
     )
     state = FedTSAEState(strategy, ae_params, [c.gen.get_state() for c in clients], local,
                          ledger.table(), list(hist.ae_loss), ae_loss)  # fmt: skip
@@ -486,6 +489,7 @@ def restore_clients(
 def fed_dec_run(
     x: np.ndarray, y: np.ndarray | None, clients: list[DECClient], state: FedTSAEState,
     cfg: dict, dataset: str, split: str, method: str, seed: int, keep: dict | None = None,
+    transport: Transport = INPROCESS,
 ) -> tuple[dict, list[dict], pd.DataFrame]:  # fmt: skip
     """Stage B aggregation + stage C (federated DEC rounds) of one (strategy, aggregation);
     evaluation on the pooled data. Returns the result row, its curve rows and its ledger."""
@@ -529,6 +533,7 @@ def fed_dec_run(
         dec_cfg,
         dec_ledger,
         dec_losses,
+        transport=transport,
     )
     set_dec_parameters(model, params)
     if keep is not None:
@@ -561,6 +566,7 @@ def run_federated_unit(
     x: np.ndarray, y: np.ndarray | None, centers: np.ndarray, cfg: dict, dataset: str,
     split: str, seed: int, runs: list[tuple[str, str]],
     states: dict[str, FedTSAEState] | None = None, keep: dict | None = None,
+    transport: Transport = INPROCESS,
 ) -> FederatedResult:  # fmt: skip
     """The (strategy, aggregation) runs ``runs`` (a contiguous block of the loop order) on one
     split. A strategy whose TSAE state is not in ``states`` trains it here; the unit that does
@@ -576,7 +582,8 @@ def run_federated_unit(
             clients = restore_clients(x, centers, cfg, dataset, split, state, seed,
                                       methods.index(mine[0]))  # fmt: skip
         else:
-            clients, state = fed_tsae_stage(x, centers, cfg, dataset, split, strategy, seed)
+            clients, state = fed_tsae_stage(x, centers, cfg, dataset, split, strategy, seed,
+                                            transport)  # fmt: skip
             if methods.index(mine[0]) > 0:  # replay the earlier aggregations' draws
                 clients = restore_clients(x, centers, cfg, dataset, split, state, seed,
                                           methods.index(mine[0]))  # fmt: skip
@@ -585,7 +592,7 @@ def run_federated_unit(
             ledgers.append(state.ledger.assign(strategy=strategy, centroids="shared"))
         for method in mine:
             row, curve, ledger = fed_dec_run(x, y, clients, state, cfg, dataset, split, method,
-                                             seed, keep)  # fmt: skip
+                                             seed, keep, transport)  # fmt: skip
             rows.append(row)
             curves += curve
             ledgers.append(ledger)
@@ -602,12 +609,14 @@ def run_federated(
     split: str,
     seed: int,
     keep: dict | None = None,
+    transport: Transport = INPROCESS,
 ) -> FederatedResult:
     """Every strategy × centroid aggregation on one split; evaluation on the pooled data.
     ``keep`` (optional): receives ``{"ae": TSAE parameters, "model": DEC model}`` under
     ``(strategy, centroid method)`` (the extra figures' Fig. 5.17)."""
     f = cfg["federated"]
     runs = [(s, m) for s in f["strategies"] for m in f["centroid_aggregation"]]
-    res = run_federated_unit(x, y, centers, cfg, dataset, split, seed, runs, keep=keep)
+    res = run_federated_unit(x, y, centers, cfg, dataset, split, seed, runs, keep=keep,
+                             transport=transport)  # fmt: skip
     res.table = sort_results(res.table, cfg["datasets"][dataset]["selection"])
     return res

@@ -4,7 +4,6 @@ tests can call them; and :func:`fed_job_inputs`, what the federated DEC scripts 
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +72,7 @@ def data_source(config: dict, dataset: str) -> str | None:
 class FedJobInputs:
     """What the federated DEC scripts (rules ``dec_fed_tsae``, ``dec_train_federated_unit``)
     unpack from their job: the config with the selected settings laid over it, the dataset, the
-    split's centers, the seed and the wildcards."""
+    split's centers, the seed, the wildcards and the transport (``federation.engine``)."""
 
     cfg: dict
     x: Any
@@ -81,17 +80,13 @@ class FedJobInputs:
     centers: Any
     seed: int
     wildcards: Any
-
-    def engine(self) -> AbstractContextManager[None]:
-        """The block's round loop runs on ``dec.federated.engine`` (inprocess | flower)."""
-        from fedclust.flower.engine import use_engine
-
-        return use_engine(self.cfg["federated"].get("engine", "inprocess"))
+    transport: Any
 
 
-def fed_job_inputs(smk: Any) -> FedJobInputs:
-    """Unpack a federated DEC job (``smk``: the script's ``snakemake`` object); also sets torch's
-    thread count to the job's ``threads``."""
+def fed_job_inputs(smk: Any, transport: Any) -> FedJobInputs:
+    """Unpack a federated DEC job (``smk``: the script's ``snakemake`` object; ``transport``: the
+    one the script built with :func:`fedclust.transports.from_config`); also sets torch's thread
+    count to the job's ``threads``."""
     import torch
 
     from .io import load_centers, load_dataset
@@ -102,7 +97,7 @@ def fed_job_inputs(smk: Any) -> FedJobInputs:
     cfg = apply_settings(smk.params.cfg, w.dataset, read_settings(smk.input))
     x, obs, _ = load_dataset(smk.input.features, smk.input.obs)
     centers = load_centers(smk.input.split, obs.index)
-    return FedJobInputs(cfg, x, obs, centers, int(smk.params.seed), w)
+    return FedJobInputs(cfg, x, obs, centers, int(smk.params.seed), w, transport)
 
 
 # ------------------------------------------------------------------ tuning (issue 16)

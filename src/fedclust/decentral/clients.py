@@ -69,7 +69,8 @@ class HeartClient:
     """
 
     def __init__(self, data: ClientData, trainer: Trainer):
-        self.name = data.name
+        self.name = self.cid = data.name
+        self.n_samples = len(data.y_train) + len(data.y_test)
         self.trainer = trainer
         self.X = torch.from_numpy(data.X_train)
         self.y = torch.from_numpy(data.y_train)

@@ -2,9 +2,10 @@
 
 Sequential synchronous simulation in client order 1..K, as the thesis. Every weight message goes
 through :class:`fedclust.federation.Ledger`; clients only see their own arrays; the aggregation sees
-only messages. :class:`ApproachRun` holds one approach's protocol state; two engines drive it:
-:func:`run_approach` (one model, one approach) and :func:`run_group` (several approaches whose
-local training shares the batch schedule, trained in lockstep by a :class:`BatchedTrainer`).
+only messages. :class:`ApproachRun` holds one approach's protocol state; it is driven by
+:func:`run_peer_approach` (one peer-to-peer approach, one model), by :mod:`.server` (FL / FL_SMA
+over client proxies, any transport) and by :func:`run_group` (several approaches whose local
+training shares the batch schedule, trained in lockstep by a :class:`BatchedTrainer`; in-process).
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class ApproachRun:
         )  # fmt: skip
 
 
-def run_approach(
+def run_peer_approach(
     data: list[ClientData],
     approach: str,
     mode: str,
@@ -203,11 +204,16 @@ def run_approach(
     published_validation_split: bool = True,
     on_round: Callable[[int, list[dict], list[dict]], None] | None = None,
 ) -> RunResult:
-    """Run one approach for ``rounds`` rounds with one model object (the thesis' setting).
+    """Run one peer-to-peer approach (GL_*, RAR, customized) for ``rounds`` rounds with one model
+    object (the thesis' setting). They have no server, so no transport: every peer message goes
+    through the run's ledger in this process (FL / FL_SMA: :mod:`.server`).
 
     ``optimizer_state``: see :func:`optimizer_state_for` (``as_published``: shared Adam state).
     ``on_round(t, metric_rows, divergence_rows)`` is called after every round (progress files).
     """
+    if approach in SERVER:
+        raise ConfigError(f"{approach} has a server: run it with decentral.server",
+                          where="decentral.simulate.run_peer_approach")  # fmt: skip
     t0 = time.perf_counter()
     n_feat = data[0].X_train.shape[1]
     w0 = initial_weights(n_feat, seed)
@@ -310,5 +316,5 @@ def weighted_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-__all__ = ["PEER_TO_PEER", "ApproachRun", "RunResult", "copy_seed", "run_approach", "run_group",
-           "weighted_summary"]  # fmt: skip
+__all__ = ["PEER_TO_PEER", "ApproachRun", "RunResult", "copy_seed", "run_group",
+           "run_peer_approach", "weighted_summary"]  # fmt: skip

@@ -13,20 +13,17 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 from typing import Protocol as TypingProtocol
 
+from .abstain import Abstain
+from .guard import reply
 from .ledger import Ledger, Message, Protocol
 from .strategy import NDArrays, Strategy
 
 log = logging.getLogger(__name__)
 SERVER = "server"
-
-
-class Abstain(NamedTuple):
-    """A center's answer when it cannot meet the protocol's disclosure rule."""
-
-    reason: str
+__all__ = ["Abstain", "History", "LedgerClientProxy", "RoundLog", "fit_protocol", "run_rounds"]
 
 
 class FitClient(TypingProtocol):
@@ -44,7 +41,9 @@ def fit_protocol(name: str, metrics: Sequence[str] = ("loss",), min_samples: int
 @dataclass
 class LedgerClientProxy:
     """Flower's ``ClientProxy`` with the ledger as transport: every call's arguments travel
-    server → center and its answer center → server through :meth:`Ledger.send`."""
+    server → center and its answer center → server through :meth:`Ledger.send`. The centre's
+    side of each exchange is :func:`.guard.reply` (its own protocol, its own disclosure policy,
+    checked before the answer leaves it); a refusal is recorded as an abstention."""
 
     cid: str
     client: Any
@@ -55,16 +54,13 @@ class LedgerClientProxy:
         protocol: Protocol,
     ) -> tuple[NDArrays, int, dict] | None:  # fmt: skip
         down = self.ledger.send(SERVER, self.cid, {"parameters": parameters}, server_round,
-                                f"{kind}_global", protocol=protocol)  # fmt: skip
-        out = self.client.fit(down["parameters"], config)
+                                f"{kind}_global", protocol=protocol, downlink=True)  # fmt: skip
+        out = reply(self.client, "fit", down["parameters"], config, protocol)
         if isinstance(out, Abstain):
             self.ledger.abstain(self.cid, server_round, protocol, out.reason)
             return None
-        params, n, metrics = out
-        msg = {"parameters": params, "n": n, **{k: metrics[k] for k in metrics
-                                                if k in protocol.fields}}  # fmt: skip
-        up = self.ledger.send(self.cid, SERVER, msg, server_round, f"{kind}_update",
-                              protocol=protocol)  # fmt: skip
+        up = self.ledger.send(self.cid, SERVER, out, server_round, f"{kind}_update",
+                              protocol=protocol, downlink=False)  # fmt: skip
         return up["parameters"], up["n"], {k: v for k, v in up.items()
                                            if k not in ("parameters", "n")}  # fmt: skip
 
@@ -76,13 +72,14 @@ class LedgerClientProxy:
         ``parameters`` and the rest as ``config``, ``client.<method>(parameters, config)``; the
         client answers a message or :class:`Abstain`."""
         down = self.ledger.send(SERVER, self.cid, server_msg, server_round, f"{kind}_request",
-                                protocol=down_protocol)  # fmt: skip
+                                protocol=down_protocol, downlink=True)  # fmt: skip
         params = down.pop("parameters", None)
-        out = getattr(self.client, method)(params, down)
+        out = reply(self.client, method, params, down, protocol)
         if isinstance(out, Abstain):
             self.ledger.abstain(self.cid, server_round, protocol, out.reason)
             return None
-        return self.ledger.send(self.cid, SERVER, out, server_round, kind, protocol=protocol)
+        return self.ledger.send(self.cid, SERVER, out, server_round, kind, protocol=protocol,
+                                downlink=False)  # fmt: skip
 
 
 @dataclass
@@ -125,25 +122,17 @@ def run_rounds(
     rounds: int,
     config: Mapping[str, Any],
     protocol: Protocol,
+    *,
     kind: str = "fit",
     label: str = "",
     on_round: Callable[[int, NDArrays], None] | None = None,
     history: History | None = None,
-    engine: str = "inprocess",
 ) -> NDArrays:
     """``rounds`` rounds of broadcast → local fit → ledger → ``aggregate_fit``.
 
-    ``engine``: ``inprocess`` (this loop, the ledger as transport) or ``flower`` (this very
-    loop inside a Flower ServerApp, :func:`fedclust.flower.engine.run_rounds`; extra
-    ``fedclust[flower]``). Callers pass their config's ``engine`` key explicitly.
+    ``proxies`` come from :func:`fedclust.federation.federate`: the same loop runs in-process and,
+    inside a Flower ``ServerApp``, on Flower (the transport is the proxies' business).
     """
-    if engine != "inprocess":
-        from fedclust.flower.engine import check_engine
-        from fedclust.flower.engine import run_rounds as flower_rounds
-
-        check_engine(engine, where="run_rounds(engine=...)")
-        return flower_rounds(proxies, strategy, parameters, rounds, config, protocol, kind,
-                             label, on_round, history)  # fmt: skip
     hist = history if history is not None else History()
     clock = RoundLog(label or kind, rounds)
     for rnd in range(1, rounds + 1):

@@ -49,9 +49,15 @@ import pandas as pd
 from fedclust.errors import BoundaryTypeError, DisclosureError
 
 Message = dict[str, Any]
-KINDS = ("parameters", "aggregate", "count", "per_sample", "metadata")
+KINDS = ("parameters", "aggregate", "count", "table", "per_sample", "metadata")
 NUMERIC_KINDS = "biufc"  # numpy dtype.kind: bool, int, uint, float, complex
 DEFAULT_SERVERS = ("server", "observer")
+#: metadata is for labels and settings: strings up to this length, integers (ids, seeds)
+METADATA_MAX_STRING = 80
+METADATA_MAX_INT = 2**63  # seeds are int64
+#: every Protocol constructed, by name (a Flower ClientApp resolves a request's protocol here
+#: when its centre declares no ``protocols`` mapping of its own)
+REGISTRY: dict[str, Protocol] = {}
 
 
 @dataclass(frozen=True)
@@ -61,13 +67,18 @@ class Protocol:
     ``fields`` maps each field name to its kind (see the module docstring). ``min_samples`` is
     the smallest number of samples any shared aggregate may summarise (HAC ``n_min``, DEC ``m``).
     ``per_sample``: whether ``per_sample`` fields are allowed at all (e.g. a perturbation
-    protocol whose privacy argument is the noise, not aggregation).
+    protocol whose privacy argument is the noise, not aggregation); a centre still releases them
+    only when its own disclosure policy opts in (:mod:`.disclosure`).
+    ``glm``: the ``parameters`` are a model fitted on the centre's samples, so the centre's
+    ``nfilter_glm`` bounds their number relative to its sample count.
+    ``table`` fields are count tables (histograms, risk-set cells): each cell is 0 or ≥ the floor.
     """
 
     name: str
     fields: Mapping[str, str]
     min_samples: int = 1
     per_sample: bool = False
+    glm: bool = False
 
     def __post_init__(self) -> None:
         bad = {k: v for k, v in self.fields.items() if v not in KINDS}
@@ -75,6 +86,7 @@ class Protocol:
             raise ValueError(f"protocol {self.name!r}: unknown field kinds {bad}; use {KINDS}")
         if int(self.min_samples) < 1:
             raise ValueError(f"protocol {self.name!r}: min_samples must be ≥ 1")
+        REGISTRY[self.name] = self
 
     def kind(self, key: str) -> str | None:
         return self.fields.get(key)
@@ -87,11 +99,19 @@ def _violation(what: str, center: str, protocol: str, rule: str, fix: str | None
 
 
 def _copy_numeric(value: Any, path: str, center: str, protocol: str, strings: bool) -> Any:
-    """A deep copy of ``value``; raises unless it is made of numeric arrays and numbers only."""
+    """A deep copy of ``value`` made of plain types only; raises unless it is made of numeric
+    arrays and numbers. Array and scalar *subclasses* (masked arrays, matrices, a float subclass
+    carrying attributes) are refused or copied to the plain type; a mapping is read once."""
     if isinstance(value, np.ndarray):
+        if type(value) is not np.ndarray:
+            raise _violation(
+                f"field {path!r} is a {type(value).__name__}, not a plain numpy array (a masked "
+                "array or matrix can show a checker one view and deliver another)",
+                center, protocol, "numeric-only", fix="send np.asarray(...) of the plain values",
+            )  # fmt: skip
         if value.dtype.kind not in NUMERIC_KINDS or value.dtype.hasobject:
             if strings and value.dtype.kind in "US":
-                return value.copy()
+                return np.array(value, copy=True)
             raise _violation(
                 f"field {path!r} is a {value.dtype} array: only numeric arrays may cross the "
                 "privacy boundary",
@@ -99,31 +119,87 @@ def _copy_numeric(value: Any, path: str, center: str, protocol: str, strings: bo
                 fix="send numbers; strings only in fields the protocol declares as metadata",
             )  # fmt: skip
         return np.array(value, copy=True)
-    if isinstance(value, bool | int | float | complex | np.number | np.bool_):
-        return value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, np.generic) and value.dtype.kind in NUMERIC_KINDS:
+        return value.item()
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, complex):
+        return complex(value)
     if value is None:
         return None
     if isinstance(value, str):
         if strings:
-            return value
+            return str(value)
         raise _violation(
             f"field {path!r} is a string: strings may cross the boundary only in fields the "
             "protocol declares as metadata",
             center, protocol, "numeric-only",
         )  # fmt: skip
     if isinstance(value, Mapping):
+        items = list(value.items())  # read once: what is checked is what is delivered
         return {
-            k: _copy_numeric(v, f"{path}.{k}", center, protocol, strings) for k, v in value.items()
+            str(k): _copy_numeric(v, f"{path}.{k}", center, protocol, strings) for k, v in items
         }
     if isinstance(value, list | tuple):
         out = [_copy_numeric(v, f"{path}[{i}]", center, protocol, strings)
-               for i, v in enumerate(value)]  # fmt: skip
+               for i, v in enumerate(list(value))]  # fmt: skip
         return out if isinstance(value, list) else tuple(out)
     raise _violation(
         f"field {path!r} of type {type(value).__name__} is not a plain array/scalar: only numpy "
         "arrays, numbers and (nested) lists/dicts of them may cross the privacy boundary",
         center, protocol, "numeric-only",
     )  # fmt: skip
+
+
+def snapshot(message: Any, protocol: Protocol | None, sender: str) -> Message:
+    """The message as plain, deep-copied values (read once), after the type rules: what the
+    checks see is exactly what is delivered."""
+    pname = protocol.name if protocol is not None else "(none)"
+    if not isinstance(message, Mapping):
+        raise _violation(
+            f"a message must be a dict of plain arrays / scalars, got {type(message).__name__}",
+            sender, pname, "numeric-only",
+        )  # fmt: skip
+    items = list(message.items())
+    return {
+        str(k): _copy_numeric(
+            v, str(k), sender, pname, protocol is not None and protocol.kind(str(k)) == "metadata"
+        )
+        for k, v in items
+    }
+
+
+def _check_metadata(key: str, value: Any, center: str, protocol: str) -> None:
+    """Metadata are labels and settings: short strings, small integers (and lists of them)."""
+    for v in value if isinstance(value, list | tuple) else [value]:
+        if isinstance(v, np.ndarray):
+            if v.dtype.kind in "US" and all(len(str(x)) <= METADATA_MAX_STRING for x in v.ravel()):
+                continue
+            if v.dtype.kind in "biuf" and (
+                v.size == 0
+                or (np.all(np.isfinite(v)) and np.all(v == np.round(v))
+                    and np.abs(v).max() < METADATA_MAX_INT)
+            ):  # ids and settings (an id array may be stored as floats)  # fmt: skip
+                continue
+        elif v is None or isinstance(v, bool):
+            continue
+        elif isinstance(v, str) and len(v) <= METADATA_MAX_STRING:
+            continue
+        elif isinstance(v, int | float) and float(v).is_integer() and abs(v) < METADATA_MAX_INT:
+            continue
+        elif isinstance(v, list | tuple):
+            _check_metadata(key, v, center, protocol)
+            continue
+        raise _violation(
+            f"metadata field {key!r} holds {type(v).__name__} values: metadata is for short "
+            f"strings (≤ {METADATA_MAX_STRING} characters) and small integers",
+            center, protocol, "metadata-is-small",
+            fix="declare numbers as aggregate / count / per_sample fields",
+        )  # fmt: skip
 
 
 def _count_floats(value: Any) -> int:
@@ -164,11 +240,29 @@ def check_disclosure(message: Mapping[str, Any], protocol: Protocol, center: str
                 f"field {k!r} holds per-sample rows, which this protocol does not allow",
                 center, name, "no-per-sample-rows",
             )  # fmt: skip
+    for k, kind in kinds.items():
+        if kind == "metadata":
+            _check_metadata(k, message[k], center, name)
     if from_server:
         return
+    for k, kind in kinds.items():
+        if kind == "table":
+            e = _entries(message[k])
+            if e.size and (not np.all(np.isfinite(e)) or np.any(e != np.round(e)) or e.min() < 0):
+                raise _violation(f"table field {k!r} is not a table of non-negative integers",
+                                 center, name, "counts-are-integers")  # fmt: skip
+            if np.any((e > 0) & (e < protocol.min_samples)):
+                raise _violation(
+                    f"table field {k!r} has a non-empty cell below min_samples="
+                    f"{protocol.min_samples}",
+                    center, name, f"min-samples>={protocol.min_samples}",
+                    fix="merge or suppress small cells at the centre",
+                )  # fmt: skip
     counts = [k for k, kind in kinds.items() if kind == "count"]
     for k in counts:
         e = _entries(message[k])
+        if e.size == 0:
+            raise _violation(f"count field {k!r} is empty", center, name, "counts-not-empty")
         if e.size and (not np.all(np.isfinite(e)) or np.any(e != np.round(e)) or e.min() < 0):
             raise _violation(f"count field {k!r} is not a non-negative integer", center, name,
                              "counts-are-integers")  # fmt: skip
@@ -180,7 +274,7 @@ def check_disclosure(message: Mapping[str, Any], protocol: Protocol, center: str
                 fix="the center must abstain (Ledger.abstain) instead of sending",
             )  # fmt: skip
     summaries = [k for k, kind in kinds.items() if kind in ("aggregate", "parameters")]
-    if summaries and not counts:
+    if summaries and not counts and not any(kind == "table" for kind in kinds.values()):
         declared = [k for k, v in protocol.fields.items() if v == "count"]
         raise _violation(
             f"field(s) {summaries} summarise samples but the message carries no count field",
@@ -215,25 +309,21 @@ class Ledger:
         round: int = 0,
         kind: str = "",
         protocol: Protocol | None = None,
+        *,
+        downlink: bool | None = None,
     ) -> Message:
-        """Check ``message`` (``sender`` → ``receiver``), record it, return a deep copy."""
+        """Check ``message`` (``sender`` → ``receiver``), record it, return a deep copy.
+
+        ``downlink=True``: the server re-distributes aggregates it already received (the
+        sample-count rules do not apply). ``None`` keeps the historic rule (a sender listed in
+        ``servers`` is the server); client proxies always say which direction a message goes.
+        """
         proto = protocol if protocol is not None else self.protocol
         pname = proto.name if proto is not None else ""
-        if not isinstance(message, Mapping):
-            raise _violation(
-                f"a message must be a dict of plain arrays / scalars, got {type(message).__name__}",
-                sender, pname or "(none)", "numeric-only",
-            )  # fmt: skip
-        from_server = sender in self.servers
+        out = snapshot(message, proto, sender)
+        from_server = (sender in self.servers) if downlink is None else bool(downlink)
         if proto is not None:
-            check_disclosure(message, proto, sender, from_server)
-        out = {
-            str(k): _copy_numeric(
-                v, str(k), sender, pname or "(none)",
-                proto is not None and proto.kind(k) == "metadata",
-            )
-            for k, v in message.items()
-        }  # fmt: skip
+            check_disclosure(out, proto, sender, from_server)
         self.records.append(
             {
                 "round": round,

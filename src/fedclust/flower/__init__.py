@@ -14,7 +14,6 @@ Requires the optional extra ``fedclust[flower]`` (``flwr[simulation]==1.40.0``).
 
 from __future__ import annotations
 
-ENGINES = ("inprocess", "flower")
 FLOWER_VERSION = "1.40.0"
 
 
@@ -26,8 +25,8 @@ def require_flwr() -> None:
         from fedclust.errors import ConfigError
 
         raise ConfigError(
-            "engine 'flower' needs the Flower package",
-            where="engine",
+            "a Flower engine needs the Flower package",
+            where="federation.engine",
             fix=f"pip install 'fedclust[flower]' (flwr[simulation]=={FLOWER_VERSION}) "
-            "or set engine: inprocess",
+            "or set federation.engine: inprocess",
         ) from exc

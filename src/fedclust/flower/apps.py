@@ -1,11 +1,12 @@
 """The ``ClientApp`` around a core client object and the ``ServerApp``-side client proxy.
 
-Client side (:func:`make_client_app`): a Flower ``ClientApp`` whose handlers call the core
-center's own methods — ``fit`` (message type ``train``), ``evaluate`` and any other method by
-name (``query``) — in Flower's ``NumPyClient`` calling convention ``method(parameters, config)``.
-No algorithm lives here. A center that answers :class:`~fedclust.federation.Abstain` replies with
-its reason only. When the request names the protocol's fields (``__fields__``) the center sends
-only those, so nothing undeclared leaves it.
+Client side (:func:`make_client_app`): a Flower ``ClientApp`` whose handlers run the centre side
+of the exchange, :func:`fedclust.federation.guard.reply` — the very code the in-process proxy
+runs — for ``fit`` (message type ``train``), ``evaluate`` and any other method by name
+(``query``), in Flower's ``NumPyClient`` calling convention ``method(parameters, config)``. The
+centre applies the protocol *it* declares for the method (the request only names it,
+``__protocol__``) and its own disclosure policy, *before* the reply is encoded; a refusal or an
+:class:`~fedclust.federation.Abstain` goes back as its reason only. No algorithm lives here.
 
 Server side (:class:`FlowerClientProxy`): the core's ``LedgerClientProxy`` interface (``fit``,
 ``call``) with a Flower ``Grid`` as transport. The ledger hook sits on the server: every request
@@ -25,37 +26,28 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid
 
 from fedclust.federation import Abstain, Ledger, Protocol, Strategy
+from fedclust.federation.guard import reply
+from fedclust.federation.transport import centre_id
 
 from .records import decode, encode
 
 SERVER = "server"
 METHOD = "__method__"
-FIELDS = "__fields__"
+PROTOCOL = "__protocol__"
 ABSTAIN = "__abstain__"
 CID = "__cid__"
 REPLY_TIMEOUT_S = 3600.0
 
 
-def center_id(client: Any) -> str:
-    """A core client's name: ``cid`` (DEC) or ``name`` (heart)."""
-    return str(getattr(client, "cid", None) or client.name)
-
-
 def answer(client: Any, method: str, request: dict[str, Any]) -> dict[str, Any]:
-    """Run ``client.<method>(parameters, config)`` and shape its answer as one message."""
+    """The centre side of one request (:func:`fedclust.federation.guard.reply`), as a message."""
     if method == CID:
-        return {"cid": center_id(client)}
-    fields = [f for f in str(request.pop(FIELDS, "")).split(",") if f]
+        return {"cid": centre_id(client)}
+    protocol = request.pop(PROTOCOL, None)
     params = request.pop("parameters", None)
-    out = getattr(client, method)(params, request)
+    out = reply(client, method, params, request, None if protocol is None else str(protocol))
     if isinstance(out, Abstain):
         return {ABSTAIN: out.reason}
-    if isinstance(out, tuple):  # NumPyClient: fit -> (parameters, n, metrics)
-        first, n, metrics = out  # evaluate -> (loss, n, metrics)
-        head = "parameters" if method == "fit" else "loss"
-        out = {head: first, "n": n, **metrics}
-    if fields:
-        out = {k: v for k, v in out.items() if k in fields}
     return out
 
 
@@ -154,9 +146,8 @@ class FlowerStrategy(Strategy):
         self, server_round: int, parameters: list, clients: Sequence[Any], config: Any
     ) -> list[tuple[Any, dict[str, Any]]]:
         pairs = self.inner.configure_fit(server_round, parameters, clients, config)
-        fields = ",".join(self.protocol.fields)
         msgs = [
-            Message(encode({**cfg, "parameters": parameters, FIELDS: fields}),
+            Message(encode({**cfg, "parameters": parameters, PROTOCOL: self.protocol.name}),
                     dst_node_id=p.node_id, message_type="train")
             for p, cfg in pairs
         ]  # fmt: skip
@@ -196,6 +187,7 @@ class FlowerClientProxy:
             server_round,
             f"{kind}_global",
             protocol=protocol,
+            downlink=True,
         )
         if self.pending is not None:  # sent by FlowerStrategy.configure_fit (same parameters)
             out = collect(self.grid, self.pending, self.node_id)
@@ -206,8 +198,9 @@ class FlowerClientProxy:
             self.ledger.abstain(self.cid, server_round, protocol, str(out[ABSTAIN]))
             return None
         up = self.ledger.send(
-            self.cid, SERVER, out, server_round, f"{kind}_update", protocol=protocol
-        )
+            self.cid, SERVER, out, server_round, f"{kind}_update", protocol=protocol,
+            downlink=False,
+        )  # fmt: skip
         return (
             up["parameters"],
             up["n"],
@@ -215,8 +208,7 @@ class FlowerClientProxy:
         )
 
     def _train(self, parameters: list, config: dict[str, Any], protocol: Protocol) -> dict:
-        fields = ",".join(protocol.fields)
-        payload = {**config, "parameters": parameters, FIELDS: fields}
+        payload = {**config, "parameters": parameters, PROTOCOL: protocol.name}
         return exchange(self.grid, self.node_id, "train", payload)
 
     def call(
@@ -229,12 +221,12 @@ class FlowerClientProxy:
         down_protocol: Protocol | None = None,
     ) -> dict[str, Any] | None:
         down = self.ledger.send(
-            SERVER, self.cid, server_msg, server_round, f"{kind}_request", protocol=down_protocol
-        )
-        out = exchange(
-            self.grid, self.node_id, "query", {**down, FIELDS: ",".join(protocol.fields)}, method
-        )
+            SERVER, self.cid, server_msg, server_round, f"{kind}_request", protocol=down_protocol,
+            downlink=True,
+        )  # fmt: skip
+        out = exchange(self.grid, self.node_id, "query", {**down, PROTOCOL: protocol.name}, method)
         if ABSTAIN in out:
             self.ledger.abstain(self.cid, server_round, protocol, str(out[ABSTAIN]))
             return None
-        return self.ledger.send(self.cid, SERVER, out, server_round, kind, protocol=protocol)
+        return self.ledger.send(self.cid, SERVER, out, server_round, kind, protocol=protocol,
+                                downlink=False)  # fmt: skip

@@ -59,6 +59,15 @@ def _processes() -> Iterator[list[subprocess.Popen]]:
                 p.wait(timeout=10)
 
 
+def _log_tail(proc: subprocess.Popen, lines: int = 15) -> str:
+    """The end of a child's log (``start`` keeps its path on the process object)."""
+    path = getattr(proc, "log_path", None)
+    if path is None or not Path(path).exists():
+        return ""
+    tail = Path(path).read_text(errors="replace").splitlines()[-lines:]
+    return f"\n--- {path} (last {len(tail)} lines) ---\n" + "\n".join(tail)
+
+
 def _wait_port(port: int, timeout: float, proc: subprocess.Popen) -> None:
     t0 = time.monotonic()
     while True:
@@ -66,7 +75,7 @@ def _wait_port(port: int, timeout: float, proc: subprocess.Popen) -> None:
             if s.connect_ex((HOST, port)) == 0:
                 return
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")
+            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}{_log_tail(proc)}")
         if time.monotonic() - t0 > timeout:
             raise TimeoutError(f"nothing listens on {HOST}:{port} after {timeout:.0f}s")
         time.sleep(0.2)
@@ -75,9 +84,10 @@ def _wait_port(port: int, timeout: float, proc: subprocess.Popen) -> None:
 def _wait_for(path: Path, timeout: float, procs: Sequence[subprocess.Popen], what: str) -> None:
     t0 = time.monotonic()
     while not path.exists():
-        dead = [p.args[0] for p in procs if p.poll() is not None]
+        dead = [p for p in procs if p.poll() is not None]
         if dead:
-            raise RuntimeError(f"{what}: {dead} exited early")
+            logs = "".join(_log_tail(p) for p in dead)
+            raise RuntimeError(f"{what}: {[p.args[0] for p in dead]} exited early{logs}")
         if time.monotonic() - t0 > timeout:
             raise TimeoutError(f"{what}: nothing after {timeout:.0f}s")
         time.sleep(0.2)
@@ -100,14 +110,20 @@ def run_localhost(
         f'[superlink]\ndefault = "local"\n\n[superlink.local]\naddress = "{HOST}:{link}"\n'
         "insecure = true\n"
     )
-    env = {**os.environ, "FLWR_HOME": str(work / "home")}
+    # Flower's executables start each other (the SuperLink runs flower-superexec): find them in
+    # this interpreter's environment, activated or not
+    bindir = str(Path(sys.executable).parent)
+    env = {**os.environ, "FLWR_HOME": str(work / "home"),
+           "PATH": os.pathsep.join([bindir, os.environ.get("PATH", "")])}  # fmt: skip
     cfg = {**run_config, "centers": len(center_files), "out-dir": str(out)}
     overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in cfg.items())
 
     def start(name: str, args: list[str]) -> subprocess.Popen:
         log = open(work / f"{name}.log", "wb")
-        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)  # fmt: skip
+        proc.log_path = work / f"{name}.log"  # type: ignore[attr-defined]
+        return proc
 
     with _processes() as procs:
         procs.append(start("superlink", [

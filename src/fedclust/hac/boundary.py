@@ -36,17 +36,20 @@ def simultaneous_protocol(n_min: int) -> Protocol:
         {
             "centroids": "aggregate",
             "sizes": "count",
-            "dendrogram": "metadata",
+            "dendrogram": "per_sample",  # local merge heights: distances between patients
             "roots": "metadata",
             "n": "count",
         },
         min_samples=int(n_min),
+        per_sample=True,
     )
 
 
 def gradual_protocols(n_min: int) -> dict[str, Protocol]:
-    """Algorithm 4: the centroid publication (≥ n_min samples) and the distance traffic."""
-    meta = "metadata"
+    """Algorithm 4: the centroid publication (≥ n_min samples) and the distance traffic.
+    Distances, merge heights and cluster sizes below the floor are per-sample information
+    (issue 22): they are declared ``per_sample``, not metadata; ids stay metadata."""
+    meta, row = "metadata", "per_sample"
     return {
         "centroid": Protocol(
             "hac.gradual.centroid",
@@ -54,20 +57,25 @@ def gradual_protocols(n_min: int) -> dict[str, Protocol]:
             min_samples=int(n_min),
         ),
         "setup": Protocol("hac.gradual.setup", {"n": meta}),
-        "candidate": Protocol("hac.gradual.candidate", {"d": meta, "pair": meta, "reported": meta}),
-        "merge": Protocol("hac.gradual.merge", {"pair": meta, "h": meta, "sizes": meta}),
+        "candidate": Protocol(
+            "hac.gradual.candidate", {"d": row, "pair": meta, "reported": row}, per_sample=True
+        ),
+        "merge": Protocol(
+            "hac.gradual.merge", {"pair": meta, "h": row, "sizes": row}, per_sample=True
+        ),
         "distances": Protocol(
             "hac.gradual.distances",
             {
                 "cluster": meta,
                 "to": meta,
-                "d": meta,
-                "min": meta,
-                "max": meta,
-                "sum": meta,
-                "count": meta,
-                "delta": meta,
+                "d": row,
+                "min": row,
+                "max": row,
+                "sum": row,
+                "count": row,
+                "delta": row,
             },
+            per_sample=True,
         ),  # fmt: skip
     }
 

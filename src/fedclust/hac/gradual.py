@@ -287,7 +287,7 @@ class GradualCenter:
         self.cache.kill_row(pl)
         d[:, pl] = np.inf
         self.owner[self.owner == sl] = sg
-        msg = {"cluster": sl, "to": self.pub.gslot[act].astype(float), "d": row}
+        msg = {"cluster": sl, "to": self.pub.gslot[act].astype(np.int64), "d": row}
         if self.delta is not None:
             self.delta[self.nloc + g] += self.delta[pl]
             self.delta[pl] = 0.0
@@ -331,14 +331,14 @@ class GradualCenter:
         if self.pub.gidx[slot] < 0:  # first share: the cluster becomes global
             pl = self.pos[slot]
             act = np.flatnonzero(self.pub.gsize[: self.pub.n_global] > 0)
-            row = {"cluster": slot, "to": self.pub.gslot[act].astype(float),
+            row = {"cluster": slot, "to": self.pub.gslot[act].astype(np.int64),
                    "d": self.d[pl, self.nloc + act].copy()}  # fmt: skip
             if self.delta is not None:
                 row["delta"] = self.delta[pl][act].sum(axis=1)
         elif self.delta is not None:
             g = int(self.pub.gidx[slot])
             act = np.flatnonzero(self.pub.gsize[: self.pub.n_global] > 0)
-            row = {"cluster": slot, "to": self.pub.gslot[act].astype(float),
+            row = {"cluster": slot, "to": self.pub.gslot[act].astype(np.int64),
                    "delta": self.delta[self.nloc + g][act].sum(axis=1)}  # fmt: skip
         return msg, row
 
@@ -406,11 +406,11 @@ class GradualCenter:
             if cg is not None:
                 self.cache.column(cg)
         if method in ("centroid", "ward"):
-            return {"to": np.zeros(0)}
+            return {"to": np.zeros(0, np.int64)}
         gl = np.flatnonzero(self.pub.wait[: self.pub.n_global, self.k] > 0)
         gl = gl[gl != g]
         gr = self.nloc + gl
-        out = {"to": self.pub.gslot[gl].astype(float)}
+        out = {"to": self.pub.gslot[gl].astype(np.int64)}
         if lo is not None:
             out["min"] = lo[gr]
         elif hi is not None:
@@ -611,7 +611,7 @@ def gradual_sharing(
     if all_public:  # every singleton is published at once: all distances exact
         for c in cents:
             msg = send(led, c.name, SERVER, {"centroid": c.x, "size": np.ones(c.nk),
-                                             "cluster": c.slots.astype(float)},
+                                             "cluster": c.slots.astype(np.int64)},
                        0, "centroid", proto["centroid"])  # fmt: skip
             for s in msg["cluster"].astype(int):
                 pub.new_global(s)

@@ -22,7 +22,7 @@ import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
 from fedclust.errors import ConfigError
-from fedclust.federation import Ledger
+from fedclust.federation import INPROCESS, Ledger, Transport
 from fedclust.seeds import derive_seed, rng
 
 from .cohort import fit_preprocess, select_endpoint
@@ -177,8 +177,10 @@ def run_job(
     rep: int,
     cfg: dict[str, Any],
     seed: int,
+    transport: Transport = INPROCESS,
 ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
-    """Returns (result dict, CV table, blind-test predictions)."""
+    """Returns (result dict, CV table, blind-test predictions); ``transport`` carries every
+    federated exchange (:func:`fedclust.transports.from_config`)."""
     if strategy not in STRATEGIES:
         raise ConfigError(
             f"unknown strategy {strategy!r}",
@@ -194,7 +196,7 @@ def run_job(
         mc, d["x_train"].shape[1], derive_seed(seed, "survival", endpoint, rep, "init")
     )
     hps = grid(cfg)
-    fed = Federation.from_config(cfg)
+    fed = Federation.from_config(cfg, transport)
     label = (seed, "survival", endpoint, rep, scenario, strategy)
     cv_ledger, ledger = Ledger(), Ledger()
     rows = []
@@ -276,8 +278,9 @@ def run_units(
     rep: int,
     cfg: dict[str, Any],
     seed: int,
+    transport: Transport = INPROCESS,
 ) -> list[tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]]:
     """Several (scenario, strategy) units of one (endpoint, rep) in one process (``fanout:
     repetition``, issue 15): each unit's seeds derive from its own identity, so every result
     equals :func:`run_job` of that unit alone."""
-    return [run_job(x, obs, endpoint, sc, st, rep, cfg, seed) for sc, st in units]
+    return [run_job(x, obs, endpoint, sc, st, rep, cfg, seed, transport) for sc, st in units]

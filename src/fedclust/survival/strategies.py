@@ -26,11 +26,14 @@ import torch
 
 from fedclust.errors import ConfigError, InputDataError
 from fedclust.federation import (
+    INPROCESS,
     FedAvg,
     Ledger,
     LedgerClientProxy,
     Protocol,
     RoundLog,
+    Transport,
+    federate,
     fit_protocol,
     run_rounds,
 )
@@ -72,16 +75,16 @@ PROTOCOLS = (FIT, LOCAL_MODEL, EVALUATE_REQUEST, EVALUATE, CV_PREDICTIONS)
 
 @dataclass(frozen=True)
 class Federation:
-    """How the strategies federate (config ``survival.min_samples``, ``survival.engine``): the
-    ledger's ``min_samples`` of the model-update protocols, and what carries Weights
-    Averaging's rounds (``inprocess`` | ``flower``)."""
+    """How the strategies federate: the ``min_samples`` of the model-update protocols (config
+    ``survival.min_samples``) and the transport that carries every exchange (built by the rule
+    script from ``federation.engine``, :func:`fedclust.transports.from_config`)."""
 
     min_samples: int = MIN_SAMPLES
-    engine: str = "inprocess"
+    transport: Transport = INPROCESS
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> Federation:
-        return cls(int(cfg.get("min_samples", MIN_SAMPLES)), str(cfg.get("engine", "inprocess")))
+    def from_config(cls, cfg: Mapping[str, Any], transport: Transport = INPROCESS) -> Federation:
+        return cls(int(cfg.get("min_samples", MIN_SAMPLES)), transport)
 
     @property
     def fit(self) -> Protocol:
@@ -169,10 +172,6 @@ def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:
     return sum(w * predict(net, p, x) for p, w in model)
 
 
-def _proxies(clients: Sequence[SurvivalClient], ledger: Ledger) -> list[LedgerClientProxy]:
-    return [LedgerClientProxy(c.cid, c, ledger) for c in clients]
-
-
 def _lr_round(proxies: Sequence[LedgerClientProxy], params, rule: LrRule, k: int) -> float:
     """Evaluate exchange: masked (per-centre) Cox loss of the current model → lr rule."""
     msgs = [
@@ -204,24 +203,20 @@ def run_weights_averaging(
     hp: HyperParams,
     mc: ModelConfig,
     ledger: Ledger,
-    engine: str | None = None,
     fed: Federation = DEFAULT,
 ) -> Model:
     """FedAvg with ``ie`` local epochs for ``fe`` rounds, weights n_k / N (D6.2 Fig. 8.5), on
-    the federation core's round loop (``engine``: ``inprocess`` or ``flower``; default
-    ``fed.engine``)."""
+    the federation core's round loop over ``fed.transport``."""
     strategy = LrRuleFedAvg(rule=LrRule(hp.lr, mc.lr_floor))
-    params = run_rounds(
-        _proxies(clients, ledger),
-        strategy,
-        [p.copy() for p in init],
-        hp.fe,
-        {"epochs": hp.ie, "batches": hp.batches},
-        fed.fit,
-        kind="fit",
-        label=f"survival weights_averaging {hp.label()} ({len(clients)} centres)",
-        engine=fed.engine if engine is None else engine,
-    )
+
+    def server(proxies: list) -> list:
+        return run_rounds(
+            proxies, strategy, [p.copy() for p in init], hp.fe,
+            {"epochs": hp.ie, "batches": hp.batches}, fed.fit, kind="fit",
+            label=f"survival weights_averaging {hp.label()} ({len(clients)} centres)",
+        )  # fmt: skip
+
+    params = federate(clients, server, ledger=ledger, transport=fed.transport)
     return [(params, 1.0)]
 
 
@@ -236,18 +231,22 @@ def run_sequential(
 ) -> Model:
     """The model visits the centres one after another, ``ie`` epochs each; the order is
     reshuffled every federated epoch (D6.2 Fig. 8.4)."""
-    params, rule = [p.copy() for p in init], LrRule(hp.lr, mc.lr_floor)
-    proxies = _proxies(clients, ledger)
-    clock = RoundLog(f"survival sequential {hp.label()} ({len(clients)} centres)", hp.fe)
-    for k in range(hp.fe):
-        lr = _lr_round(proxies, params, rule, k)
-        cfg = {"epochs": hp.ie, "batches": hp.batches, "lr": lr}
-        for i in rng.permutation(len(clients)):
-            out = proxies[int(i)].fit(params, cfg, k, "sequential", fed.fit)
-            if out is not None:
-                params = out[0]
-        clock.done(k + 1)
-    return [(params, 1.0)]
+    rule = LrRule(hp.lr, mc.lr_floor)
+
+    def server(proxies: list) -> list:
+        params = [p.copy() for p in init]
+        clock = RoundLog(f"survival sequential {hp.label()} ({len(clients)} centres)", hp.fe)
+        for k in range(hp.fe):
+            lr = _lr_round(proxies, params, rule, k)
+            cfg = {"epochs": hp.ie, "batches": hp.batches, "lr": lr}
+            for i in rng.permutation(len(clients)):
+                out = proxies[int(i)].fit(params, cfg, k, "sequential", fed.fit)
+                if out is not None:
+                    params = out[0]
+            clock.done(k + 1)
+        return params
+
+    return [(federate(clients, server, ledger=ledger, transport=fed.transport), 1.0)]
 
 
 def run_local(
@@ -284,7 +283,7 @@ def train_strategy(
     fed: Federation = DEFAULT,
 ) -> Model:
     """Train ``strategy`` on ``clients`` (centralized: the clients' data pooled, no messages);
-    ``fed``: the ledger's min_samples and Weights Averaging's engine."""
+    ``fed``: the ledger's min_samples and the transport."""
     if strategy == "weights_averaging":
         return run_weights_averaging(clients, init, hp, mc, ledger, fed=fed)
     if strategy == "sequential":
