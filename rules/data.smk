@@ -13,6 +13,11 @@ COHORTS = RNASEQ["cohorts"]
 MDS = DATA["mds"]
 MNIST = DATA["mnist"]
 SPLITS = DATA["splits"]
+PREP = DATA["federated"]  # federated preprocessing (issue 23): floor, bins
+RNA_POOLED = W.prep_dir(DATA, "rnaseq", "pooled")
+RNA_FED = W.prep_dir(DATA, "rnaseq", "federated")
+MDS_POOLED = W.prep_dir(DATA, "mds", "pooled")
+MDS_FED = W.prep_dir(DATA, "mds", "federated")
 COHORT_RE = "[A-Z0-9]+"
 DATASET_RE = "rnaseq/[A-Z0-9]+|mds|mnist|bmnist"
 
@@ -159,8 +164,9 @@ rule rnaseq_cohort:
         sites=W.tss_sites(DATA),
     output:
         counts="results/data/rnaseq/{cohort}/counts.parquet",
-        sf="results/data/rnaseq/{cohort}/sf.parquet",
-        vst="results/data/rnaseq/{cohort}/vst.parquet",
+        sf=f"{RNA_POOLED}/sf.parquet",
+        vst=f"{RNA_POOLED}/vst.parquet",
+        fit=f"{RNA_POOLED}/vst_fit.npz",
         obs="results/data/rnaseq/{cohort}/obs.tsv",
         pca=report(
             "results/data/rnaseq/{cohort}/pca.png",
@@ -188,6 +194,46 @@ rule rnaseq_cohort:
         "../scripts/data_rnaseq.py"
 
 
+# federated size factors / VST / top-N genes by the centres of the cohort's split (issue 23):
+# the data contract's sf/vst when data.rnaseq.preprocess is federated, else a comparison run
+# (data.rnaseq.federated.compare) beside the pooled one
+if W.federated_cohorts(DATA):
+    RNA_FED_SPLIT = W.federated_split(DATA, "rnaseq")
+
+    rule rnaseq_federated:
+        input:
+            counts="results/data/rnaseq/{cohort}/counts.parquet",
+            split=f"results/data/rnaseq/{{cohort}}/splits/{RNA_FED_SPLIT}.tsv",
+            pooled_sf=f"{RNA_POOLED}/sf.parquet",
+            pooled_vst=f"{RNA_POOLED}/vst.parquet",
+            pooled_fit=f"{RNA_POOLED}/vst_fit.npz",
+        output:
+            sf=f"{RNA_FED}/sf.parquet",
+            vst=f"{RNA_FED}/vst.parquet",
+            agreement="results/data/rnaseq/{cohort}/federated/agreement.tsv",
+            ledger="results/data/rnaseq/{cohort}/federated/ledger.tsv",
+        log:
+            "results/logs/data/rnaseq_federated_{cohort}.log",
+        benchmark:
+            "results/benchmarks/rnaseq_federated/{cohort}.tsv"
+        wildcard_constraints:
+            cohort="|".join(W.federated_cohorts(DATA)),
+        conda:
+            "../envs/fedclust.yaml"
+        threads: job_threads("rnaseq_federated")
+        resources:
+            **job_resources("rnaseq_federated"),
+        params:
+            top_genes=RNASEQ["top_genes"],
+            vst_fit_genes=RNASEQ.get("vst_fit_genes"),
+            vst_fit_pool=RNASEQ.get("vst_fit_pool", "mean5"),
+            seed=SEED,
+            prep=PREP,
+            split=RNA_FED_SPLIT,
+        script:
+            "../scripts/data_rnaseq_federated.py"
+
+
 # ---- MDS (seed 000) -------------------------------------------------------------------------
 
 
@@ -195,7 +241,8 @@ rule mds:
     input:
         unpack(lambda wildcards: W.mds_inputs(DATA)),
     output:
-        features="results/data/mds/features.parquet",
+        features=f"{MDS_POOLED}/features.parquet",
+        raw="results/data/mds/features_raw.parquet",
         obs="results/data/mds/obs.tsv",
         nans="results/data/mds/nans_imputed.tsv",
     log:
@@ -210,6 +257,33 @@ rule mds:
         cfg=MDS,
     script:
         "../scripts/data_mds.py"
+
+
+# NaN → the column frequency of ones computed by the centres of a split (issue 23)
+if W.mds_federated(DATA):
+    MDS_FED_SPLIT = W.federated_split(DATA, "mds")
+
+    rule mds_federated:
+        input:
+            raw="results/data/mds/features_raw.parquet",
+            pooled=f"{MDS_POOLED}/features.parquet",
+            split=f"results/data/mds/splits/{MDS_FED_SPLIT}.tsv",
+        output:
+            features=f"{MDS_FED}/features.parquet",
+            agreement="results/data/mds/federated/agreement.tsv",
+            ledger="results/data/mds/federated/ledger.tsv",
+        log:
+            "results/logs/data/mds_federated.log",
+        conda:
+            "../envs/fedclust.yaml"
+        threads: job_threads("mds_federated")
+        resources:
+            **job_resources("mds_federated"),
+        params:
+            prep=PREP,
+            split=MDS_FED_SPLIT,
+        script:
+            "../scripts/data_mds_federated.py"
 
 
 # ---- MNIST / BMNIST (seed 000) --------------------------------------------------------------
@@ -276,10 +350,14 @@ rule data_report:
         nans="results/data/mds/nans_imputed.tsv",
         splits=[p for s in W.splits(DATA).values() for p in s.values()],
         figures=[f["path"] for f in W.figures(DATA)],
+        agreement=W.agreement_tables(DATA),
+        heart="results/data/heart/imputation.json" if enabled("decentral") else [],
     output:
         summary=report(
             "results/data/summary.tsv", caption="../report/data.rst", category="Data"
         ),
+        federated_rnaseq="results/data/federated_rnaseq.tsv",
+        federated_tables="results/data/federated_tables.tsv",
         section="results/report/sections/data.json",
     log:
         "results/logs/data/data_report.log",
@@ -293,6 +371,8 @@ rule data_report:
         sources=W.sources(DATA),
         figures=W.figures(DATA),
         texts=W.texts(DATA),
+        prep=PREP,
+        modes=W.preprocess_modes(config),
     script:
         "../scripts/data_report.py"
 
@@ -318,5 +398,6 @@ rule data_heart:
         **job_resources("data_heart"),
     params:
         cfg=HEART_CFG,
+        prep=PREP,
     script:
         "../scripts/data_heart.py"

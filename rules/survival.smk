@@ -5,6 +5,12 @@
 from fedclust.survival import workflow as SW
 
 SURV = config.get("survival", {})
+# survival.preprocess: federated reads the data stage's floor and bins (data.federated)
+SURV_CFG = (
+    {**SURV, "federated": config["data"]["federated"]}
+    if SURV.get("preprocess") == "federated"
+    else SURV
+)
 SURV_JOBS = SW.jobs(SURV) if enabled("survival") else []
 SURV_REF = [
     (e, s)
@@ -79,7 +85,7 @@ rule survival_job:
     resources:
         **job_resources("survival_job"),
     params:
-        cfg=SURV,
+        cfg=SURV_CFG,
         seed=SEED,
         units=SURV_UNITS,
     script:
@@ -116,6 +122,8 @@ rule survival_reference:
 rule survival_report:
     input:
         info="results/survival/cohort/info.json",
+        covariates="results/survival/cohort/covariates.parquet",
+        outcomes="results/survival/cohort/outcomes.tsv",
         results=[SW.job_path(*j, "result.json") for j in SURV_JOBS],
         predictions=[SW.job_path(*j, 0, "predictions.tsv") for j in SURV_PRED],
         checks=[f"results/survival/{e}/{s}/reference/check.json" for e, s in SURV_REF],
@@ -126,6 +134,7 @@ rule survival_report:
         results="results/survival/all_results.tsv",
         summary=report("results/survival/summary.tsv", **SURV_REPORT),
         checks="results/survival/reference_checks.tsv",
+        preprocess="results/survival/preprocess_federated_vs_pooled.tsv",
         tables=[
             f"results/survival/{e}/{t}.tsv"
             for e in SURV.get("endpoints", [])
@@ -147,6 +156,8 @@ rule survival_report:
         **job_resources("survival_report"),
     params:
         cfg=SURV,
+        prep=config["data"]["federated"],
+        seed=SEED,
         pred_jobs=SURV_PRED,
     script:
         "../scripts/survival_report.py"

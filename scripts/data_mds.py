@@ -1,4 +1,6 @@
-"""Rule `mds`: IPSS-M cohort (real) or the MDS-like simulator → features.parquet, obs.tsv."""
+"""Rule `mds`: IPSS-M cohort (real) or the MDS-like simulator → features.parquet (NaN imputed by
+the pooled column frequency), features_raw.parquet (NaN kept, for the federated imputation),
+obs.tsv."""
 
 import pandas as pd
 from _common import run
@@ -13,11 +15,13 @@ def main() -> None:
     cfg, out = snakemake.params.cfg, snakemake.output
     if cfg["source"] == "ipssm":
         i = snakemake.input
-        feats, obs, n_nan = load_ipssm(i.clinical, i.mut, i.cna, label=cfg["label"])
+        raw, obs, _ = load_ipssm(i.clinical, i.mut, i.cna, label=cfg["label"], impute=False)
+        feats, n_nan = impute_binary_frequency(raw, where=f"{i.mut} + {i.cna}")
     else:
         raw, obs = simulate_mds(seed=snakemake.params.seed, **cfg["simulate"])
         feats, n_nan = impute_binary_frequency(raw, where="simulated MDS")
     write_table(out.features, feats)
+    write_table(out.raw, raw.astype(float))
     write_table(out.obs, obs)
     write_table(out.nans, pd.DataFrame({"nans_imputed": n_nan}))
 

@@ -18,6 +18,7 @@ def main() -> None:
         default_config=bool(p.cfg["reduced"]),
         tuning=list(snakemake.input.tuning),
         sources=dict(p.get("sources", {})),
+        cfg=dict(p.cfg),
     )
 
 

@@ -1,12 +1,15 @@
-"""Rule `perf_hac`: time each federated HAC method against its pooled scipy reference."""
+"""Rule `perf_hac`: time each federated HAC method against its pooled scipy reference, and the
+federated preprocessing against pooled pydeseq2 (issue 23)."""
 
 import logging
 
+import pandas as pd
 from _common import run
 
 from fedclust.io import write_json, write_table
 from fedclust.perf.hac import hac_benchmark
 from fedclust.perf.machine import machine
+from fedclust.perf.preprocess import preprocess_benchmark
 from fedclust.perf.report import build_section
 
 
@@ -23,6 +26,10 @@ def main() -> None:
         gene_objects=int(cfg["gene_objects"]),
         repeat=int(cfg["repeat"]),
     )
+    prep = cfg["preprocess"]
+    if prep["enabled"]:
+        row = preprocess_benchmark(seed, n=int(prep["samples"]), genes=int(prep["genes"]))
+        table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
     logging.info("\n%s", table.to_string())
     write_table(out.table, table, index=False)
     write_json(out.machine, info)

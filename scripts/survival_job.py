@@ -24,9 +24,15 @@ def main() -> None:
         units = [tuple(u) for u in units]
         paths = list(zip(out.result, out.cv, out.predictions, strict=True))
     results = run_units(
-        x, obs, w.endpoint, units, int(w.rep), snakemake.params.cfg, snakemake.params.seed,
+        x,
+        obs,
+        w.endpoint,
+        units,
+        int(w.rep),
+        snakemake.params.cfg,
+        snakemake.params.seed,
         transport=from_config(snakemake.config),
-    )  # fmt: skip
+    )
     for (res, cv, pred), (p_res, p_cv, p_pred) in zip(results, paths, strict=True):
         write_json(p_res, res)
         write_table(p_cv, cv, index=False)

@@ -12,6 +12,8 @@ def main() -> None:
         files(snakemake.output),
         cfg=snakemake.params.cfg,
         pred_jobs=[tuple(j) for j in snakemake.params.pred_jobs],
+        prep=snakemake.params.prep,
+        seed=int(snakemake.params.seed),
     )
 
 

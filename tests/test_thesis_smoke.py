@@ -23,7 +23,10 @@ SHAPE = [
     "decentral.splits", "decentral.modes", "decentral.approaches", "admm.modes",
     "fedcref.variants", "fedcref.experiments.exp1", "fedcref.experiments.exp2",
     "fedcref.experiments.exp3", "survival.scenarios",
-    "survival.strategies", "survival.reference_scenarios",
+    "survival.strategies", "survival.reference_scenarios", "bayes.baselines",
+    "bayes.federated.splits", "bayes.fanout", "bayes.priors.gaussian.neg_log_sigma",
+    "bayes.priors.mixture.pi", "bayes.priors.mixture.neg_log_sigma1",
+    "bayes.priors.mixture.neg_log_sigma2",
 ]  # fmt: skip
 
 
@@ -59,7 +62,15 @@ def test_smoke_config_is_thesis_shaped_small_and_offline(repo):
     assert load_yaml(repo / "config" / "thesis-smoke.yaml")["base"] == "thesis.yaml"
     assert "base" not in smoke
     validate_config(copy.deepcopy(smoke), SCHEMA, source="thesis-smoke.yaml")
-    fewer = ("data.rnaseq.cohorts", "survival.endpoints", "dec.federated.centroid_aggregation")
+    fewer = (
+        "data.rnaseq.cohorts",
+        "survival.endpoints",
+        "dec.federated.centroid_aggregation",
+        "bayes.priors.gaussian.neg_log_sigma",
+        "bayes.priors.mixture.pi",
+        "bayes.priors.mixture.neg_log_sigma1",
+        "bayes.priors.mixture.neg_log_sigma2",
+    )
     for key in SHAPE:
         if key not in fewer and key != "dec.grid":
             assert _get(smoke, key) == _get(thesis, key), key
@@ -68,11 +79,12 @@ def test_smoke_config_is_thesis_shaped_small_and_offline(repo):
     for axis, values in _get(thesis, "dec.grid").items():  # every grid axis, fewer points
         ours = smoke["dec"]["grid"][axis]
         assert 0 < len(ours) and set(ours) <= set(values)
-    for key in ("dec.datasets", "fedcref.datasets", "admm.tasks"):  # the same names
+    for key in ("dec.datasets", "fedcref.datasets", "admm.tasks", "bayes.federated.methods"):
         assert set(_get(smoke, key)) == set(_get(thesis, key)), key
     # offline: nothing to download (IPSS-M comes from the data mirror in CI)
     assert smoke["data"]["rnaseq"]["source"] == "simulated"
     assert smoke["data"]["mnist"]["source"] == "digits"
+    assert smoke["bayes"]["data"]["source"] == "digits"
     assert {d["source"] for d in smoke["fedcref"]["datasets"].values()} <= {"digits", "synthetic"}
     # tiny
     assert smoke["survival"]["repetitions"] == 1 and smoke["fedcref"]["repetitions"] == 1

@@ -24,6 +24,7 @@ REPORT_MODULES: dict[str, str] = {
     "survival": "fedclust.survival.report",
     "admm": "fedclust.admm.report",
     "perf": "fedclust.perf.report",
+    "bayes": "fedclust.bayes.report",
 }
 
 

@@ -236,10 +236,15 @@ def true_sources(raw: pd.DataFrame, uci: pd.DataFrame) -> np.ndarray:
 
 
 def build(
-    raw: pd.DataFrame, uci: pd.DataFrame | None, imputation: str = "median"
+    raw: pd.DataFrame,
+    uci: pd.DataFrame | None,
+    imputation: str = "median",
+    imputed: tuple[pd.DataFrame, dict] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """Features (918 × 20), obs (target, hospital, source) and imputation info (spec §2.4–2.5)."""
-    imputed, info = impute_class_conditional(raw, imputation)
+    """Features (918 × 20), obs (target, hospital, source) and imputation info (spec §2.4–2.5).
+    ``imputed``: an already imputed table and its info (the federated imputation, issue 23);
+    default the pooled class-conditional imputation."""
+    imputed, info = imputed if imputed is not None else impute_class_conditional(raw, imputation)
     feats = one_hot(imputed)
     ids = [f"row{i:04d}" for i in range(len(raw))]
     feats.index = pd.Index(ids, name="sample_id")

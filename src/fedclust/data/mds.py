@@ -142,9 +142,10 @@ def ipssm_features(mut: pd.DataFrame, cna: pd.DataFrame, where: str) -> pd.DataF
 
 
 def load_ipssm(
-    clinical_path: str, mut_path: str, cna_path: str, label: str = "IPSSM"
+    clinical_path: str, mut_path: str, cna_path: str, label: str = "IPSSM", impute: bool = True
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
-    """Features (imputed, binary/probabilities), obs (label + survival) and NaNs per column."""
+    """Features (imputed, binary/probabilities), obs (label + survival) and NaNs per column.
+    ``impute=False``: the features with their NaNs (federated imputation, issue 23)."""
     verify_downloads([clinical_path, mut_path, cna_path])  # unchanged since the download
     clin, mut, cna = _read(clinical_path), _read(mut_path), _read(cna_path)
     _require(clin, [label, *SURVIVAL], clinical_path)
@@ -156,6 +157,8 @@ def load_ipssm(
     _require(mut, IPSSM_GENES, mut_path)
     raw = ipssm_features(mut, cna, where=cna_path)
     feats, n_nan = impute_binary_frequency(raw, where=f"{mut_path} + {cna_path}")
+    if not impute:
+        feats = raw.astype(float)
     feats.index = feats.index.astype(str)
     feats.index.name = "sample_id"
     obs = clin[surv].copy()

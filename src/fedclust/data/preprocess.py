@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -106,13 +107,27 @@ VST_MIN_MEAN = 5.0  # DESeq2 vst(): subset genes are drawn among those with base
 VST_FIT_POOLS = ("mean5", "nonzero")
 
 
-def _vst_fit_transform(
-    dds, fit_genes: int | None, seed: int, fit_pool: str = "mean5"
-) -> np.ndarray:
-    """VST values of every gene of ``dds``; dispersion trend fitted on ``fit_genes`` genes drawn
-    from ``fit_pool``: ``mean5`` (DESeq2 vst(nsub): mean normalised count > 5) or ``nonzero``
-    (every gene with a nonzero count: the genes full pydeseq2 fits its trend on, so the subset
-    trend is an unbiased estimate of pydeseq2's)."""
+@dataclass
+class VstFit:
+    """What pydeseq2's (blind) VST fit computed: the pooled reference of every federated step
+    (:mod:`fedclust.data.fedpreprocess`). Gene positions refer to the columns of the counts."""
+
+    size_factors: np.ndarray  # (n,) median of ratios
+    logmeans: np.ndarray  # (G,) per-gene mean log count (−inf: a zero count)
+    normed_means: np.ndarray  # (G,) mean size-factor normalised count
+    fit_idx: np.ndarray  # genes the dispersions and the trend were fitted on
+    dispersions: np.ndarray  # genewise VST dispersions of fit_idx (NaN: all-zero gene)
+    converged: np.ndarray  # per fit gene: L-BFGS-B converged (else pydeseq2's grid search)
+    coeffs: np.ndarray | None  # (a0, a1) of the parametric trend, None: mean fallback
+    mean_disp: float | None  # the mean-dispersion fallback (pydeseq2 ``fit_type="mean"``)
+    values: np.ndarray  # (n, G) VST of every gene
+
+
+def vst_fit(dds, fit_genes: int | None, seed: int, fit_pool: str = "mean5") -> VstFit:
+    """pydeseq2's VST of every gene of ``dds`` with its internals (:class:`VstFit`); dispersion
+    trend fitted on ``fit_genes`` genes drawn from ``fit_pool``: ``mean5`` (DESeq2 vst(nsub):
+    mean normalised count > 5) or ``nonzero`` (every gene with a nonzero count: the genes full
+    pydeseq2 fits its trend on, so the subset trend is an unbiased estimate of pydeseq2's)."""
     if fit_pool not in VST_FIT_POOLS:
         raise ValueError(f"vst fit_pool must be one of {VST_FIT_POOLS}, got {fit_pool!r}")
     with warnings.catch_warnings():
@@ -120,7 +135,9 @@ def _vst_fit_transform(
         dds.fit_size_factors()
         normed = np.asarray(dds.layers["normed_counts"])
         means = normed.mean(axis=0)
-        candidates = np.flatnonzero(means > (VST_MIN_MEAN if fit_pool == "mean5" else 0.0))
+        sf = np.asarray(dds.obs["size_factors"], dtype=float)
+        logmeans = np.asarray(dds.logmeans, dtype=float)
+        candidates = vst_fit_candidates(means, fit_pool)
         if fit_genes is None or len(candidates) <= fit_genes:
             if fit_genes is not None:
                 log.info(
@@ -130,13 +147,23 @@ def _vst_fit_transform(
                     VST_MIN_MEAN,
                 )
             dds.vst(use_design=False)
-            return np.asarray(dds.layers["vst_counts"])
-        idx = np.sort(rng(seed, "vst subset").choice(candidates, fit_genes, replace=False))
+            parametric = dds.vst_fit_type == "parametric"
+            return VstFit(
+                sf,
+                logmeans,
+                means,
+                np.arange(dds.n_vars),
+                np.asarray(dds.var["vst_genewise_dispersions"], dtype=float),
+                np.asarray(dds.var["_genewise_converged"].fillna(True), dtype=bool),
+                np.asarray(dds.uns["vst_trend_coeffs"], dtype=float) if parametric else None,
+                None if parametric else float(dds.uns["mean_disp"]),
+                np.asarray(dds.layers["vst_counts"]),
+            )
+        idx = vst_fit_subset(candidates, fit_genes, seed)
         sub = _dds(
             pd.DataFrame(dds.X[:, idx], index=dds.obs_names, columns=dds.var_names[idx]),
             n_cpus=1,  # 1000 genes: worker start-up costs more than it saves (measured)
         )
-        sf = np.asarray(dds.obs["size_factors"], dtype=float)
         sub.obs["size_factors"] = sf  # size factors of all genes, as DESeq2 vst(nsub)
         sub.layers["normed_counts"] = normed[:, idx]
         sub.var["_normed_means"] = normed[:, idx].mean(axis=0)
@@ -144,18 +171,56 @@ def _vst_fit_transform(
         sub.filtered_genes = dds.filtered_genes[idx]
         sub.fit_genewise_dispersions(vst=True)
         sub._fit_parametric_dispersion_trend(vst=True)
+        disp = np.asarray(sub.var["vst_genewise_dispersions"], dtype=float)
+        conv = np.asarray(sub.var["_genewise_converged"].fillna(True), dtype=bool)
         if "vst_trend_coeffs" in sub.uns:
             dds.uns["vst_trend_coeffs"] = sub.uns["vst_trend_coeffs"]
             dds.vst_fit_type = "parametric"
-            return np.asarray(dds.vst_transform())
+            coeffs = np.asarray(sub.uns["vst_trend_coeffs"], dtype=float)
+            return VstFit(sf, logmeans, means, idx, disp, conv, coeffs, None,
+                          np.asarray(dds.vst_transform()))  # fmt: skip
         # pydeseq2 fell back to a mean dispersion: its closed form with the subset's mean
         log.warning("VST trend did not converge on the subset: mean-dispersion VST")
-        disp = np.asarray(sub.var["vst_genewise_dispersions"], dtype=float)
         from scipy.stats import trim_mean
 
-        mean_disp = trim_mean(disp[disp > 10 * sub.min_disp], proportiontocut=0.001)
-        asinh = 2 * np.arcsinh(np.sqrt(mean_disp * normed))
-        return (asinh - np.log(mean_disp) - np.log(4)) / np.log(2)
+        mean_disp = float(trim_mean(disp[disp > 10 * sub.min_disp], proportiontocut=0.001))
+        return VstFit(sf, logmeans, means, idx, disp, conv, None, mean_disp,
+                      vst_closed_form(normed, None, mean_disp))  # fmt: skip
+
+
+def vst_fit_candidates(normed_means: np.ndarray, fit_pool: str) -> np.ndarray:
+    """Genes the VST trend subset is drawn from (positions): mean normalised count > 5
+    (``mean5``, DESeq2 vst(nsub)) or > 0 (``nonzero``)."""
+    if fit_pool not in VST_FIT_POOLS:
+        raise ValueError(f"vst fit_pool must be one of {VST_FIT_POOLS}, got {fit_pool!r}")
+    return np.flatnonzero(normed_means > (VST_MIN_MEAN if fit_pool == "mean5" else 0.0))
+
+
+def vst_fit_subset(candidates: np.ndarray, fit_genes: int, seed: int) -> np.ndarray:
+    """The seeded subset of ``fit_genes`` candidates (sorted positions)."""
+    return np.sort(rng(seed, "vst subset").choice(candidates, fit_genes, replace=False))
+
+
+def vst_closed_form(
+    normed: np.ndarray, coeffs: np.ndarray | None, mean_disp: float | None = None
+) -> np.ndarray:
+    """pydeseq2 ``vst_transform`` of normalised counts: the parametric trend (a0, a1) or, when
+    ``coeffs`` is None, the mean-dispersion closed form (same expressions as pydeseq2 0.5)."""
+    if coeffs is not None:
+        a0, a1 = coeffs
+        return np.log2(
+            (1 + a1 + 2 * a0 * normed + 2 * np.sqrt(a0 * normed * (1 + a1 + a0 * normed)))
+            / (4 * a0)
+        )
+    asinh = 2 * np.arcsinh(np.sqrt(mean_disp * normed))
+    return (asinh - np.log(mean_disp) - np.log(4)) / np.log(2)
+
+
+def _vst_fit_transform(
+    dds, fit_genes: int | None, seed: int, fit_pool: str = "mean5"
+) -> np.ndarray:
+    """VST values of every gene of ``dds`` (:func:`vst_fit`)."""
+    return vst_fit(dds, fit_genes, seed, fit_pool).values
 
 
 def vst(

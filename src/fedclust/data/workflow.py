@@ -156,3 +156,77 @@ def texts(data: dict[str, Any]) -> list[str]:
         f"MNIST source: {mn['source']}; BMNIST = pixels >= {mn['binarise_threshold']} after "
         "scaling to [0, 1].",
     ]
+
+
+# ---- federated preprocessing (issue 23) ------------------------------------------------------
+PREPROCESS = ("pooled", "federated")
+
+
+def preprocess_mode(data: dict[str, Any], dataset: str) -> str:
+    """``data.<dataset>.preprocess``: pooled (default) or federated."""
+    from ..errors import ConfigError
+
+    mode = (data.get(dataset) or {}).get("preprocess", "pooled")
+    if mode not in PREPROCESS:
+        raise ConfigError(
+            f"unknown preprocess mode {mode!r}",
+            where=f"data.{dataset}.preprocess",
+            fix=f"one of {', '.join(PREPROCESS)}",
+        )
+    return mode
+
+
+def prep_dir(data: dict[str, Any], dataset: str, which: str) -> str:
+    """Folder (pattern) of the ``which`` (pooled | federated) preprocessed matrices: the data
+    contract's folder for the mode the config chooses, a ``pooled/`` or ``federated/``
+    subfolder for the other one (a comparison run)."""
+    base = "results/data/rnaseq/{cohort}" if dataset == "rnaseq" else f"results/data/{dataset}"
+    return base if preprocess_mode(data, dataset) == which else f"{base}/{which}"
+
+
+def federated_split(data: dict[str, Any], dataset: str) -> str:
+    """The split whose centres run the federated preprocessing of ``dataset``, checked."""
+    from ..errors import ConfigError
+
+    name = (data[dataset].get("federated") or {}).get("split")
+    spec = data["splits"].get(name)
+    if spec is None or dataset not in spec.get("datasets", []):
+        raise ConfigError(
+            f"split {name!r} is not a configured split of {dataset}",
+            where=f"data.{dataset}.federated.split",
+            fix=f"name one of data.splits whose datasets include {dataset}",
+        )
+    return name
+
+
+def federated_cohorts(data: dict[str, Any]) -> list[str]:
+    """RNA-seq cohorts with a federated preprocessing run: all when ``preprocess: federated``,
+    else those of ``data.rnaseq.federated.compare``."""
+    rna = data["rnaseq"]
+    if preprocess_mode(data, "rnaseq") == "federated":
+        return list(rna["cohorts"])
+    return [c for c in (rna.get("federated") or {}).get("compare", []) if c in rna["cohorts"]]
+
+
+def mds_federated(data: dict[str, Any]) -> bool:
+    """Whether MDS gets a federated imputation run (mode federated, or ``compare: true``)."""
+    mds = data["mds"]
+    return preprocess_mode(data, "mds") == "federated" or bool(
+        (mds.get("federated") or {}).get("compare", False)
+    )
+
+
+def agreement_tables(data: dict[str, Any]) -> list[str]:
+    """The federated-vs-pooled tables the data report shows."""
+    out = [f"results/data/rnaseq/{c}/federated/agreement.tsv" for c in federated_cohorts(data)]
+    if mds_federated(data):
+        out.append("results/data/mds/federated/agreement.tsv")
+    return out
+
+
+def preprocess_modes(config: dict[str, Any]) -> dict[str, str]:
+    """Dataset → pooled | federated, as this config preprocesses it (the report's sentence)."""
+    data = config["data"]
+    out = {d: preprocess_mode(data, d) for d in ("rnaseq", "mds", "heart")}
+    out["survival"] = (config.get("survival") or {}).get("preprocess", "pooled")
+    return out

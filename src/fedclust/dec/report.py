@@ -125,6 +125,7 @@ def build_section(
     default_config: bool,
     tuning: list[str] | None = None,
     sources: dict[str, str | None] | None = None,
+    cfg: dict | None = None,
 ) -> None:
     fed = [
         pd.read_csv(f"results/dec/{d}/federated/{s}/results.tsv", sep="\t").assign(dataset=d)
@@ -190,6 +191,8 @@ def build_section(
         "Silhouette: cosine in data space, Euclidean in feature space. cycle_accuracy = "
         "Hungarian accuracy of predictions on reconstructions vs on originals.",
     ]
+    if cfg is not None:
+        text.append(tuning_provenance(cfg))
     figures, tables = [], []
     for d in datasets:
         tables.append(
@@ -329,6 +332,52 @@ def build_section(
     figures += tuning_figures
     tables += tuning_tables
     SECTION.write(section_path, text=text, figures=figures, tables=tables)
+
+
+PUBLIC = ("mnist", "bmnist")  # public data sets: tuning on them pools no patient
+
+
+def tuning_provenance(cfg: dict) -> str:
+    """Issue 23: where the federated runs' hyper-parameters come from — this config's settings,
+    the dataset's own tuning on pooled data (a step no consortium can run), or a public dataset's
+    selection (``dec.tuning.reuse.<dataset>: {source: mnist, grids: [...]}``)."""
+    from .tuning_spec import GRIDS
+    from .workflow import reuse_source, tuned_datasets
+
+    t = cfg.get("tuning") or {}
+    fed = list(cfg.get("federated_datasets") or [])
+    if not fed:
+        return ""
+    head = "Hyper-parameters of the federated runs (issue 23): "
+    if not t.get("enabled") or not t.get("apply"):
+        return head + (
+            "this config's settings (dec.autoencoder / dec.clustering); the tuning grids, if run, "
+            "are reported but not applied, so no pooled tuning feeds them."
+        )
+    parts = []
+    for d in fed:
+        if d not in tuned_datasets(cfg):
+            parts.append(f"{d}: this config's settings (not tuned)")
+            continue
+        if d in PUBLIC:
+            parts.append(f"{d}: tuned on {d} itself, public data (no pooling of patients)")
+            continue
+        src = {g: reuse_source(cfg, d, g) for g in GRIDS}
+        public = sorted({s for s in src.values() if s})
+        own = [g for g, s in src.items() if not s]
+        if public:
+            parts.append(
+                f"{d}: grids {', '.join(g for g, s in src.items() if s)} selected on "
+                f"{', '.join(public)} (public data, applied to the federated {d} runs)"
+                + (f", grids {', '.join(own)} on pooled {d}" if own else "")
+            )
+        else:
+            parts.append(
+                f"{d}: tuned on pooled {d} (seed 000 §4.1) — a pooled step a consortium could "
+                f"not run; dec.tuning.reuse.{d}: {{source: mnist, grids: [...]}} takes the public "
+                "MNIST selection for those grids instead (both data sets tuned)"
+            )
+    return head + "; ".join(parts) + "."
 
 
 def tuning_entries(

@@ -25,7 +25,7 @@ from .federated import (
     projection_center_costs,
     projection_clustering,
 )
-from .genewise import genewise_clustering, pooled_gene_distances
+from .genewise import gene_variances, genewise_clustering, pooled_gene_distances
 from .gradual import enforce_monotone, gradual_sharing
 from .pooled import EUCLIDEAN_ONLY, pooled_linkage
 from .simultaneous import simultaneous_run
@@ -353,9 +353,10 @@ def exact_baselines(
     """Genewise (Alg. 3, cosine/correlation/Euclidean) and orthogonal perturbation (Alg. 2):
     the largest deviation from pooled distances, and their communication. Genewise: centers
     below ``n_min`` abstain; the reference is then the pooled data of the other centers. The
-    perturbation runs on every gene (``"all"``) or the N most variable."""
+    perturbation runs on every gene (``"all"``) or the N most variable. Genes are chosen by
+    their variance from the centers' moments (:func:`~.genewise.gene_variances`, issue 23)."""
     xs, cs, blocks = _stacked(x, centers)
-    var = xs.var(axis=0)
+    var = gene_variances(blocks, n_min)
     keep = np.argsort(var)[::-1][: min(genes, xs.shape[1])]
     sizes = np.bincount(np.unique(cs, return_inverse=True)[1])
     inc = sizes[np.unique(cs, return_inverse=True)[1]] >= n_min

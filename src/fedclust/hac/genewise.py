@@ -14,6 +14,7 @@ from scipy.spatial.distance import pdist, squareform
 
 from ..errors import ConfigError, InputDataError
 from ..federation import Ledger
+from ..stats import combine_moments
 from .boundary import SERVER, abstain, genewise_protocol, send
 from .pooled import check_method
 
@@ -43,15 +44,6 @@ def center_gene_stats(x_k: np.ndarray) -> dict:
     }
 
 
-def combine_moments(
-    n_a: float, mean_a: np.ndarray, m2_a: np.ndarray, n_b: float, mean_b: np.ndarray, m2_b
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """Parallel-variance update (Chan, Golub & LeVeque 1979): moments of the union of A and B."""
-    n = n_a + n_b
-    delta = mean_b - mean_a
-    return n, mean_a + delta * (n_b / n), m2_a + m2_b + delta**2 * (n_a * n_b / n)
-
-
 def server_gene_stats(messages: list[dict]) -> dict:
     """Server-side round 1: global gene means, norms and centred norms (Chan et al. merge).
 
@@ -67,6 +59,35 @@ def server_gene_stats(messages: list[dict]) -> dict:
     cnorm = np.where(const, 0.0, np.sqrt(np.maximum(m2, 0.0)))
     ss = np.sum([m["sumsq"] for m in messages], axis=0)
     return {"mean": mean, "norm": np.sqrt(ss), "cnorm": cnorm, "constant": const.astype(float)}
+
+
+def gene_variances(blocks: list[np.ndarray], n_min: int = 1, ledger: Ledger | None = None
+                   ) -> np.ndarray:  # fmt: skip
+    """Per-gene variance (ddof 0) of the union of the centers' samples from their round-1
+    moments (:func:`center_gene_stats` through the ledger, Chan et al. merge): the gene
+    selection of the genewise and perturbation baselines (issue 23), equal to the pooled
+    ``var`` up to rounding. Centers with fewer than ``n_min`` samples abstain."""
+    led = ledger if ledger is not None else Ledger()
+    proto = genewise_protocol(n_min)
+    msgs = []
+    for k, b in enumerate(blocks):
+        if b.shape[0] < n_min:
+            abstain(led, f"center{k}", 0, proto, f"{b.shape[0]} sample(s) < n_min = {n_min}")
+            continue
+        stats = center_gene_stats(b)
+        msg = {key: stats[key] for key in ("n", "mean", "m2")}
+        msgs.append(send(led, f"center{k}", SERVER, msg, 0, "gene selection moments", proto))
+    if not msgs:
+        raise InputDataError(
+            f"every center holds fewer than n_min = {n_min} samples: no gene variances",
+            where="hac genewise gene selection",
+            fix="lower n_min below the size of the largest center",
+        )
+    n, _, m2 = float(msgs[0]["n"]), msgs[0]["mean"], msgs[0]["m2"]
+    mean = msgs[0]["mean"]
+    for m in msgs[1:]:
+        n, mean, m2 = combine_moments(n, mean, m2, float(m["n"]), m["mean"], m["m2"])
+    return np.maximum(m2, 0.0) / n
 
 
 def center_gene_distances(x_k: np.ndarray, metric: str, stats: dict | None) -> dict:

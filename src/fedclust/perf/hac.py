@@ -31,7 +31,8 @@ from ..hac.toy import cohort_like
 METHODS = ("gradual", "simultaneous", "genewise", "projection", "perturbation")
 
 
-def _best(f: Callable[[], object], repeat: int) -> float:
+def best_time(f: Callable[[], object], repeat: int) -> float:
+    """The shortest of ``repeat`` wall times of ``f()`` (seconds)."""
     best = np.inf
     for _ in range(repeat):
         t = time.perf_counter()
@@ -104,11 +105,11 @@ def hac_benchmark(
     }
     # warm-up: the Gaussian stream imports torch on first use; an import is not method time
     project_centers([xs[:2, :8]], 2, "gaussian", seed)
-    ref_s = {k: _best(f, repeat) for k, f in pooled.items()}
+    ref_s = {k: best_time(f, repeat) for k, f in pooled.items()}
     rows = []
     for m in methods:
         objects, run = fed[m]
-        secs = _best(lambda run=run: run(Ledger()), repeat)
+        secs = best_time(lambda run=run: run(Ledger()), repeat)
         led = Ledger()
         run(led)
         fmax, fmean = _per_center(led)

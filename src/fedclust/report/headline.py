@@ -106,13 +106,16 @@ def row(
     tol: float | None = None,
     cause: str = "",
     missing: str = "",
+    not_comparable: str = "",
 ) -> dict[str, Any]:
     """One headline row; numbers become plain floats (JSON), NaN/None stay missing (None).
 
     ``tol``: |difference| up to which ours counts as matching (default: 5 % of |source|, or
     1e-9 when the source is 0); bounds and ranges match when met. ``cause``: the documented
     reason why ours may differ from the source (quoted by :func:`sentence_for` when the row
-    differs); ``missing``: why ours is missing (e.g. "not run in this config")."""
+    differs); ``missing``: why ours is missing (e.g. "not run in this config");
+    ``not_comparable``: why ours, though present, is no measurement of the source's quantity
+    (other data or network size): the row is shown but never compared, never a match."""
 
     def clean(v: Any) -> Any:
         if _is_missing(v):
@@ -133,11 +136,16 @@ def row(
     }
     if missing:
         out["missing"] = str(missing)
+    if not_comparable:
+        out["not_comparable"] = str(not_comparable)
     return out
 
 
 def verdict(r: dict[str, Any]) -> str:
-    """'match', 'differs' or 'not compared' (a value missing or the source not a number)."""
+    """'match', 'differs' or 'not compared' (a value missing, the source not a number, or the
+    row marked not comparable)."""
+    if r.get("not_comparable"):
+        return "not compared"
     d = difference(r.get("source"), r.get("ours"))
     if d.value is None:
         return "not compared"
@@ -175,6 +183,8 @@ def _by_reason(rows: list[tuple[str, str]]) -> str:
 
 
 def _not_compared_reason(r: dict[str, Any]) -> str:
+    if r.get("not_comparable"):
+        return f"not comparable: {r['not_comparable']}"
     if r.get("missing"):
         return str(r["missing"])
     d = difference(r.get("source"), r.get("ours"))
@@ -323,7 +333,9 @@ def table_rows(h: dict[str, Any]) -> list[dict[str, str]]:
                 "quantity": str(r["quantity"]),
                 "source": MISSING_SOURCE if _is_missing(src) else fmt(src, digits),
                 "ours": MISSING_OURS if _is_missing(ours) else fmt(ours, digits),
-                "difference": difference_text(src, ours, min(digits, 3)),
+                "difference": "— (not comparable)"
+                if r.get("not_comparable")
+                else difference_text(src, ours, min(digits, 3)),
                 "verdict": verdict(r),
                 "note": str(r.get("note", "")),
             }

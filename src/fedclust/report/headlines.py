@@ -120,7 +120,9 @@ class Line:
     the table returning the selected rows; pick: the row ``Col`` reads ("first" or "last");
     tol: tolerance (constant or reader; None: the headline default); cause: why ours may differ
     from the source (a constant or a reader), quoted in the sentence when the row differs;
-    each: one headline row per selected table row (``label`` names it)."""
+    each: one headline row per selected table row (``label`` names it); comparable: "" or
+    why ours measures something else than the source (other data or size; a reader): such a
+    row is shown but never compared."""
 
     quantity: str
     source: Reader
@@ -134,6 +136,7 @@ class Line:
     tol: Reader = None
     digits: int = 3
     each: bool = False
+    comparable: Reader = ""  # "" = comparable, else why not (a reader: from the table)
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,15 @@ def _one(line: Line, s: Sel) -> dict[str, Any]:
         digits=line.digits,
         tol=_get(line.tol, s),
         cause=str(_get(line.cause, s) or ""),
+        not_comparable=_text(_get(line.comparable, s)),
     )
+
+
+def _text(v: Any) -> str:
+    """A table cell as text; NaN / None / empty → ""."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return str(v).strip()
 
 
 def _unread(line: Line, note: str, missing: str) -> dict[str, Any]:

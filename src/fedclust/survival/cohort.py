@@ -205,3 +205,81 @@ def fit_preprocess(x_train: pd.DataFrame, where: str) -> Preprocess:
             "covariates are left out",
         )
     return Preprocess(list(x_train.columns), fill, lo, hi)
+
+
+PREPROCESS_MODES = ("pooled", "federated")
+
+
+def fit_preprocess_federated(
+    x_train: pd.DataFrame,
+    centre: np.ndarray,
+    where: str,
+    min_samples: int = 3,
+    bins: int = 50,
+    transport=None,
+    ledger=None,
+    disclosure=None,
+) -> Preprocess:
+    """:func:`fit_preprocess` from the centres' summaries (issue 23; ``survival.preprocess:
+    federated``): binary columns (0/1 at every reporting centre) → frequency of ones (a ratio
+    of sums, exact) and scaled by 0 → 0, 1 → 1 as pooled; other columns → the median from
+    binned counts and min–max on the range of the non-empty bins of the suppressed histogram
+    (:mod:`fedclust.data.fedpreprocess.tabular`: no single patient's value is disclosed, so
+    the range is the outer edges of bins that ≥ floor patients of a centre share)."""
+    from fedclust.data.fedpreprocess.protocols import Protocols
+    from fedclust.data.fedpreprocess.server import Rounds
+    from fedclust.data.fedpreprocess.tabular import TableCentre, column_stats_server, no_report
+    from fedclust.federation import INPROCESS, Ledger, federate
+
+    centre = np.asarray(centre)
+    v = x_train.to_numpy(dtype=float)
+    centres = [TableCentre(f"centre{k}", v[centre == k], None, min_samples, disclosure)
+               for k in sorted(np.unique(centre).tolist())]  # fmt: skip
+    protos = Protocols(min_samples)
+
+    def server(proxies):
+        r = Rounds(proxies)
+        st = column_stats_server(proxies, v.shape[1], protocols=protos, rounds=r)
+        cont = np.flatnonzero(~st.binary & (st.n_obs > 0))
+        st = column_stats_server(proxies, v.shape[1], binned=cont, bins=bins, protocols=protos,
+                                 rounds=r)  # fmt: skip
+        return st
+
+    st = federate(centres, server, ledger=ledger if ledger is not None else Ledger(),
+                  transport=transport if transport is not None else INPROCESS)  # fmt: skip
+    none = st.n_obs == 0
+    if none.any():
+        raise no_report(list(x_train.columns[none]), where)
+    median = st.quantile(0.5)
+    rlo, rhi = st.range()
+    fill = np.where(st.binary, st.mean, median)
+    lo = np.where(st.binary, np.where(st.mean < 1, 0.0, 1.0), np.minimum(rlo, fill))
+    hi = np.where(st.binary, np.where(st.mean > 0, 1.0, 0.0), np.maximum(rhi, fill))
+    const = hi <= lo
+    if const.any():
+        cols = list(x_train.columns[const])
+        raise InputDataError(
+            f"covariate(s) {', '.join(map(str, cols))} are constant in the training part (as "
+            "far as the centres' summaries show): min-max scaling is undefined",
+            where=where,
+            fix="drop them (survival.clinical) or raise survival.min_carriers",
+        )
+    return Preprocess(list(x_train.columns), fill, lo, hi)
+
+
+def preprocess_difference(pooled: Preprocess, fed: Preprocess, x: pd.DataFrame) -> pd.DataFrame:
+    """Per covariate: pooled vs federated fill, lo, hi, and the largest difference of the
+    scaled values on ``x`` (the report's 'difference to pooled')."""
+    a, b = pooled.transform(x), fed.transform(x)
+    return pd.DataFrame(
+        {
+            "covariate": pooled.columns,
+            "fill_pooled": pooled.fill,
+            "fill_federated": fed.fill,
+            "lo_pooled": pooled.lo,
+            "lo_federated": fed.lo,
+            "hi_pooled": pooled.hi,
+            "hi_federated": fed.hi,
+            "max_abs_scaled_diff": np.abs(a.astype(float) - b.astype(float)).max(axis=0),
+        }
+    )

@@ -25,10 +25,9 @@ from fedclust.errors import ConfigError
 from fedclust.federation import INPROCESS, Ledger, Transport
 from fedclust.seeds import derive_seed, rng
 
-from .cohort import fit_preprocess, select_endpoint
 from .cox import c_index
 from .model import get_parameters
-from .scenarios import SCENARIOS, partition, split_train_test
+from .prepare import prepare, preprocess_agreement  # noqa: F401  (re-exported)
 from .strategies import (
     CV_PREDICTIONS,
     DEFAULT,
@@ -70,55 +69,6 @@ def init_parameters(mc: ModelConfig, n_in: int, seed: int) -> list[np.ndarray]:
 
     torch.manual_seed(seed)
     return get_parameters(mc.build(n_in))
-
-
-def prepare(
-    x: pd.DataFrame,
-    obs: pd.DataFrame,
-    endpoint: str,
-    scenario: str,
-    rep: int,
-    cfg: dict[str, Any],
-    seed: int,
-) -> dict[str, Any]:
-    """Split, preprocess and partition one repetition (deterministic given the seed)."""
-    if scenario not in SCENARIOS:
-        raise ConfigError(
-            f"unknown scenario {scenario!r}",
-            where="survival.scenarios",
-            fix=f"one of {', '.join(SCENARIOS)}",
-        )
-    xs, t, e, n_drop = select_endpoint(x, obs, endpoint, where=f"survival cohort ({endpoint})")
-    tr, te = split_train_test(
-        len(t), e, cfg["test_fraction"], derive_seed(seed, "survival", endpoint, rep, "split")
-    )
-    pp = fit_preprocess(xs.iloc[tr], where=f"survival {endpoint} repetition {rep} training part")
-    bm = None
-    if "BM_BLAST" in xs.columns:
-        j = pp.columns.index("BM_BLAST")
-        raw = xs["BM_BLAST"].to_numpy(float)[tr]
-        bm = np.where(np.isnan(raw), pp.fill[j], raw)
-    centre = partition(
-        scenario,
-        int(cfg["n_centres"]),
-        rng(seed, "survival", endpoint, rep, scenario, "partition"),
-        time=t[tr],
-        bm_blast=bm,
-        hub_fraction=float(cfg["hub_fraction"]),
-    )
-    return {
-        "x_train": pp.transform(xs.iloc[tr]),
-        "t_train": t[tr],
-        "e_train": e[tr],
-        "x_test": pp.transform(xs.iloc[te]),
-        "t_test": t[te],
-        "e_test": e[te],
-        "ids_test": xs.index[te].to_numpy(),
-        "centre": centre,
-        "n_dropped": n_drop,
-        "covariates": pp.columns,
-        "bm_blast_train": bm,
-    }
 
 
 def _clients(d, idx_centres, mc, seed, endpoint, rep, scenario) -> list[SurvivalClient]:
@@ -188,7 +138,7 @@ def run_job(
             fix=f"one of {', '.join(STRATEGIES)}",
         )
     t0 = _time.perf_counter()
-    d = prepare(x, obs, endpoint, scenario, rep, cfg, seed)
+    d = prepare(x, obs, endpoint, scenario, rep, cfg, seed, transport)
     mc = model_config(cfg)
     K = int(cfg["n_centres"])
     clients = _clients(d, range(K), mc, seed, endpoint, rep, scenario)

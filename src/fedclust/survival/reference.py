@@ -15,8 +15,8 @@ from lifelines.statistics import multivariate_logrank_test
 from fedclust.federation import Ledger
 
 from .coxph import fit_federated_coxph
-from .experiment import prepare
 from .km import federated_km
+from .prepare import prepare
 
 # IPSS-R marrow blast categories (%): ≤2, >2–<5, 5–10, >10.
 BM_BINS = [

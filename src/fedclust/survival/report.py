@@ -10,11 +10,12 @@ from typing import Any
 
 import pandas as pd
 
-from ..io import read_json, save_figure, write_table
+from ..io import read_json, read_table, save_figure, write_table
 from ..report import StageSection, by_name
 from ..report.headlines import Agg, Col, Line, Spec, first_col, lead
 from . import tables
 from .figures import km_risk_groups
+from .prepare import preprocess_agreement
 from .workflow import CENTRALIZED_SCENARIO
 
 _COHORT = (
@@ -85,11 +86,14 @@ def build_section(
     *,
     cfg: dict,
     pred_jobs: list[tuple[str, str, str]],
+    prep: dict,
+    seed: int,
 ) -> None:
     """Rule ``survival_report``: Tables 8.1–8.3 (ours beside D6.2), KM of the predicted risk
     groups, the federated-reference checks and the survival section. ``inputs``/``outputs``: the
     rule's named files; per-endpoint files are found by name (``<endpoint>/table_8_1`` ...).
-    ``pred_jobs``: the (endpoint, scenario, strategy) of each ``inputs["predictions"]`` file."""
+    ``pred_jobs``: the (endpoint, scenario, strategy) of each ``inputs["predictions"]`` file;
+    ``prep``: ``data.federated`` (floor and bins of the federated preprocessing, issue 23)."""
     inp, out = SimpleNamespace(**inputs), SimpleNamespace(**outputs)
     info = read_json(inp.info)
     res = pd.DataFrame([read_json(p) for p in inp.results])
@@ -256,4 +260,36 @@ def build_section(
                 "training centres, from summed per-centre counts (equal to lifelines).",
             }
         )
+    # issue 23: imputation + min-max fitted from the centres' summaries vs pooled (repetition 0)
+    x = read_table(inp.covariates)
+    obs = pd.read_csv(inp.outcomes, sep="\t", index_col=0)
+    obs.index = obs.index.astype(str)
+    pa = preprocess_agreement(x, obs, {**cfg, "federated": prep}, seed)
+    write_table(out.preprocess, pa, index=False)
+    differs = (pa["fill_pooled"] - pa["fill_federated"]).abs() > 1e-9 * (
+        pa["fill_pooled"].abs() + 1
+    )
+    cont = pa[differs] if len(pa) else pa
+    text.append(
+        f"Preprocessing: this run fits it {cfg['preprocess']} "
+        "(survival.preprocess). Federated (issue 23), after the scenario's partition: binary "
+        "covariates → the frequency of ones (a ratio of the centres' sums, equal to pooled), "
+        "the others → the median from binned counts and min–max on the range of the bins "
+        f"that ≥ {prep['min_samples']} patients of a centre share ({prep['bins']} bins, "
+        "small cells suppressed): no patient's own value leaves a centre, so the extremes "
+        "and medians differ from pooled — largest difference of a scaled training value "
+        f"{pa['max_abs_scaled_diff'].max() if len(pa) else float('nan'):.3f} "
+        f"({len(cont['covariate'].unique()) if len(cont) else 0} covariates with a different "
+        "fill value; table below)."
+    )
+    sec_tables.append(
+        {
+            "path": out.preprocess,
+            "max_rows": 40,
+            "caption": "Federated vs pooled imputation and min–max scaling of the training "
+            "part (repetition 0, every endpoint × scenario): fill value, range (lo, hi) and the "
+            "largest difference of a scaled training value per covariate; floats sent by the "
+            "busiest centre, abstentions (centres under data.federated.min_samples).",
+        }
+    )
     SECTION.write(out.section, text=text, figures=sec_figs, tables=sec_tables)

@@ -1,0 +1,148 @@
+"""Federated imputation of the data stage's tables, beside their pooled versions (issue 23).
+
+- MDS (:func:`mds_impute_federated`): NaN → the column's frequency of ones, a ratio of sums
+  (Σ_k ones_k / Σ_k observed_k): equal to pooled up to rounding unless a centre holds fewer
+  observed values of a column than its floor (that centre's cell is then left out).
+- Heart (:func:`heart_impute_federated`): zeros of Cholesterol / RestingBP → the class median
+  over all hospitals from binned counts (:mod:`.tabular`; whole-number columns: exact unless a
+  suppressed cell lies at the median) or the class mean (exact).
+
+Each builds one :class:`~.tabular.TableCentre` per centre and runs its server function through
+``fedclust.federation.federate(centres, server, ledger=..., transport=...)``; the centres fill
+their own rows with the broadcast values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fedclust.federation import INPROCESS, Ledger, Transport, federate
+from fedclust.federation.disclosure import DisclosurePolicy
+
+from . import protocols as P
+from .protocols import MIN_SAMPLES, Protocols
+from .rnaseq import centre_labels
+from .server import Rounds
+from .tabular import BINS, TableCentre, column_stats_server, no_report
+
+
+def _centres(x: pd.DataFrame, centre: pd.Series, labels, min_samples: int, where: str,
+             disclosure: DisclosurePolicy | None = None):  # fmt: skip
+    lab = centre_labels(centre, x.index, where=where)
+    names = sorted(lab.unique())
+    out = []
+    for c in names:
+        m = (lab == c).to_numpy()
+        out.append(TableCentre(c, x.to_numpy(float)[m], None if labels is None
+                               else np.asarray(labels)[m], min_samples, disclosure))  # fmt: skip
+    return out, lab
+
+
+def _fill_broadcast(r: Rounds, fill: np.ndarray, lo=None, hi=None) -> None:
+    """The server tells every centre the fill values (and scaling range); each keeps them
+    (``TableCentre.take_fill``) and fills its own rows."""
+    r.ask("take_fill", {"fill": fill, "lo": lo, "hi": hi}, "fill", P.ACK, P.FILL)
+
+
+def mds_impute_federated(
+    raw: pd.DataFrame,
+    centre: pd.Series,
+    min_samples: int = MIN_SAMPLES,
+    transport: Transport = INPROCESS,
+    ledger: Ledger | None = None,
+    disclosure: DisclosurePolicy | None = None,
+) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """(imputed features, NaNs imputed per column, fill values): NaN → federated frequency of
+    ones (binary 0/1/NaN columns, checked as :func:`~fedclust.data.preprocess.
+    impute_binary_frequency` does)."""
+    from ..preprocess import impute_binary_frequency
+
+    impute_binary_frequency(raw.fillna(0), where="MDS features")  # the 0/1 check, pooled-free
+    centres, lab = _centres(raw, centre, None, min_samples, "MDS federated imputation split",
+                            disclosure)  # fmt: skip
+    led = ledger if ledger is not None else Ledger()
+
+    def server(proxies):
+        r = Rounds(proxies)
+        stats = column_stats_server(proxies, raw.shape[1], protocols=Protocols(min_samples),
+                                    rounds=r)  # fmt: skip
+        need = raw.isna().to_numpy().any(axis=0)  # which columns a centre will fill (its own)
+        missing = [c for c, nn, n in zip(raw.columns, need, stats.n_obs, strict=True)
+                   if nn and n == 0]  # fmt: skip
+        if missing:
+            raise no_report(missing, "MDS federated imputation")
+        _fill_broadcast(r, stats.mean)
+        return stats
+
+    stats = federate(centres, server, ledger=led, transport=transport)
+    fill = pd.Series(stats.mean, index=raw.columns)
+    out = raw.copy()
+    for c in centres:  # each centre fills its own rows with the value it was sent
+        rows = raw.index[(lab == c.cid).to_numpy()]
+        out.loc[rows] = raw.loc[rows].fillna(pd.Series(c.fill["fill"], index=raw.columns))
+    return out.astype(float), raw.isna().sum(), fill
+
+
+def heart_impute_federated(
+    df: pd.DataFrame,
+    hospital: pd.Series,
+    target: str,
+    how: str = "median",
+    columns: tuple[str, ...] = ("Cholesterol", "RestingBP"),
+    min_samples: int = MIN_SAMPLES,
+    bins: int = BINS,
+    transport: Transport = INPROCESS,
+    ledger: Ledger | None = None,
+    disclosure: DisclosurePolicy | None = None,
+) -> tuple[pd.DataFrame, dict]:
+    """Zeros of ``columns`` → the class median (binned counts) or mean over all hospitals;
+    returns the imputed table and ``{column: {class: {"value", "count"}}}`` as
+    :func:`fedclust.data.heart.impute_class_conditional`."""
+    if how not in ("median", "mean"):
+        raise ValueError(f"imputation must be median or mean, not {how!r}")
+    x = df[list(columns)].astype(float)
+    x = x.where(x != 0)  # 0 codes a missing value (seed 004 §2.4)
+    y = df[target].astype(int).to_numpy()
+    centres, _ = _centres(x, hospital, y, min_samples, "heart federated imputation", disclosure)
+    classes = sorted(np.unique(y).tolist())
+    led = ledger if ledger is not None else Ledger()
+
+    def server(proxies):
+        r = Rounds(proxies)
+        fills = {}
+        for cls in classes:
+            st = column_stats_server(
+                proxies,
+                len(columns),
+                label=cls,
+                binned=range(len(columns)) if how == "median" else (),
+                bins=bins,
+                protocols=Protocols(min_samples),
+                rounds=r,
+            )
+            val = st.quantile(0.5) if how == "median" else st.mean
+            if np.isnan(val).any():
+                raise no_report([c for c, v in zip(columns, val, strict=True) if np.isnan(v)],
+                                f"heart federated imputation, class {cls}")  # fmt: skip
+            fills[cls] = val
+        _fill_broadcast(r, np.array([fills[c] for c in classes]))
+        return fills
+
+    fills = federate(centres, server, ledger=led, transport=transport)
+    out = df.copy()
+    info: dict = {}
+    for j, col in enumerate(columns):
+        vals = x[col].copy()
+        info[col] = {}
+        for cls in classes:
+            miss = (y == cls) & vals.isna().to_numpy()
+            if miss.any():
+                vals[miss] = fills[cls][j]
+                info[col][str(int(cls))] = {"value": float(fills[cls][j]),
+                                            "count": int(miss.sum())}  # fmt: skip
+        out[col] = vals
+    return out, info
+
+
+__all__ = ["heart_impute_federated", "mds_impute_federated"]
