@@ -57,6 +57,7 @@ include: "rules/admm.smk"
 include: "rules/perf.smk"
 include: "rules/fedcref.smk"
 include: "rules/survival.smk"
+include: "rules/generative.smk"
 include: "rules/bayes.smk"
 include: "rules/report.smk"
 

@@ -21,10 +21,21 @@ LAYERS = {
     "attacks": 4,  # attacks HAC's projections and perturbations
     "fedcref": 4,  # refines DEC's models
     "perf": 4,  # times the hac methods
+    "generative": 4,  # on survival's cohort and C-index
     "flower": 5, "transports": 5, "sections": 5, "cli": 5, "config_doc": 5,
 }  # fmt: skip
 #: stage packages: one imports another only across layers (attacks -> hac, fedcref -> dec)
-STAGES = {"hac", "attacks", "dec", "decentral", "admm", "survival", "fedcref", "bayes"}
+STAGES = {
+    "hac",
+    "attacks",
+    "dec",
+    "decentral",
+    "admm",
+    "survival",
+    "fedcref",
+    "bayes",
+    "generative",
+}
 #: (importer, imported) edges that break a rule today, each with what removes it
 KNOWN = {
     ("config", "data"): "config.check_references reads data.workflow.DATASETS (a constant)",

@@ -25,6 +25,7 @@ REPORT_MODULES: dict[str, str] = {
     "admm": "fedclust.admm.report",
     "perf": "fedclust.perf.report",
     "bayes": "fedclust.bayes.report",
+    "generative": "fedclust.generative.report",
 }
 
 

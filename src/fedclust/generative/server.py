@@ -1,0 +1,193 @@
+"""Server functions of the generative stage: they talk to the centres only through their
+proxies (``proxy.call``, :func:`fedclust.federation.run_rounds`) and combine messages, never
+sample matrices. Each is ``server(proxies, ...)``; the experiment binds the extra arguments and
+hands it to :func:`fedclust.federation.federate`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fedclust.federation import History, make_strategy, run_rounds
+
+from . import protocols as P
+from .data import scaler_from_moments
+from .likelihoods import FeatureSpec
+
+log = logging.getLogger(__name__)
+
+
+def standardise(proxies: Sequence[Any], spec: FeatureSpec, min_samples: int) -> dict | None:
+    """Federated standardisation of the gaussian columns: each centre's moments
+    (``generative_moments``) → global mean / SD → back to every centre. Returns the global
+    (mean, sd) of those columns (None when there is none: nothing is sent)."""
+    cols = np.asarray([j for j, k in enumerate(spec.kinds) if k == "gaussian"], dtype=np.int64)
+    if not cols.size:
+        return None
+    parts = []
+    for proxy in proxies:
+        msg = proxy.call(
+            "moments", {"columns": cols}, 0, "moments", P.moments(min_samples), P.MOMENTS_REQUEST
+        )
+        if msg is not None:
+            parts.append(msg)
+    if not parts:
+        raise RuntimeError("every centre abstained from the federated standardisation")
+    sc = scaler_from_moments(parts, spec.subset(cols))
+    ack = P.received("generative_standardised", min_samples)
+    for proxy in proxies:
+        proxy.call(
+            "standardise",
+            {"columns": cols, "mean": sc.mean, "sd": sc.sd},
+            0,
+            "standardise",
+            ack,
+            P.MOMENTS_GLOBAL,
+        )
+    return {"mean": sc.mean, "sd": sc.sd}
+
+
+def fedavg(
+    proxies: Sequence[Any],
+    init: list[np.ndarray],
+    rounds: int,
+    local_epochs: int,
+    protocol,
+    label: str,
+    min_samples: int,
+) -> tuple[list[np.ndarray], History]:
+    """FedAvg (the core's ``fedavg`` strategy on the one round loop): ``rounds`` rounds of
+    ``local_epochs`` local epochs from ``init``, then the final global model to every centre
+    (``generative_global_model``)."""
+    hist = History()
+    params = run_rounds(
+        proxies,
+        make_strategy("fedavg"),
+        init,
+        int(rounds),
+        {"epochs": int(local_epochs)},
+        protocol,
+        kind=label,
+        label=label,
+        history=hist,
+    )
+    ack = P.received(f"{label}_received", min_samples)
+    for proxy in proxies:
+        proxy.call(
+            "receive_global",
+            {"parameters": params},
+            int(rounds) + 1,
+            f"{label}_final",
+            ack,
+            P.MODEL_GLOBAL,
+        )
+    return params, hist
+
+
+def federated_training(
+    proxies: Sequence[Any],
+    spec: FeatureSpec,
+    init: list[np.ndarray],
+    rounds: int,
+    local_epochs: int,
+    protocol,
+    label: str,
+    min_samples: int,
+) -> tuple[list[np.ndarray], History]:
+    """Federated standardisation, then FedAvg (SAVAE and DGD)."""
+    standardise(proxies, spec, min_samples)
+    return fedavg(proxies, init, rounds, local_epochs, protocol, label, min_samples)
+
+
+def virtual_patients(
+    proxies: Sequence[Any], good: str, poor: str, n_virtual: int, min_samples: int
+) -> int:
+    """Once: the good node's virtual patients (``savae_virtual_patients``) relayed to the poor
+    node (D6.2 §6.5.2, Fig. 6.12). Returns how many rows were relayed (0: the good node
+    abstained)."""
+    by = {p.cid: p for p in proxies}
+    msg = by[good].call(
+        "virtual_patients",
+        {"n_virtual": int(n_virtual)},
+        0,
+        "virtual",
+        P.virtual_patients(min_samples),
+        P.VIRTUAL_REQUEST,
+    )
+    if msg is None:
+        return 0
+    relay = {"x": msg["x"], "y": msg["y"], "t": msg["t"]}
+    by[poor].call(
+        "receive_virtual",
+        relay,
+        0,
+        "virtual_relay",
+        P.received("savae_virtual_received", min_samples),
+        P.VIRTUAL_RELAY,
+    )
+    return int(len(msg["x"]))
+
+
+def radialgan(proxies: Sequence[Any], iterations: int, batch_size: int, rule: str,
+              min_samples: int) -> dict[str, Any]:  # fmt: skip
+    """RadialGAN training and augmentation (D6.2 ch. 5) with the latent codes as the only
+    cross-centre payload: per iteration every centre's minibatch codes go to every other
+    centre (``radialgan_codes`` → relay), each centre returns the gradient of its loss with
+    respect to them (``radialgan_code_grads``), which the server sums per sender and sends back
+    (``radialgan_grads_relay``) for the joint F/G step. Then every centre's training codes go
+    to every other centre once (eq. 5.8) and each reports its downstream AUC without / with the
+    augmented data (``radialgan_evaluation``). α_ij from the centres' counts (``rule``)."""
+    from .radialgan import alpha
+
+    codes_p, grads_p = P.radialgan_codes(min_samples), P.radialgan_code_grads(min_samples)
+    ack = P.received("radialgan_applied", min_samples)
+    losses: list[float] = []
+    sizes: dict[str, int] = {}
+    for it in range(1, int(iterations) + 1):
+        codes = {}
+        for p in proxies:
+            msg = p.call("encode", {"batch": int(batch_size)}, it, "codes", codes_p,
+                         P.CODES_REQUEST)  # fmt: skip
+            if msg is not None:
+                codes[p.cid] = msg["z"]
+                sizes[p.cid] = int(msg["n"])
+        ids = list(codes)
+        if len(ids) < 2:  # nobody to exchange with: the centres' own settings refused it
+            log.warning("RadialGAN: %d centre(s) released latent codes; no training", len(ids))
+            break
+        a = alpha([sizes[c] for c in ids], rule)
+        grads = {c: np.zeros_like(codes[c]) for c in ids}
+        total = 0.0
+        for i, ci in enumerate(ids):
+            others = [j for j in range(len(ids)) if j != i]
+            proxy = next(p for p in proxies if p.cid == ci)
+            msg = proxy.call("step", {"codes": [codes[ids[j]] for j in others],
+                                      "alpha": np.asarray([a[i, j] for j in others]),
+                                      "train": 1}, it, "step", grads_p, P.CODES_RELAY)  # fmt: skip
+            for j, g in zip(others, msg["z_grad"], strict=True):
+                grads[ids[j]] = grads[ids[j]] + np.asarray(g)
+            total += float(msg["loss"])
+        for p in proxies:
+            if p.cid in grads:
+                p.call("apply", {"z_grad": grads[p.cid]}, it, "apply", ack, P.GRADS_RELAY)
+        losses.append(total)
+    # augmentation (eq. 5.8) and evaluation
+    it = int(iterations) + 1
+    codes = {}
+    for p in proxies:
+        msg = p.call("encode", {"all": 1}, it, "codes_all", codes_p, P.CODES_REQUEST)
+        if msg is not None:
+            codes[p.cid] = msg["z"]
+    ev = P.radialgan_evaluation(min_samples)
+    out = {}
+    for p in proxies:
+        others = [c for c in codes if c != p.cid]
+        msg = p.call("augment", {"codes": [codes[c] for c in others],
+                                 "alpha": np.zeros(len(others)), "train": 0}, it, "augment", ev,
+                     P.CODES_RELAY)  # fmt: skip
+        if msg is not None:
+            out[p.cid] = msg
+    return {"evaluation": out, "sizes": sizes, "losses": losses, "released": sorted(codes)}
