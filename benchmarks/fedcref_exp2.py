@@ -4,7 +4,8 @@ start → end, ACC init → end and seconds per iteration, FedCRef beside Perfec
     python benchmarks/fedcref_exp2.py --source mlxtend5k --clients 10 --samples 50 --reps 2
     python benchmarks/fedcref_exp2.py --source synthetic --classes 31 --clients 25 --samples 500
 
-θ is calibrated on a separate labelled validation system of the same size (unless --theta).
+θ is calibrated per dirtiness on separate labelled validation systems of the same size and
+dirtiness (unless --theta). --threads / --device: where the batched AE trainings run.
 Writes <out>/history.tsv, <out>/summary.tsv, <out>/calibration.json.
 """
 
@@ -22,7 +23,7 @@ import torch
 import yaml
 
 from fedclust.data.glyphs import load_glyphs
-from fedclust.fedcref.calibrate import calibrate
+from fedclust.fedcref.calibrate import calibrate, theta_for
 from fedclust.fedcref.experiments import run_setting
 from fedclust.seeds import derive_seed
 
@@ -45,14 +46,17 @@ def main() -> None:
     ap.add_argument("--cal-reps", type=int, default=None, help="validation systems for θ")
     ap.add_argument("--config", default="config/config.yaml")
     ap.add_argument("--out", default="/tmp/fedcref_exp2")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     cfg = copy.deepcopy(yaml.safe_load(open(a.config))["fedcref"])
     cfg["system"].update(n_clients=a.clients, samples_per_class=a.samples)
     cfg["autoencoder"].update(epochs=a.epochs, batch_size=a.batch)
     cfg["federated"].update(rounds=a.rounds, later_epochs=a.later_epochs)
     cfg["stopping"]["max_iterations"] = a.max_iterations
+    cfg["device"] = a.device
     if a.cal_reps:
         cfg["calibration"]["repetitions"] = a.cal_reps
     spec = {"source": a.source, "n_classes": a.classes}
@@ -66,7 +70,8 @@ def main() -> None:
     base = {"dataset": "ds", "init": "dirty_uniform"}
     t0 = time.perf_counter()
     if a.theta is None:
-        cal, _ = calibrate(cfg, {**base, "dirtiness": 0.0}, x, y, 99)
+        levels, _ = calibrate(cfg, base, x, y, 99, list(a.dirtiness))
+        cal = {"levels": levels}
     else:
         cal = {"theta": a.theta}
     cal["seconds"] = time.perf_counter() - t0
@@ -76,7 +81,13 @@ def main() -> None:
     for d in a.dirtiness:
         for r in range(a.reps):
             h, s, _ = run_setting(
-                cfg, {**base, "dirtiness": d}, x, y, derive_seed(7, d, r), cal["theta"], a.variants
+                cfg,
+                {**base, "dirtiness": d},
+                x,
+                y,
+                derive_seed(7, d, r),
+                theta_for(cal, d),
+                a.variants,
             )
             hist.append(h.assign(dirtiness=d, repetition=r))
             summ += [dict(row, dirtiness=d, repetition=r) for row in s]

@@ -12,6 +12,19 @@ FCR_DL = config["data"]["download_dir"]
 FCR_MIRROR = _fcr_mirror(config)
 FCR_MIRROR = str(FCR_MIRROR) if FCR_MIRROR else None
 FCR_SETTINGS, FCR_RUNS, FCR_DATASETS, FCR_CALIBRATED = FW.plan(FCR)
+FCR_SIZE = FW.size_study(FCR)
+FCR_SIZE_OUT = (
+    {
+        name: f"results/fedcref/size/{FCR_SIZE}{ext}"
+        for name, ext in (
+            ("pairs", "_pairs.tsv"),
+            ("summary", ".tsv"),
+            ("figure", ".png"),
+        )
+    }
+    if FCR_SIZE
+    else {}
+)
 FCR_RUN_DIR = "results/fedcref/runs/{exp}/{setting}/rep{rep}"
 FCR_RUN_ID = "{exp}_{setting}_{rep}"
 FCR_RUN_WILDCARDS = {"exp": "exp[1-4]", "setting": "[A-Za-z0-9_]+", "rep": "[0-9]+"}
@@ -94,8 +107,32 @@ rule fedcref_calibrate:
     params:
         cfg=FCR,
         seed=SEED,
+        levels=lambda w: FW.calibration_levels(FCR, FCR_SETTINGS, w.dataset),
     script:
         "../scripts/fedcref_calibrate.py"
+
+
+if FCR_SIZE:
+
+    rule fedcref_size:
+        input:
+            data=f"results/fedcref/data/{FCR_SIZE}.npz",
+        output:
+            **FCR_SIZE_OUT,
+        log:
+            "results/logs/fedcref/fedcref_size.log",
+        benchmark:
+            "results/benchmarks/fedcref_size/size.tsv"
+        conda:
+            "../envs/fedclust.yaml"
+        threads: job_threads("fedcref_size")
+        resources:
+            **job_resources("fedcref_size"),
+        params:
+            cfg=FCR,
+            seed=SEED,
+        script:
+            "../scripts/fedcref_size.py"
 
 
 rule fedcref_run:
@@ -171,6 +208,7 @@ rule fedcref_report:
         calibration_figures=expand(
             "results/fedcref/calibration/{dataset}.png", dataset=FCR_DATASETS
         ),
+        size_study=list(FCR_SIZE_OUT.values()),
     output:
         section="results/report/sections/fedcref.json",
         tables=directory("results/fedcref/tables"),

@@ -11,7 +11,7 @@ from fedclust.seeds import derive_seed
 
 
 def main() -> None:
-    torch.set_num_threads(1)
+    torch.set_num_threads(max(1, int(snakemake.threads)))
     w, cfg = snakemake.wildcards, snakemake.params.cfg
     setting = snakemake.params.settings[w.exp][w.setting]
     with np.load(snakemake.input.data) as z:
@@ -19,8 +19,9 @@ def main() -> None:
     seed = derive_seed(int(snakemake.params.seed), "fedcref", w.exp, w.setting, int(w.rep))
     rows = cross_method(cfg, setting, x, y, seed, snakemake.params.dec)
     for r in rows:
-        if "silhouette" in r:
-            r["silhouette"] = str(r["silhouette"])
+        for key in ("silhouette", "acc_by_k", "client_acc_by_k"):
+            if key in r:
+                r[key] = str(r[key])
     table = pd.DataFrame(rows).assign(setting=w.setting, repetition=int(w.rep))
     write_table(snakemake.output.table, table, index=False)
 

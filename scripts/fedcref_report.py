@@ -17,6 +17,7 @@ def main() -> None:
         calibrations=list(i.calibration),
         calibration_figures=list(i.calibration_figures),
         cfg=snakemake.params.cfg,
+        size=list(i.size_study),
     )
 
 

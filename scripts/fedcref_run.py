@@ -6,13 +6,13 @@ import pandas as pd
 import torch
 from _common import run
 
-from fedclust.fedcref.experiments import resolve_theta, run_units
+from fedclust.fedcref.experiments import calibrated_theta, resolve_theta, run_units
 from fedclust.fedcref.workflow import run_inputs
 from fedclust.io import write_table
 
 
 def main() -> None:
-    torch.set_num_threads(1)
+    torch.set_num_threads(max(1, int(snakemake.threads)))
     w, cfg, out = snakemake.wildcards, snakemake.params.cfg, snakemake.output
     settings, rep = snakemake.params.settings, int(w.rep)
     pairs = snakemake.params.units
@@ -30,8 +30,12 @@ def main() -> None:
             with np.load(files["data"]) as z:
                 data[files["data"]] = (z["x"], z["y"])
         x, y = data[files["data"]]
-        theta = resolve_theta(cfg, files.get("calibration"))
-        units.append((e, s, settings[e][s], x, y, theta))
+        st = settings[e][s]
+        theta = resolve_theta(cfg, files.get("calibration"), st)
+        side = None
+        if "fedcref_calibrated" in st.get("variants", cfg["variants"]):
+            side = calibrated_theta(cfg, files.get("calibration"), st)
+        units.append((e, s, st, x, y, theta, side))
     results = run_units(cfg, units, int(snakemake.params.seed), rep)
     scalar = (str, int, float)
     for (e, s), (hist, summ, ledger), (p_hist, p_summ, p_ledger) in zip(

@@ -32,7 +32,7 @@ from fedclust.fedcref.association import (
 from fedclust.fedcref.calibrate import choose_theta
 from fedclust.fedcref.experiments import make_evaluator, perfect_oracle, settings
 from fedclust.fedcref.model import generator, get_parameters, make_ae, train_ae
-from fedclust.fedcref.refine import client_stable, cluster_refine, series_stable
+from fedclust.fedcref.refine import align_labels, client_stable, cluster_refine, series_stable
 from fedclust.fedcref.system import apply_overlap, build_system, dirty_uniform, oracle_partition
 from fedclust.federation import Ledger
 from fedclust.metrics.assignment import hungarian_accuracy
@@ -127,6 +127,18 @@ def test_cluster_refine_hand_made_ties_leftovers_and_empty():
     assert lab.tolist() == [0, 0, 1, 1, 0]  # leftover row 4: best of selected {0, 1} = col 0
     lab, sel = cluster_refine(np.array([[0.1, 0.5], [0.1, 0.5]]), 3)
     assert lab.tolist() == [0, 0] and sel == [0]  # clusters 1 and 2 stay empty
+
+
+def test_refined_partition_keeps_the_cluster_ids_of_its_models():
+    """ClusterRefine numbers clusters in selection order; the refined partition is relabelled to
+    the previous one, so a client that turns inactive keeps model q ↔ cluster q (§2.6)."""
+    prev = np.repeat([0, 1, 2], [5, 30, 12])
+    assert align_labels(np.repeat([2, 0, 1], [5, 30, 12]), prev, 3).tolist() == prev.tolist()
+    c = Client(0, "c0", np.zeros((len(prev), 4)), prev, 3, TINY, 0)
+    c.models = {q: f"m{q}" for q in range(3)}  # model q fits cluster q best
+    c.cache = {f"m{q}": np.where(prev == q, 0.1, 1.0) for q in range(3)}
+    c.refine([])  # selection order 1, 2, 0 (cluster sizes); ids stay
+    assert c.labels.tolist() == prev.tolist()
 
 
 def test_series_stable():
@@ -422,18 +434,29 @@ def test_report_tables_ci_and_paper_columns():
     for exp, extra in (("exp1", {}), ("exp2", {"dirtiness": 0.3}), ("exp3", {"overlap": 0.3}),
                        ("exp4", {"n_clients": 6})):  # fmt: skip
         for rep in range(2):
-            for var in ("fedcref", "perfect"):
+            for var in ("fedcref", "perfect", "local_only"):
                 rows.append(
-                    {"exp": exp, "dataset": "digits", "variant": var, "real_k": 10, "ideal_k": 9,
-                     "acc_init": 0.7, "acc_end": 0.9 + rep / 100, "improvement_pct": 28.0,
+                    {"exp": exp, "setting": "s", "repetition": rep, "dataset": "digits",
+                     "variant": var, "real_k": 10, "ideal_k": 9, "acc_init": 0.7,
+                     "acc_end": 0.9 + rep / 100 - (var == "local_only") * 0.02 * (rep + 1),
+                     "improvement_pct": 28.0,
                      "groups_end": 9 + rep, "wrong_links_end": 0, "wrong_clusters_end": 0,
                      "isolated_start": 20, "isolated_end": 3, "iterations": 3,
                      "seconds_per_iteration": 1.0, **{"dirtiness": 0.3, "overlap": 0.0,
                                                       "n_clients": 6, **extra}}
                 )  # fmt: skip
-    cfg = {"datasets": {"digits": {"source": "digits", "paper": "EMNIST"}}}
+    cfg = {"datasets": {"digits": {"source": "digits", "paper": "EMNIST"}},
+           "system": {"samples_per_class": 40}}  # fmt: skip
     t = build_tables(pd.DataFrame(rows), cfg, pd.DataFrame())
-    assert sorted(t) == [f"table{i}" for i in range(1, 9)]
+    assert sorted(t) == ["local_only"] + [f"table{i}" for i in range(1, 9)]
+    # FedCRef − local-only, paired per run: 0.02 and 0.04 → 0.030 (±0.127)
+    assert t["table4"]["FedCRef − local-only"].iloc[0] == "0.030 (±0.127)"
+    assert t["local_only"]["FedCRef − local-only"].tolist() == ["0.030 (±0.127)"] * 4
+    # digits at N = 6, S = 40 is not the paper's setting; N = 6 is shown beside N = 20
+    assert t["table1"]["comparable"].iloc[0] == (
+        "no (digits is not EMNIST; N = 6 vs 25; S = 40 vs 500)"
+    )
+    assert t["table8"]["comparable"].iloc[0].startswith("no (digits is not EMNIST; N = 6 vs 20")
     assert t["table3"]["paper K"].iloc[0] == "9.8 (±1.1) / 10"
     assert t["table4"]["paper ACC end"].iloc[0] == "0.879 (±0.028)"
     assert t["table6"]["paper ACC end"].iloc[0] == "0.955 (±0.016)"

@@ -13,6 +13,7 @@ evaluation callback and the Perfect-Associations oracle.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -40,9 +41,9 @@ from .association import (
     components,
     direction_statistic,
 )
-from .model import NDArrays, generator, get_parameters, make_ae, sample_errors, set_parameters
-from .model import train_ae as _train
-from .refine import client_stable, cluster_refine, series_stable
+from .model import NDArrays, errors_many, flatten, generator, get_parameters, make_ae, unflatten
+from .parallel import GroupRuntime, Job, Lockstep, run_jobs, same_weights
+from .refine import align_labels, client_stable, cluster_refine, series_stable
 
 log = logging.getLogger(__name__)
 MODES = ("fedcref", "perfect", "local_only")
@@ -112,11 +113,19 @@ class FedCRefParams:
     max_members: int = 30
     strategy: str = "fedavg"
     min_samples: int = 1
+    device: str = "cpu"
 
     @classmethod
     def from_config(cls, cfg: dict, theta: float | None = None) -> FedCRefParams:
         a, ae, fl, st = cfg["association"], cfg["autoencoder"], cfg["federated"], cfg["stopping"]
         th = a["theta"] if theta is None else theta
+        device = str(cfg.get("device", "cpu"))
+        if device == "cuda" and not torch.cuda.is_available():
+            raise ConfigError(
+                "fedcref.device is 'cuda' but this job sees no GPU",
+                where="fedcref.device",
+                fix="set fedcref.device: cpu, or give fedcref_run a GPU (resources gpu: 1)",
+            )
         if isinstance(th, str):
             raise ConfigError(
                 f"θ = {th!r} must be resolved to a number before the run",
@@ -142,6 +151,7 @@ class FedCRefParams:
             later_epochs=int(fl["later_epochs"]),
             max_members=int(fl["max_members"]),
             min_samples=int(fl.get("min_samples", 1)),
+            device=device,
         )
 
 
@@ -160,50 +170,77 @@ class Client:
         self.cache: dict[str, np.ndarray] = {}
         self.active = True
         self._fl_gens: dict[str, torch.Generator] = {}
+        self._prefetch: dict[tuple, tuple] = {}  # (cluster, group) → (weights, config, result)
+
+    def template(self) -> Any:
+        """An AE of this run's shape (weights set per use)."""
+        return make_ae(self.x.shape[1], self.p.hidden, None)
 
     # Step 1
-    def train_local(self, it: int) -> dict[str, NDArrays]:
-        """Fresh AE per non-empty local cluster; returns {model id: weights} to broadcast."""
-        out = {}
-        self.models = {}
-        d = self.x.shape[1]
+    def local_jobs(self, it: int) -> list[tuple[int, str, Job]]:
+        """(cluster, model id, training job) of a fresh AE per non-empty local cluster."""
+        out = []
         for q in range(self.k):
             rows = np.flatnonzero(self.labels == q)
             if len(rows) == 0:  # empty after refinement: no model, no graph node
                 continue
             uid = f"{self.cid}/q{q}/it{it}"
-            model = make_ae(d, self.p.hidden, hash_seed(self.seed, uid))
-            _train(model, self.x[rows], self.p.epochs, self.p.batch_size, self.p.lr,
-                   generator(self.seed, "shuffle", uid), self.p.patience)  # fmt: skip
-            params = get_parameters(model)
-            self.cache[uid] = sample_errors(model, self.x)
-            self.models[q] = uid
-            self.sizes[uid] = len(rows)
-            out[uid] = params
+            init = make_ae(self.x.shape[1], self.p.hidden, hash_seed(self.seed, uid)).flat
+            gen = generator(self.seed, "shuffle", uid)
+            out.append((q, uid, Job(init, self.x[rows], self.p.epochs, gen, self.p.patience)))
         return out
+
+    def set_local(
+        self, jobs: list[tuple[int, str, Job]], trained: Sequence[tuple[torch.Tensor, list]]
+    ) -> dict[str, NDArrays]:
+        """Adopt the trained local AEs; returns {model id: weights} to broadcast."""
+        self.models, out = {}, {}
+        model = self.template()
+        if jobs:
+            flats = torch.stack([f for f, _ in trained])
+            errs = errors_many(model, flats, self.x, device=self.p.device)
+        for a, ((q, uid, job), (flat, _)) in enumerate(zip(jobs, trained, strict=True)):
+            self.cache[uid] = errs[:, a]
+            self.models[q] = uid
+            self.sizes[uid] = len(job.x)
+            out[uid] = unflatten(model, flat)
+        return out
+
+    def train_local(self, it: int) -> dict[str, NDArrays]:
+        """Fresh AE per non-empty local cluster (this client alone); {model id: weights}."""
+        jobs = self.local_jobs(it)
+        trained = run_jobs(self.template(), [j for _, _, j in jobs], self.p.batch_size,
+                           self.p.lr, self.p.device)  # fmt: skip
+        return self.set_local(jobs, trained)
 
     def models_message(self, models: dict[str, NDArrays]) -> dict[str, Any]:
         """Step 1's all-to-all message: the local models with the size of each one's cluster."""
         n = np.asarray([self.sizes[u] for u in models], dtype=np.int64)
         return {"models": models, "n": n}
 
+    def live(self) -> list[int]:
+        """Clusters with a model and samples: an inactive client's refined partition can leave
+        a cluster of a frozen model empty (no graph node then, as an empty cluster at Step 1)."""
+        counts = np.bincount(self.labels, minlength=self.k)
+        return [q for q in sorted(self.models) if counts[q] > 0]
+
     def nodes(self) -> list[Node]:
-        return [(self.index, q) for q in sorted(self.models)]
+        return [(self.index, q) for q in self.live()]
 
     def evaluate_models(self, received: dict[str, NDArrays]) -> None:
         """Errors of received models on this client's own data (cached by model id)."""
-        d = self.x.shape[1]
-        for uid, params in received.items():
-            if uid in self.cache:
-                continue
-            model = make_ae(d, self.p.hidden, None)
-            set_parameters(model, params)
-            self.cache[uid] = sample_errors(model, self.x)
+        new = [u for u in received if u not in self.cache]
+        if not new:
+            return
+        flats = torch.stack([flatten(received[u]) for u in new])
+        errs = errors_many(self.template(), flats, self.x, device=self.p.device)
+        for a, u in enumerate(new):
+            self.cache[u] = errs[:, a]
 
     # Step 2
     def association_stats(self, foreign: dict[Node, str]) -> dict[str, Any]:
         """stat[q, f] = pct_α(minmax|E_{iq→iq} − E_{f→iq}|) for own clusters × foreign models."""
-        own = sorted(self.models)
+        own = self.live()
         keys = sorted(foreign)
         s = np.full((len(own), len(keys)), np.nan)
         for a, q in enumerate(own):
@@ -219,24 +256,46 @@ class Client:
         }
 
     # Step 3 (member side of FedAvg, Flower NumPyClient.fit shape)
-    def fit(
-        self, q: int, parameters: NDArrays, config: dict[str, Any]
-    ) -> tuple[NDArrays, int, dict]:
+    def fit_job(self, q: int, parameters: NDArrays, config: dict[str, Any]) -> Job:
+        """Cluster q's local epochs from the group's weights (no early stop)."""
         rows = np.flatnonzero(self.labels == q)
-        model = make_ae(self.x.shape[1], self.p.hidden, None)
-        set_parameters(model, parameters)
         gen = self._fl_gens.setdefault(
             config["group"], generator(self.seed, "fl", config["group"], q)
         )
-        losses = _train(model, self.x[rows], config["epochs"], self.p.batch_size, self.p.lr, gen)
-        return get_parameters(model), len(rows), {"loss": float(losses[-1]) if losses else 0.0}
+        return Job(flatten(parameters), self.x[rows], int(config["epochs"]), gen, None)
+
+    def fit_result(self, q: int, out: tuple[torch.Tensor, list]) -> tuple[NDArrays, int, dict]:
+        flat, losses = out
+        n = int(np.sum(self.labels == q))
+        return unflatten(self.template(), flat), n, {"loss": float(losses[-1]) if losses else 0.0}
+
+    def prefetched(self, q: int, parameters: NDArrays, config: dict[str, Any]) -> bool:
+        """Whether cluster q holds a batched result for exactly these weights and config."""
+        got = self._prefetch.get((q, config.get("group")))
+        return got is not None and got[1] == config and same_weights(got[0], parameters)
+
+    def prefetch(self, q: int, parameters: NDArrays, config: dict[str, Any], out: Any) -> None:
+        """Cluster q's fit computed in a batch with other members' (:class:`GroupRuntime`)."""
+        self._prefetch[(q, config.get("group"))] = (parameters, dict(config), out)
+
+    def fit(
+        self, q: int, parameters: NDArrays, config: dict[str, Any]
+    ) -> tuple[NDArrays, int, dict]:
+        """Local epochs of cluster q from the group's weights: the batched result when one was
+        computed for these weights, else trained here alone."""
+        if self.prefetched(q, parameters, config):
+            out = self._prefetch.pop((q, config.get("group")))[2]
+        else:
+            job = self.fit_job(q, parameters, config)
+            out = run_jobs(self.template(), [job], self.p.batch_size, self.p.lr, self.p.device)[0]
+        return self.fit_result(q, out)
 
     # Step 4
     def refine(self, group_models: Sequence[str]) -> dict[str, Any]:
         """ClusterRefine over {own local AEs} ∪ {group AEs}; stability check (§2.6)."""
         cols = [self.models[q] for q in sorted(self.models)] + list(group_models)
         e = np.stack([self.cache[u] for u in cols], axis=1)
-        new, _ = cluster_refine(e, self.k)
+        new = align_labels(cluster_refine(e, self.k)[0], self.labels, self.k)
         stable, acc = client_stable(self.labels, new, self.p.tau)
         self.labels = new
         if stable:
@@ -293,12 +352,15 @@ class FedCRefResult:
 
 
 class _Member:
-    """Local cluster ``q`` of a client as a Flower-shaped fit client."""
+    """Local cluster ``q`` of a client, member ``k`` of a group, as a Flower-shaped fit client:
+    the group's :class:`~fedclust.fedcref.parallel.GroupRuntime` first runs the round's member
+    fits as one batch, then the client's own ``fit`` answers."""
 
-    def __init__(self, client: Client, q: int) -> None:
-        self.client, self.q = client, q
+    def __init__(self, client: Client, q: int, runtime: GroupRuntime, k: int) -> None:
+        self.client, self.q, self.runtime, self.k = client, q, runtime, k
 
     def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]:
+        self.runtime.prepare(self.k, parameters, config)
         return self.client.fit(self.q, parameters, config)
 
 
@@ -327,20 +389,60 @@ def train_group(
     tag: str,
     ledger: Ledger,
     it: int,
+    submit: Callable[[Sequence[Job]], list] | None = None,
 ) -> NDArrays:
     """One group AE by FedAvg (§2.4) on the federation core's round loop: fresh init, ``rounds``
     rounds, local epochs ``first_epochs`` in round 1 then ``later_epochs``, weighted by cluster
     size; the aggregator (the ledger's ``server``) is the group's lowest client id; only the
-    first ``max_members`` members train."""
+    first ``max_members`` members train. ``submit`` runs the members' fits of a round (default:
+    at once, :func:`~fedclust.fedcref.parallel.run_jobs`; a :class:`Lockstep` batches them with
+    other groups')."""
     strategy = _EpochSchedule(make_strategy(p.strategy, {}), p.first_epochs, p.later_epochs)
     d = clients[0].x.shape[1]
     params = get_parameters(make_ae(d, p.hidden, hash_seed(seed, tag)))
     members = sorted(members)[: p.max_members]
-    proxies = [LedgerClientProxy(clients[ci].cid, _Member(clients[ci], q), ledger)
-               for ci, q in members]  # fmt: skip
+    template = make_ae(d, p.hidden, None)
+    runtime = GroupRuntime(
+        [(clients[ci], q) for ci, q in members],
+        lambda m, prm, cfg: m[0].fit_job(m[1], prm, cfg),
+        lambda m, prm, cfg: m[0].prefetched(m[1], prm, cfg),
+        lambda m, prm, cfg, out: m[0].prefetch(m[1], prm, cfg, out),
+        submit or (lambda jobs: run_jobs(template, jobs, p.batch_size, p.lr, p.device)),
+    )
+    proxies = [LedgerClientProxy(clients[ci].cid, _Member(clients[ci], q, runtime, k), ledger)
+               for k, (ci, q) in enumerate(members)]  # fmt: skip
     return run_rounds(proxies, strategy, params, p.rounds, {"group": tag},
                       protocols(p.min_samples).group_fit, kind="group",
                       label=f"fedcref it {it} group {tag}")  # fmt: skip
+
+
+def train_groups(
+    clients: Sequence[Client],
+    groups: Sequence[Sequence[Node]],
+    p: FedCRefParams,
+    seed: int,
+    ledger: Ledger,
+    it: int,
+) -> list[NDArrays]:
+    """Every group's FedAvg (:func:`train_group`), the groups' round loops side by side with
+    each round's member fits of all groups as one batch (:class:`Lockstep`); each group's
+    messages go through its own ledger, appended to ``ledger`` in group order."""
+    if not groups:
+        return []
+    lock = Lockstep(clients[0].template(), p.batch_size, p.lr, p.device)
+    subs = [dataclasses.replace(ledger, records=[], abstention_records=[]) for _ in groups]
+
+    def one(gi: int) -> Callable[[], NDArrays]:
+        return lambda: train_group(clients, groups[gi], p, seed, f"G{gi}/it{it}", subs[gi], it,
+                                   lambda jobs: lock.submit((gi,), jobs))  # fmt: skip
+
+    out = lock.map([one(gi) for gi in range(len(groups))])
+    for sub in subs:
+        ledger.records += sub.records
+        ledger.abstention_records += sub.abstention_records
+    log.info("it %d: %d groups, member fits in %d batches (%s jobs)", it, len(groups),
+             len(lock.batches), "/".join(map(str, sorted(set(lock.batches)))))  # fmt: skip
+    return out
 
 
 def run_fedcref(
@@ -381,22 +483,28 @@ def run_fedcref(
         t0, c0 = time.perf_counter(), time.process_time()
         # Step 1: active clients (every client at it 1) train fresh local AEs
         new_models: dict[int, dict[str, NDArrays]] = {}
-        for c in clients:
-            if c.active or it == 1:
-                new_models[c.index] = c.train_local(it)
+        training = [c for c in clients if c.active or it == 1]
+        jobs = [c.local_jobs(it) for c in training]
+        trained = run_jobs(clients[0].template(), [j for js in jobs for _, _, j in js],
+                           p.batch_size, p.lr, p.device)  # fmt: skip
+        for c, js in zip(training, jobs, strict=True):  # each client's own models back
+            new_models[c.index] = c.set_local(js, trained[: len(js)])
+            trained = trained[len(js) :]
         nodes = sorted(n for c in clients for n in c.nodes())
-        uid_of = {(c.index, q): u for c in clients for q, u in c.models.items()}
+        uid_of = {(c.index, q): c.models[q] for c in clients for q in c.live()}
         # Step 2: all-to-all exchange of the new local models; association statistics
         stat: dict[tuple[Node, Node], float] = {}
         if mode == "fedcref":
-            for j, models in new_models.items():
-                for c in clients:
+            for c in clients:
+                received: dict[str, NDArrays] = {}
+                for j, models in new_models.items():
                     if c.index != j and models:
                         got = ledger.send(
                             clients[j].cid, c.cid, clients[j].models_message(models), it,
                             "local_models", protocol=proto.local_models,
                         )  # fmt: skip
-                        c.evaluate_models(got["models"])
+                        received.update(got["models"])
+                c.evaluate_models(received)
             for c in clients:
                 foreign = {n: u for n, u in uid_of.items() if n[0] != c.index}
                 msg = ledger.send(
@@ -419,17 +527,17 @@ def run_fedcref(
         table = np.asarray(membership, dtype=np.int64).reshape(-1, 3)
         for c in clients:
             ledger.send("graph", c.cid, {"groups": table}, it, "groups", protocol=GROUPS)
-        group_uids = []
-        for gi, g in enumerate(groups):
-            tag = f"G{gi}/it{it}"
-            params = train_group(clients, g, p, seed, tag, ledger, it)
-            for c in clients:  # from the group's aggregator
-                got = ledger.send(
+        group_uids = [f"G{gi}/it{it}" for gi in range(len(groups))]
+        group_params = train_groups(clients, groups, p, seed, ledger, it)
+        for c in clients:  # from each group's aggregator
+            got = {
+                tag: ledger.send(
                     "server", c.cid, {"parameters": params}, it, "group_model", protocol=GROUP_MODEL
-                )
-                if c.active:
-                    c.evaluate_models({tag: got["parameters"]})
-            group_uids.append(tag)
+                )["parameters"]
+                for tag, params in zip(group_uids, group_params, strict=True)
+            }
+            if c.active:
+                c.evaluate_models(got)
         # Step 4: active clients refine; stable ones leave A
         pre_labels = [c.labels.copy() for c in clients]
         for c in clients:

@@ -11,36 +11,14 @@ import numpy as np
 import pandas as pd
 
 from fedclust.errors import ConfigError
-from fedclust.metrics.assignment import hungarian_accuracy, hungarian_mapping
+from fedclust.metrics.assignment import hungarian_accuracy
 from fedclust.seeds import derive_seed
 
 from .algorithm import Client, FedCRefParams, run_fedcref
-from .association import Node, ideal_edges, wrong_clusters, wrong_links
+from .association import Node, ideal_edges, node_classes, wrong_clusters, wrong_links
 from .init import initial_partition
 from .settings import EXPERIMENTS, settings  # noqa: F401  (re-exported)
-from .system import ClientData, build_system
-
-
-def system_for(cfg: dict, setting: dict, y_pool: np.ndarray, seed: int) -> list[ClientData]:
-    sysc = {**cfg["system"], **cfg["datasets"][setting["dataset"]].get("system", {})}
-    return build_system(
-        y_pool,
-        int(setting.get("n_clients", sysc["n_clients"])),
-        int(sysc["samples_per_class"]),
-        seed,
-        int(sysc["k_min"]),
-        None if sysc.get("k_max") is None else int(sysc["k_max"]),
-        float(setting.get("overlap", sysc.get("overlap", 0.0))),
-    )
-
-
-def node_classes(labels: list[np.ndarray], ys: list[np.ndarray]) -> dict[Node, int]:
-    """Evaluation only: each local cluster's Hungarian-mapped true class."""
-    out: dict[Node, int] = {}
-    for i, (lab, y) in enumerate(zip(labels, ys, strict=True)):
-        for q, c in hungarian_mapping(lab, y).items():
-            out[(i, int(q))] = int(c)
-    return out
+from .system import system_for
 
 
 def make_evaluator(ys: list[np.ndarray]):
@@ -78,8 +56,10 @@ def run_setting(
     seed: int,
     theta: float,
     variants: list[str] | None = None,
+    side_theta: float | None = None,
 ) -> tuple[pd.DataFrame, list[dict[str, Any]], pd.DataFrame]:
-    """One repetition: (per-iteration history, per-variant summaries, ledger summary)."""
+    """One repetition: (per-iteration history, per-variant summaries, ledger summary). The
+    variant ``fedcref_calibrated`` is FedCRef at ``side_theta`` (the calibrated θ)."""
     clients = system_for(cfg, setting, y_pool, seed)
     xs = [x_pool[c.idx] for c in clients]
     ys = [c.y for c in clients]
@@ -98,13 +78,20 @@ def run_setting(
         for x, y, k, c in zip(xs, ys, ks, clients, strict=True)
     ]
     init_seconds = time.perf_counter() - t0
-    p = FedCRefParams.from_config(cfg, theta)
     hist, summ, ledgers = [], [], []
     real_k = len(np.unique(np.concatenate(ys)))
     holders = pd.Series([c for y in ys for c in np.unique(y)]).value_counts()
     ideal_k = int((holders >= 2).sum())
     for v in variants or list(setting.get("variants", cfg["variants"])):
-        res = run_fedcref(xs, init, ks, p, seed, v, make_evaluator(ys), perfect_oracle(ys))
+        if v == "fedcref_calibrated" and side_theta is None:
+            raise ConfigError(
+                "the variant fedcref_calibrated needs the calibrated θ",
+                where="fedcref.variants",
+                fix="pass the calibration (rule fedcref_calibrate)",
+            )
+        p = FedCRefParams.from_config(cfg, side_theta if v == "fedcref_calibrated" else theta)
+        mode = "fedcref" if v == "fedcref_calibrated" else v
+        res = run_fedcref(xs, init, ks, p, seed, mode, make_evaluator(ys), perfect_oracle(ys))
         h = pd.DataFrame(res.history).assign(variant=v)
         hist.append(h)
         last, first = res.history[-1], res.history[0]
@@ -195,6 +182,9 @@ def cross_method(
             "acc_pooled": hungarian_accuracy(labels[best], y),
             "acc_client_mean": per_client(labels[best]),
             "silhouette": {int(k): round(v, 4) for k, v in sil.items()},
+            # Fig. 5: ACC of global DEC at every K tried (pooled, and mean over clients)
+            "acc_by_k": {int(k): round(hungarian_accuracy(lab, y), 4) for k, lab in labels.items()},
+            "client_acc_by_k": {int(k): round(per_client(lab), 4) for k, lab in labels.items()},
         }
     )
     if dec_stage:
@@ -228,35 +218,47 @@ def federated_dec(cfg: dict, dec_stage: dict, x_pool, clients, k: int, seed: int
     }
 
 
-def resolve_theta(cfg: dict, calibration: str | None) -> float:
-    """θ from config: a number, or ``calibrated`` (the θ calibration utility's output file)."""
+def resolve_theta(cfg: dict, calibration: str | None, setting: dict | None = None) -> float:
+    """θ from config: a number, or ``calibrated`` (the θ calibration utility's output file, at
+    the level of the setting's initial dirtiness)."""
     th = cfg["association"]["theta"]
     if str(th) != "calibrated":
         return float(th)
+    return calibrated_theta(cfg, calibration, setting)
+
+
+def calibrated_theta(cfg: dict, calibration: str | None, setting: dict | None = None) -> float:
+    """The calibrated θ for ``setting`` (its initial dirtiness level) from the calibration file."""
     if not calibration:
         raise ConfigError(
-            "association.theta is 'calibrated' but no calibration file was given",
+            "a calibrated θ is needed (association.theta 'calibrated' or the variant "
+            "fedcref_calibrated) but no calibration file was given",
             where="fedcref.association.theta",
             fix="run the rule fedcref_calibrate (the workflow does) or set a number",
         )
     from fedclust.io import read_json
 
-    return float(read_json(calibration)["theta"])
+    from .calibrate import theta_for
+    from .settings import level_of
+
+    return theta_for(read_json(calibration), level_of(setting or {}, cfg))
 
 
 def run_units(
     cfg: dict,
-    units: list[tuple[str, str, dict, np.ndarray, np.ndarray, float]],
+    units: list[tuple],
     seed: int,
     rep: int,
 ) -> list[tuple[pd.DataFrame, list[dict[str, Any]], pd.DataFrame]]:
     """Several runs of one repetition in one process (``fedcref.fanout: repetition``, issue 15);
-    a unit is (experiment, setting name, setting, x, y, θ). Each run's seed derives from its own
-    (experiment, setting, repetition), so every result equals :func:`run_setting` alone."""
+    a unit is (experiment, setting name, setting, x, y, θ[, side θ]). Each run's seed derives
+    from its own (experiment, setting, repetition), so every result equals :func:`run_setting`
+    alone."""
     return [
-        run_setting(cfg, st, x, y, unit_seed(seed, e, s, rep), theta)
-        for e, s, st, x, y, theta in units
-    ]
+        run_setting(cfg, u[2], u[3], u[4], unit_seed(seed, u[0], u[1], rep), u[5],
+                    side_theta=u[6] if len(u) > 6 else None)
+        for u in units
+    ]  # fmt: skip
 
 
 def unit_seed(seed: int, exp: str, setting: str, rep: int) -> int:

@@ -43,6 +43,22 @@ def cluster_refine(errors: np.ndarray, k: int) -> tuple[np.ndarray, list[int]]:
     return labels, selected
 
 
+def align_labels(new: np.ndarray, prev: np.ndarray, k: int) -> np.ndarray:
+    """``new`` relabelled so that its cluster ids overlap ``prev``'s most (Hungarian on the
+    k × k contingency table; client-local bookkeeping). ClusterRefine numbers clusters in
+    selection order, so without this cluster q of an inactive client - whose frozen model
+    q was trained on its previous cluster q (§2.6) - could be another cluster altogether."""
+    from scipy.optimize import linear_sum_assignment
+
+    new, prev = np.asarray(new, dtype=int), np.asarray(prev, dtype=int)
+    m = np.zeros((k, k), dtype=np.int64)
+    np.add.at(m, (new, prev), 1)
+    rows, cols = linear_sum_assignment(m, maximize=True)
+    perm = np.empty(k, dtype=int)
+    perm[rows] = cols
+    return perm[new]
+
+
 def client_stable(prev: np.ndarray, new: np.ndarray, tau: float) -> tuple[bool, float]:
     """§2.6: ACC(y', y) between consecutive partitions ≥ τ makes the client inactive."""
     acc = hungarian_accuracy(new, prev)

@@ -12,6 +12,16 @@ from typing import Any
 from fedclust.errors import ConfigError
 
 EXPERIMENTS = ("exp1", "exp2", "exp3", "exp4")
+#: The dirtiness a DEC initial clustering is calibrated at (§3.5: DEC "around 0.2").
+DEC_DIRTINESS = 0.2
+
+
+def level_of(setting: dict, cfg: dict) -> float:
+    """The initial dirtiness a setting's θ is calibrated at: its dirtiness; a DEC start at
+    ``calibration.dec_dirtiness``."""
+    if setting.get("init") == "dec":
+        return float(cfg.get("calibration", {}).get("dec_dirtiness", DEC_DIRTINESS))
+    return float(setting.get("dirtiness", 0.0))
 
 
 def _tag(v: float) -> str:
@@ -59,6 +69,13 @@ def settings(cfg: dict) -> dict[str, dict[str, dict[str, Any]]]:
         out["exp3"] = _sweep(ex["exp3"], "overlap", lambda o: f"o{_tag(o)}", float)
     if "exp4" in ex:
         out["exp4"] = _sweep(ex["exp4"], "n_clients", lambda n: f"n{int(n):03d}", int)
+    size = cfg.get("size_study") or {}
+    if size.get("enabled") and size.get("dataset") not in cfg["datasets"]:
+        raise ConfigError(
+            f"size_study uses dataset {size.get('dataset')!r}, not in fedcref.datasets",
+            where="fedcref.size_study.dataset",
+            fix=f"use one of {sorted(cfg['datasets'])}",
+        )
     for exp, s in out.items():
         for name, o in s.items():
             if "variants" in ex[exp]:

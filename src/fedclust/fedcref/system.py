@@ -63,8 +63,11 @@ def build_system(
     """N clients, K_i ~ U{k_min..k_max} (default ⌊|U|/2⌋) distinct classes each, every client's
     class combination unique, S disjoint samples per class (§5.2), then the overlap transform.
 
-    Sampling is without replacement from a shrinking per-class pool; running out raises an error
-    (the authors' code silently refills the pool, creating duplicates).
+    Sampling is without replacement from a shrinking per-class pool. A combination that needs a
+    class with fewer than S samples left is redrawn (a small offline data set, e.g. 8×8 digits
+    at S = 40, would otherwise run out); when none fits, an error (the authors' code silently
+    refills the pool, creating duplicates). With data to spare (the paper's sets) nothing is
+    redrawn and the draws are those of plain sampling.
     """
     y_pool = np.asarray(y_pool)
     classes = np.unique(y_pool)
@@ -77,12 +80,23 @@ def build_system(
     seen: set[tuple] = set()
     clients = []
     for i in range(n_clients):
+        short = None
         for _ in range(1000):
             k = int(r.integers(k_min, k_max + 1))
             combo = tuple(sorted(r.choice(classes, size=k, replace=False).tolist()))
-            if combo not in seen:
+            if combo in seen:
+                continue
+            short = next((c for c in combo if len(pools[c]) < samples_per_class), None)
+            if short is None:
                 break
         else:
+            if short is not None:
+                raise InputDataError(
+                    f"too few samples left for client {i}: class {short} has "
+                    f"{len(pools[short])} < S = {samples_per_class} (samples are never shared)",
+                    where="fedcref.system.samples_per_class",
+                    fix="lower samples_per_class or n_clients, or use a larger dataset",
+                )
             raise ConfigError(
                 f"cannot draw {n_clients} distinct class combinations from {len(classes)} "
                 f"classes with K_i in [{k_min}, {k_max}]",
@@ -92,13 +106,6 @@ def build_system(
         seen.add(combo)
         idx = []
         for c in combo:
-            if len(pools[c]) < samples_per_class:
-                raise InputDataError(
-                    f"class {c} has too few samples left for client {i} "
-                    f"({len(pools[c])} < S = {samples_per_class}); samples are never shared",
-                    where="fedcref.system.samples_per_class",
-                    fix="lower samples_per_class or n_clients, or use a larger dataset",
-                )
             idx += pools[c][:samples_per_class]
             pools[c] = pools[c][samples_per_class:]
         idx = np.asarray(idx)
@@ -150,3 +157,16 @@ def dirty_uniform(y: np.ndarray, dirtiness: float, rng: np.random.Generator) -> 
     flip = rng.random(len(lab)) < dirtiness
     shift = rng.integers(1, max(k, 2), size=len(lab))
     return np.where(flip, (lab + shift) % max(k, 1), lab).astype(int)
+
+
+def system_for(cfg: dict, setting: dict, y_pool: np.ndarray, seed: int) -> list[ClientData]:
+    sysc = {**cfg["system"], **cfg["datasets"][setting["dataset"]].get("system", {})}
+    return build_system(
+        y_pool,
+        int(setting.get("n_clients", sysc["n_clients"])),
+        int(sysc["samples_per_class"]),
+        seed,
+        int(sysc["k_min"]),
+        None if sysc.get("k_max") is None else int(sysc["k_max"]),
+        float(setting.get("overlap", sysc.get("overlap", 0.0))),
+    )

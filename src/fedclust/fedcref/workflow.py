@@ -10,13 +10,33 @@ from .settings import settings
 
 
 def plan(cfg: dict) -> tuple[dict, list[tuple[str, str, int]], list[str], bool]:
-    """(settings, runs (exp, setting, rep), datasets used, θ calibrated?) for a fedcref config."""
+    """(settings, runs (exp, setting, rep), datasets used, calibration needed?) for a fedcref
+    config: θ is calibrated, or a setting runs the side variant ``fedcref_calibrated``."""
     if not cfg:
         return {}, [], [], False
     st = settings(cfg)
     runs = [(e, s, r) for e, ss in st.items() for s in ss for r in range(int(cfg["repetitions"]))]
     datasets = sorted({o["dataset"] for ss in st.values() for o in ss.values()})
-    return st, runs, datasets, str(cfg["association"]["theta"]) == "calibrated"
+    side = any(
+        "fedcref_calibrated" in o.get("variants", cfg["variants"])
+        for ss in st.values()
+        for o in ss.values()
+    )
+    return st, runs, datasets, str(cfg["association"]["theta"]) == "calibrated" or side
+
+
+def calibration_levels(cfg: dict, st: dict, dataset: str) -> list[float]:
+    """The initial dirtiness levels the settings on ``dataset`` are calibrated at."""
+    from .settings import level_of
+
+    return sorted({level_of(o, cfg) for ss in st.values() for o in ss.values()
+                   if o["dataset"] == dataset})  # fmt: skip
+
+
+def size_study(cfg: dict) -> str | None:
+    """The dataset of the θ-vs-S study (``fedcref.size_study``), None when it is off."""
+    s = (cfg or {}).get("size_study") or {}
+    return str(s["dataset"]) if s.get("enabled") else None
 
 
 def fanout(cfg: dict) -> str:
