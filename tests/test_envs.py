@@ -12,7 +12,12 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 ENV = REPO / "envs" / "fedclust.yaml"
 # import name -> conda-forge package name where they differ
-CONDA_NAME = {"sklearn": "scikit-learn", "yaml": "pyyaml", "torch": "pytorch"}
+CONDA_NAME = {
+    "sklearn": "scikit-learn",
+    "yaml": "pyyaml",
+    "torch": "pytorch",
+    "xgboost": "py-xgboost",
+}
 # packages used for the data files they ship (importlib find_spec / files), not imported
 DATA_PACKAGE_CALLS = {"find_spec", "files"}
 LOCAL = {"fedclust", "_common", "snakemake"}  # snakemake: the object Snakemake injects

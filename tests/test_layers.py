@@ -22,6 +22,7 @@ LAYERS = {
     "fedcref": 4,  # refines DEC's models
     "perf": 4,  # times the hac methods
     "generative": 4,  # on survival's cohort and C-index
+    "boosting": 4,  # on the admm and decentral data loaders
     "flower": 5, "transports": 5, "sections": 5, "cli": 5, "config_doc": 5,
 }  # fmt: skip
 #: stage packages: one imports another only across layers (attacks -> hac, fedcref -> dec)
@@ -35,6 +36,7 @@ STAGES = {
     "fedcref",
     "bayes",
     "generative",
+    "boosting",
 }
 #: (importer, imported) edges that break a rule today, each with what removes it
 KNOWN = {

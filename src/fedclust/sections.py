@@ -26,6 +26,7 @@ REPORT_MODULES: dict[str, str] = {
     "perf": "fedclust.perf.report",
     "bayes": "fedclust.bayes.report",
     "generative": "fedclust.generative.report",
+    "boosting": "fedclust.boosting.report",
 }
 
 
