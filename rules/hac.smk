@@ -52,10 +52,13 @@ rule hac_gradual:
         sf=f"{HAC_DATA}/sf.parquet",
         vst=f"{HAC_DATA}/vst.parquet",
         obs=f"{HAC_DATA}/obs.tsv",
+        # the centres' release logs so far (issue 22): jobs publishing sums of one matrix chain
+        logs=HW.log_inputs(HAC, "gradual"),
     output:
         # with the timing columns; hac_merge splits them off
         table="results/benchmarks/hac/{cohort}/parts/gradual/{part}.parquet",
         cuts="results/hac/{cohort}/parts/gradual/{part}_cuts.parquet",
+        release_log="results/hac/{cohort}/release_log/gradual_{part}.json",
     log:
         "results/logs/hac/hac_gradual/{cohort}/{part}.log",
     benchmark:
@@ -81,9 +84,11 @@ rule hac_simultaneous:
         sf=f"{HAC_DATA}/sf.parquet",
         vst=f"{HAC_DATA}/vst.parquet",
         obs=f"{HAC_DATA}/obs.tsv",
+        logs=HW.log_inputs(HAC, "simultaneous"),
     output:
         table="results/hac/{cohort}/parts/simultaneous/{part}.parquet",
         cuts="results/hac/{cohort}/parts/simultaneous/{part}_cuts.parquet",
+        release_log="results/hac/{cohort}/release_log/simultaneous_{part}.json",
     log:
         "results/logs/hac/hac_simultaneous/{cohort}/{part}.log",
     benchmark:

@@ -13,6 +13,7 @@ from _common import run
 from fedclust.hac import experiments as ex
 from fedclust.hac import workflow as wf
 from fedclust.io import write_table
+from fedclust.privacy.release_log import to_json
 
 
 def main() -> None:
@@ -28,18 +29,26 @@ def main() -> None:
     data, centers = ex.load_cohort(paths, snakemake.input.obs)
     logging.info("%s %s %s: %d samples, %d units", cohort, variant, part, len(centers), len(units))
     tables, cuts = [], []
+    # the centres' release logs of the matrices this job publishes sums of (issue 22): started
+    # from the previous job of the chain, written for the next
+    logs = wf.read_logs(list(snakemake.input.logs), set(preps)) if variant != "projection" else {}
     for u in units:
         if variant == "projection":
             tables.append(wf.run_projection(data, centers, cfg, u, cohort, seed))
+        elif variant == "gradual":
+            t, c = wf.run_gradual(data, centers, cfg, u, cohort, logs)
+            tables.append(t)
+            cuts.append(c)
         else:
-            runner = wf.run_gradual if variant == "gradual" else wf.run_simultaneous
-            t, c = runner(data, centers, cfg, u, cohort)
+            t, c = wf.run_simultaneous(data, centers, cfg, u, cohort, logs, seed)
             tables.append(t)
             cuts.append(c)
         logging.info("%s done", u)
     write_table(out.table, pd.concat(tables, ignore_index=True), index=False)
     if cuts:
         write_table(out.cuts, pd.concat(cuts, ignore_index=True), index=False)
+    if variant != "projection":
+        to_json(logs, out.release_log)
 
 
 run(main, snakemake)

@@ -65,3 +65,22 @@ def toy_blobs():
         return ((x - x.min()) / (x.max() - x.min())).astype(np.float32), y
 
     return make
+
+
+@pytest.fixture
+def synthetic_centres():
+    """Centres holding generated points, not patients: the ``disclosure`` section of
+    :data:`fedclust.hac.boundary.SYNTHETIC` (floors 1, every per-sample protocol allowed) for one
+    test, so algorithm tests exercise the protocols' own rules (n_min = 1 = pooled, ...). Tests
+    of the centres' disclosure settings set their policies themselves (issue 22)."""
+    from dataclasses import asdict
+
+    from fedclust.federation import disclosure
+    from fedclust.hac.boundary import SYNTHETIC
+
+    before = dict(disclosure._CONFIGURED)
+    pol = asdict(SYNTHETIC)
+    pol["allow_per_sample"] = list(pol["allow_per_sample"])
+    disclosure.configure({"default": pol})
+    yield SYNTHETIC
+    disclosure.configure(before)

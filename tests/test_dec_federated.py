@@ -19,6 +19,10 @@ from fedclust.dec.optim import make_optimizer
 from fedclust.dec.train import ae_epoch, batches, dec_epoch, shuffle_generator
 from fedclust.errors import ConfigError, DisclosureError
 from fedclust.federation import Abstain, FedAvg, FedOpt, Ledger, weighted_average
+from fedclust.federation.disclosure import DisclosurePolicy
+
+# generated data, algorithm tests: the protocol's own floor m only (issue 22's centre floor off)
+OPEN = DisclosurePolicy(nfilter_subset=1, nfilter_tab=1)
 
 
 def _make_model() -> DECModel:
@@ -159,7 +163,7 @@ def test_identical_clients_fedavg_equals_client_update():
 
 def test_federated_centroids_go_through_the_ledger():
     torch.manual_seed(0)
-    clients = [DECClient(f"c{i}", _data(20, i), _make_model) for i in range(3)]
+    clients = [DECClient(f"c{i}", _data(20, i), _make_model, disclosure=OPEN) for i in range(3)]
     ledger = Ledger()
     params = get_parameters(_make_model().tsae)
     mu = federated_centroids(
@@ -177,7 +181,7 @@ def test_center_with_at_most_k_samples_abstains(n):
     """k = 2: with n <= k samples k-means' centroids are the samples (n = k + 1 would leave
     k - 1 singletons, which min_cluster_size catches)."""
     params = get_parameters(_make_model().tsae)
-    tiny = DECClient("tiny", _data(n), _make_model)
+    tiny = DECClient("tiny", _data(n), _make_model, disclosure=OPEN)
     cfg = {"k": 2, "n_init": 1, "seed": 0}
     if n <= 2:
         assert isinstance(tiny.kmeans(params, cfg), Abstain)
@@ -201,7 +205,7 @@ def test_abstaining_centers_are_recorded_and_too_few_centroids_fail_clearly():
     assert list(up.index) == ["big"] and up.loc["big", "floats"] == 2 * 3 + 2
     ab = ledger.abstentions()
     assert ab.to_dict("records") == [{"round": 0, "center": "tiny", "protocol": "dec_kmeans",
-                                      "reason": "# samples <= k=#"}]  # fmt: skip
+                                      "reason": "no more samples than clusters"}]  # fmt: skip
     # the reason leaves the centre without its counts (issue 22)
     with pytest.raises(ConfigError, match="only 0 centroids for k=2"):
         federated_centroids([tiny], params, "random", 2, np.random.default_rng(0), Ledger())

@@ -136,7 +136,7 @@ def test_k_sample_center_abstains_and_the_report_ledger_shows_it(cfg, toy):
     led = res.ledger
     ab = led[led.kind == "abstain"]
     assert ab.sender.tolist() == ["center_tiny"] and ab.reason.tolist() == [
-        "# samples <= k=#"
+        "no more samples than clusters"
     ]  # no counts leave
     ups = led[led.kind == "kmeans_centroids"]
     assert sorted(ups.sender) == ["center_a", "center_b"]

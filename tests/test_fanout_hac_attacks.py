@@ -20,6 +20,9 @@ from fedclust.hac import pooled
 from fedclust.hac import workflow as hw
 from fedclust.io import TIMING_COLUMNS, read_table, write_table
 
+# generated data, not patients: the protocols' own rules (tests/conftest.py, issue 22)
+pytestmark = pytest.mark.usefixtures("synthetic_centres")
+
 # ---- hac ---------------------------------------------------------------------------------------
 
 HAC_CFG = {

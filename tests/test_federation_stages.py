@@ -11,7 +11,7 @@ from fedclust.admm import admm as M
 from fedclust.errors import DisclosureError
 from fedclust.fedcref.algorithm import GROUP_FIT, Client, FedCRefParams, train_group
 from fedclust.fedcref.system import oracle_partition
-from fedclust.federation import Ledger, weighted_average
+from fedclust.federation import Ledger, LedgerClientProxy, weighted_average
 from fedclust.survival import strategies as S
 from fedclust.survival.model import get_parameters
 from fedclust.survival.train import HyperParams, LrRule, ModelConfig
@@ -103,10 +103,13 @@ def test_survival_undeclared_per_sample_rows_never_leave_the_centre():
         led.send("centre2", "server", {"loss_sum": 1.0, "n_events": 5, "risk": np.zeros(30)},
                  0, "evaluate", protocol=S.EVALUATE, downlink=False)  # fmt: skip
     assert (err.value.center, err.value.rule) == ("centre2", "declared-fields-only")
-    # the same rows are allowed only in the CV-predictions protocol, which declares them
+    # centre-scored CV (issue 22): the held-out centre answers two pair counts, no patient row
     led = Ledger()
     c = clients[0]
-    led.send(c.cid, "server", c.predict([(_init(), 1.0)]), 0, "cv", protocol=S.CV_PREDICTIONS)
+    px = LedgerClientProxy(c.cid, c, led)
+    got = px.call("cv_concordance", S.pack_model([(_init(), 1.0)]), 0, "cv", S.CV_CONCORDANCE,
+                  S.CV_REQUEST)  # fmt: skip
+    assert set(got) == {"concordant", "comparable", "n"} and got["n"] == c.n
     with pytest.raises(DisclosureError, match="no-per-sample-rows"):
         bad = S.LOCAL_MODEL.__class__("x", {"risk": "per_sample", "n": "count"})
         led.send(c.cid, "server", {"risk": c.t_np, "n": 30}, 0, "cv", protocol=bad)
@@ -188,20 +191,24 @@ def _admm_blocks(sizes=(40, 3, 30), d=4):
     return out
 
 
-def test_admm_protocols_same_numbers_and_small_center_raises():
+def test_admm_protocols_same_numbers_and_small_center_abstains():
+    """A 3-row center is below the model's floor (d / nfilter_glm rows, issue 22): it abstains,
+    recorded, and ADMM on the others converges to the one-data-holder solution of their rows."""
     s = M.AdmmSettings("ridge", 0.1, max_iter=20, eps_abs=None)
     led = Ledger()
     res = M.admm_distributed(_admm_blocks(), s, led, min_samples=3)
-    A = np.vstack([a for _, a, _ in _admm_blocks()])
-    b = np.concatenate([y for *_, y in _admm_blocks()])
+    kept = [blk for blk in _admm_blocks() if blk[0] != "c1"]
+    A = np.vstack([a for _, a, _ in kept])
+    b = np.concatenate([y for *_, y in kept])
     cen = M.admm_centralized(A, b, s)  # one data holder: consensus ADMM converges to it
     np.testing.assert_allclose(res.z, cen.z, atol=1e-3)
-    assert set(led.table()["protocol"]) == {p.name for p in M.PROTOCOLS}
-    with pytest.raises(DisclosureError) as err:
-        M.admm_distributed(_admm_blocks(), s, Ledger(), min_samples=5)
-    assert (err.value.center, err.value.protocol, err.value.rule) == (
-        "c1", "admm_local_update", "min-samples>=5",
-    )  # fmt: skip
+    assert set(led.messages()["protocol"]) == {p.name for p in M.PROTOCOLS}
+    assert list(led.abstentions()["center"]) == ["c1"]
+    assert "c1" not in set(led.messages()["sender"])
+    # admm.min_samples can only raise the floor: 35 rows leave c2 out as well
+    led = Ledger()
+    M.admm_distributed(_admm_blocks(), s, led, min_samples=35)
+    assert list(led.abstentions()["center"]) == ["c1", "c2"]
 
 
 def test_admm_center_sending_rows_raises(monkeypatch):

@@ -24,6 +24,9 @@ from fedclust.hac.simultaneous import recursive_cut, simultaneous_sharing
 from fedclust.hac.toy import bimodal
 from fedclust.metrics.hierarchy import ccc, compare, flat_agreement, relative_cophenetic_error
 
+# generated data, not patients: the protocols' own rules (tests/conftest.py, issue 22)
+pytestmark = pytest.mark.usefixtures("synthetic_centres")
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -166,17 +169,20 @@ def test_projection_independent_of_split(data):
 
 def test_projection_server_sees_only_sketches(data):
     x, c = data
+    from fedclust.hac.federated import SKETCH
+
     led = Ledger()
     msgs = [
-        led.send(f"c{k}", "server", center_sketch(x[c == k], "cosine", 3, 9, x.shape[1]))
+        led.send(f"c{k}", "server", center_sketch(x[c == k], "cosine", 3, 9, x.shape[1]), 0,
+                 "sketch", protocol=SKETCH, downlink=False)
         for k in range(3)
-    ]
+    ]  # fmt: skip
     assert all(set(m) == {"y"} and m["y"].shape[1] == 3 for m in msgs)
     assert led.n_floats == 3 * len(x)
     z, d = server_linkage(msgs, "average", "cosine")
     assert z.shape == (len(x) - 1, 4) and d.min() >= 0
     with pytest.raises(TypeError, match="privacy boundary"):
-        led.send("c0", "server", {"y": pd.DataFrame(x)})
+        led.send("c0", "server", {"y": pd.DataFrame(x)}, protocol=SKETCH, downlink=False)
 
 
 def test_recursive_cut_smallest_clusters():

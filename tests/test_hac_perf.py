@@ -23,6 +23,9 @@ from fedclust.hac.projection import (
     sparse_s,
 )
 
+# generated data, not patients: the protocols' own rules (tests/conftest.py, issue 22)
+pytestmark = pytest.mark.usefixtures("synthetic_centres")
+
 
 @pytest.fixture(scope="module")
 def xc():

@@ -17,6 +17,9 @@ from fedclust.hac.gradual import gradual_sharing
 from fedclust.hac.toy import cohort_like
 from fedclust.metrics.hierarchy import ccc
 
+# generated data, not patients: the protocols' own rules (tests/conftest.py, issue 22)
+pytestmark = pytest.mark.usefixtures("synthetic_centres")
+
 
 def _replay_single(x, c, z, n_min):
     """Brute-force reference of single linkage under Algorithm 4's rules (spec §5.2).

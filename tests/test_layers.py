@@ -16,6 +16,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "fedclust"
 LAYERS = {
     "errors": 0, "seeds": 0, "io": 0, "torch_optim": 0, "config": 0, "stats": 0,
     "federation": 1, "metrics": 1, "report": 1,
+    "privacy": 1,  # the centre-side send, release log, recorder, attacks: used by the stages
+    "privacy.suite": 5,  # the attack suite runs every stage's protocol
     "data": 2,
     "hac": 3, "dec": 3, "decentral": 3, "admm": 3, "survival": 3, "bayes": 3,
     "attacks": 4,  # attacks HAC's projections and perturbations
@@ -45,8 +47,11 @@ KNOWN = {
 
 
 def _unit(module: str) -> str:
-    """``fedclust.dec.pipeline`` -> ``dec`` (the layer's key)."""
+    """``fedclust.dec.pipeline`` -> ``dec`` (the layer's key; ``privacy.suite`` where a module
+    has a layer of its own)."""
     parts = module.split(".")
+    if len(parts) > 2 and f"{parts[1]}.{parts[2]}" in LAYERS:
+        return f"{parts[1]}.{parts[2]}"
     return parts[1] if len(parts) > 1 else parts[0]
 
 

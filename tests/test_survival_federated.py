@@ -13,11 +13,12 @@ from lifelines.utils import concordance_index
 
 from fedclust.errors import ConfigError, InputDataError
 from fedclust.federation import Ledger
+from fedclust.federation.disclosure import DisclosurePolicy
 from fedclust.survival.cohort import fit_preprocess, select_endpoint, simulate_cohort
 from fedclust.survival.cox import RiskSets, c_index, cox_loss, cox_loss_masked
 from fedclust.survival.coxph import fit_federated_coxph
 from fedclust.survival.experiment import run_job
-from fedclust.survival.km import federated_km
+from fedclust.survival.km import distance_to_exact, federated_km, grid_edges, merge_cells
 from fedclust.survival.model import get_parameters
 from fedclust.survival.scenarios import partition
 from fedclust.survival.strategies import (
@@ -157,14 +158,44 @@ def test_federated_stratified_coxph_equals_lifelines():
     np.testing.assert_allclose(beta, cph.params_.to_numpy(), atol=1e-6)
     np.testing.assert_allclose(se, cph.standard_errors_.to_numpy(), atol=1e-6)
     assert path[-1] == pytest.approx(cph.log_likelihood_, abs=1e-8)
-    assert set(ledger.table()["kind"]) == {"broadcast", "coxph_sums"}
+    assert set(ledger.table()["kind"]) == {"coxph_sums_request", "coxph_sums"}
+    assert set(ledger.table()["protocol"]) == {"survival_coxph_request", "survival_coxph_sums"}
+
+
+def test_federated_coxph_small_stratum_abstains():
+    """A stratum of two patients would disclose x_event − x_other: the centre abstains, the
+    others' strata give lifelines' fit on their data."""
+    x, t, e = _data(302, seed=3)
+    c = np.r_[np.zeros(2, int), np.arange(300) % 3 + 1]
+    e[:2] = [1, 0]
+    ledger = Ledger()
+    beta, _, _ = fit_federated_coxph([(x[c == k], t[c == k], e[c == k]) for k in range(4)], ledger)
+    assert set(ledger.abstentions()["center"]) == {"centre0"}
+    df = pd.DataFrame(x, columns=list("abcd")).assign(T=t, E=e, centre=c)[c > 0]
+    cph = CoxPHFitter().fit(df, "T", "E", strata=["centre"], fit_options={"precision": 1e-12})
+    np.testing.assert_allclose(beta, cph.params_.to_numpy(), atol=1e-6)
+
+
+OPEN = DisclosurePolicy(nfilter_tab=1, nfilter_subset=1)
+
+
+def test_merge_cells():
+    assert merge_cells(np.array([1, 0, 2, 1, 0, 3, 1]), 1).tolist() == [1, 0, 2, 1, 0, 3, 1]
+    out = merge_cells(np.array([1, 0, 2, 1, 0, 3, 1]), 3)
+    assert out.sum() == 8 and set(out[out > 0]) <= set(range(3, 9))
+    assert out.tolist() == [0, 0, 3, 0, 0, 5, 0]  # pools {0,2,2} -> cell 2; {3,5,5,5,6} -> 5
+    assert merge_cells(np.array([1, 1, 0]), 3) is None
 
 
 def test_federated_km_and_logrank_equal_lifelines():
+    """On a grid at every distinct time with a floor of 1, the grid protocol is the exact
+    pooled KM and log-rank (lifelines); the default floor keeps every cell 0 or ≥ 3."""
     x, t, e = _data(400, seed=4)
     c = np.arange(400) % 3
     grp = np.where(x[:, 0] > 0.3, "high", "low")
-    km, (chi2, p, df) = federated_km([(t[c == k], e[c == k], grp[c == k]) for k in range(3)])
+    exact = np.unique(t)
+    cents = [(t[c == k], e[c == k], grp[c == k]) for k in range(3)]
+    km, (chi2, p, df) = federated_km(cents, exact, ["high", "low"], policies=[OPEN] * 3)
     for g in ("high", "low"):
         ref = KaplanMeierFitter().fit(t[grp == g], e[grp == g]).survival_function_.iloc[:, 0]
         mine = km[km.group == g].set_index("time")["survival"]
@@ -173,9 +204,30 @@ def test_federated_km_and_logrank_equal_lifelines():
     assert chi2 == pytest.approx(lt.test_statistic, rel=1e-10)
     assert p == pytest.approx(lt.p_value, rel=1e-8) and df == 1
     g3 = np.array(["a", "b", "c"])[np.random.default_rng(1).integers(0, 3, 400)]
-    _, (chi3, p3, df3) = federated_km([(t[c == k], e[c == k], g3[c == k]) for k in range(3)])
+    _, (chi3, p3, df3) = federated_km(
+        [(t[c == k], e[c == k], g3[c == k]) for k in range(3)], exact, ["a", "b", "c"],
+        policies=[OPEN] * 3,
+    )  # fmt: skip
     mv = multivariate_logrank_test(t, g3, e)
     assert chi3 == pytest.approx(mv.test_statistic, rel=1e-10) and df3 == 2
+    assert distance_to_exact(km, exact, t, e, grp) == 0.0
+    # the default policy on the public grid: every released cell 0 or >= 3, the curve close
+    edges = grid_edges({"step": 0.25, "max": 10})
+    led = Ledger()
+    km3, (chi, _, _) = federated_km(cents, edges, ["high", "low"], led)
+    for m in led.messages().query("kind == 'km_counts'").itertuples():
+        assert m.protocol == "survival_km_counts"
+    assert distance_to_exact(km3, edges, t, e, grp, min_at_risk=20) < 0.05
+    assert chi == pytest.approx(lt.test_statistic, rel=0.1)
+    # a request on another grid is refused (two grids would difference each other's cells)
+    from fedclust.federation import LedgerClientProxy
+    from fedclust.survival.km import KM_COUNTS, KM_REQUEST, KMCentre
+
+    led = Ledger()
+    px = LedgerClientProxy("centre0", KMCentre("centre0", *cents[0], edges), led)
+    req = {"parameters": edges + 0.1, "labels": ["high", "low"]}
+    assert px.call("km_counts", req, 1, "km_counts", KM_COUNTS, KM_REQUEST) is None
+    assert "grid" in led.abstentions()["reason"].iloc[0]
 
 
 # ---------------------------------------------------------------- scenarios

@@ -27,6 +27,7 @@ REPORT_MODULES: dict[str, str] = {
     "bayes": "fedclust.bayes.report",
     "generative": "fedclust.generative.report",
     "boosting": "fedclust.boosting.report",
+    "privacy": "fedclust.privacy.report",
 }
 
 

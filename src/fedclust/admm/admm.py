@@ -11,7 +11,18 @@ says: each center sends (x_{i,k+1}, w_{i,k}); the server broadcasts z_{k+1}. For
 objective history every center also sends one number, its weighted loss at z_{k+1}. Each
 message is checked against its :class:`~fedclust.federation.Protocol` (``PROTOCOLS``): center
 messages carry their sample count n_i, as the core's rule "aggregates-carry-their-sample-count"
-asks, so a center with fewer than ``min_samples`` rows raises ``DisclosureError``.
+asks, and are checked at the center against its own disclosure policy before they leave it.
+
+Disclosure (issue 22): from (x_i, w_i) over the iterations and the broadcast z the server
+recovers each iterate's local gradient, ρ(z_k − w_{i,k} − x_{i,k+1}) = ∇g_i(x_{i,k+1}); for a
+one-row center every such gradient is a multiple of the row u = [v; 1], which gives the row back
+(:func:`fedclust.privacy.attacks.admm_rows`), and for ridge the iterates determine A_iᵀA_i and
+A_iᵀb_i. A center therefore takes part only with n_i ≥ d / ``nfilter_glm`` rows (DataSHIELD's
+rule for a fitted model: at most ``nfilter_glm · n`` parameters) and at least its floor
+(``nfilter_subset``, raised by ``admm.min_samples``); otherwise it abstains (recorded) and its
+rows are left out of the problem. ``x`` is the fitted model (``parameters``, ``glm``); ``w``, the
+running sum of its residuals, is an ``aggregate``. What remains disclosed by design, as in
+DataSHIELD's ``ds.glm``: the second moments A_iᵀA_i / N and A_iᵀb_i / N of a large enough center.
 
 Stopping (seed 003 §12.5 settled): at most ``max_iter`` iterations (D6.2's fixed ``niter``);
 with ``eps_abs`` set, stop earlier on Boyd et al. (2011) §3.3.1/§7.1 residuals
@@ -35,9 +46,13 @@ import pandas as pd
 
 from ..errors import ConfigError, InputDataError
 from ..federation import Ledger, Message, Protocol
+from ..federation.disclosure import DisclosurePolicy, configured_policy
+from ..privacy.centre import centre_send, glm_floor, server_send
 from . import problems as P
 
-LOCAL_UPDATE = Protocol("admm_local_update", {"x": "parameters", "w": "parameters", "n": "count"})
+LOCAL_UPDATE = Protocol(
+    "admm_local_update", {"x": "parameters", "w": "aggregate", "n": "count"}, glm=True
+)
 CONSENSUS = Protocol("admm_consensus", {"z": "parameters"})
 OBJECTIVE = Protocol("admm_objective", {"loss": "aggregate", "n": "count"})
 PROTOCOLS = (LOCAL_UPDATE, CONSENSUS, OBJECTIVE)
@@ -199,8 +214,17 @@ def admm_centralized(A: Any, b: Any, settings: AdmmSettings) -> AdmmResult:
 class AdmmCenter:
     """Center-side state of consensus ADMM. Holds its own (A_i, b_i), x_i and w_i."""
 
-    def __init__(self, name: str, A: Any, b: Any, settings: AdmmSettings, n_total: int):
+    def __init__(
+        self,
+        name: str,
+        A: Any,
+        b: Any,
+        settings: AdmmSettings,
+        n_total: int,
+        policy: DisclosurePolicy | None = None,
+    ):
         self.name = name
+        self.policy = policy if policy is not None else configured_policy(name)
         self.A, self.b = check_block(A, b, settings.problem, where=f"center {name}")
         self.settings = settings
         self.n = len(self.b)
@@ -256,25 +280,48 @@ def server_objective(messages: Sequence[Message], z: np.ndarray, settings: AdmmS
     )
 
 
+def takes_part(policy: DisclosurePolicy, n: int, d: int, min_samples: int = 1) -> bool:
+    """Whether a center of ``n`` rows may release a ``d``-parameter model (module docstring)."""
+    return int(n) >= glm_floor(policy, int(d), int(min_samples))
+
+
 def admm_distributed(
     blocks: Sequence[tuple[str, Any, Any]],
     settings: AdmmSettings,
     ledger: Ledger | None = None,
     min_samples: int = 1,
+    policies: dict[str, DisclosurePolicy] | None = None,
 ) -> AdmmResult:
     """Algorithm 2 (generalised): consensus ADMM over ``blocks`` = [(center, A_i, b_i), ...].
 
-    Every message passes ``ledger.send`` under its protocol: center → server
-    ``local_update`` {x, w, n} and ``objective`` {loss, n}; server → center ``consensus`` {z}.
-    ``min_samples``: the smallest center that may send (``admm.min_samples``, default 1).
+    Every message is checked at its center and passes ``ledger.send`` under its protocol:
+    center → server ``local_update`` {x, w, n} and ``objective`` {loss, n}; server → center
+    ``consensus`` {z}. ``min_samples``: ``admm.min_samples``, raising the centers' own floors
+    (``policies`` by center name; default their configured ones). A center too small for the
+    model abstains and is left out (module docstring).
     """
     t0 = time.perf_counter()
     s = settings
     ledger = ledger if ledger is not None else Ledger()
     if not blocks:
         raise InputDataError("consensus ADMM needs at least one center", where="admm split")
-    n_total = sum(len(np.asarray(b).ravel()) for _, _, b in blocks)
-    centers = [AdmmCenter(name, A, b, s, n_total) for name, A, b in blocks]
+    pols = {name: (policies or {}).get(name) or configured_policy(name) for name, _, _ in blocks}
+    kept = []
+    for name, A, b in blocks:
+        n, d_i = len(np.asarray(b).ravel()), np.asarray(A).shape[1]
+        if takes_part(pols[name], n, d_i, min_samples):
+            kept.append((name, A, b))
+        else:
+            ledger.abstain(name, 0, LOCAL_UPDATE, "refused: too few rows for a model of this size")
+    if not kept:
+        raise InputDataError(
+            "every center is too small to release the model (disclosure.nfilter_glm / "
+            "nfilter_subset)",
+            where="admm split",
+            fix="fewer, larger centers",
+        )
+    n_total = sum(len(np.asarray(b).ravel()) for _, _, b in kept)
+    centers = [AdmmCenter(name, A, b, s, n_total, pols[name]) for name, A, b in kept]
     dims = {c.A.shape[1] for c in centers}
     if len(dims) != 1:
         raise InputDataError(f"centers hold different feature counts {sorted(dims)}")
@@ -284,17 +331,15 @@ def admm_distributed(
     rows, converged = [], False
     for k in range(1, s.max_iter + 1):
         msgs = [
-            ledger.send(c.name, "server", c.local_update(z), k, "local_update", protocol=up)
+            centre_send(ledger, c.policy, c.name, c.n, c.local_update(z), k, "local_update", up)
             for c in centers
         ]
         z_prev, z = z, server_z_update(msgs, s)
         losses = []
         for c in centers:
-            received = ledger.send(
-                "server", c.name, {"z": z.copy()}, k, "consensus", protocol=CONSENSUS
-            )
+            received = server_send(ledger, c.name, {"z": z.copy()}, k, "consensus", CONSENSUS)
             answer = c.receive_consensus(received["z"])
-            losses.append(ledger.send(c.name, "server", answer, k, "objective", protocol=obj_p))
+            losses.append(centre_send(ledger, c.policy, c.name, c.n, answer, k, "objective", obj_p))
         obj = server_objective(losses, z, s)
         rows.append(_row(k, obj, *server_residuals(msgs, z, z_prev, s)))
         if s.eps_abs is not None and _stop(rows[-1]):

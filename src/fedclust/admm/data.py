@@ -142,7 +142,13 @@ def federated_blocks(
     min_samples: int = 1,
 ) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """Distributed mode: per-center (A_i, b_i), standardised by federated moments (round 0);
-    ``min_samples``: the fewest rows a center's moments may summarise (``admm.min_samples``)."""
+    ``min_samples``: the fewest rows a center's moments may summarise (``admm.min_samples``).
+    A center too small to release the model (its own policy, :func:`.admm.takes_part`) abstains
+    from the start: it sends no moments and its rows are left out (issue 22)."""
+    from ..federation.disclosure import configured_policy
+    from ..privacy.centre import centre_send, server_send
+    from .admm import LOCAL_UPDATE, takes_part
+
     X, y, centers = np.asarray(X, float), np.asarray(y, float), np.asarray(centers)
     parts = [(c, X[centers == c], y[centers == c]) for c in names]
     empty = [c for c, Xi, _ in parts if len(Xi) == 0]
@@ -152,6 +158,13 @@ def federated_blocks(
             where="admm split",
             fix="use a split without empty centers",
         )
+    kept = []
+    for c, Xi, yi in parts:
+        if takes_part(configured_policy(c), len(Xi), X.shape[1] + 1, min_samples):
+            kept.append((c, Xi, yi))
+        else:
+            ledger.abstain(c, 0, LOCAL_UPDATE, "refused: too few rows for a model of this size")
+    parts = kept
     regress = problem not in P.CLASSIFICATION
     mean, sd = np.zeros(X.shape[1]), np.ones(X.shape[1])
     ym, ysd = 0.0, 1.0
@@ -161,14 +174,13 @@ def federated_blocks(
         for c, Xi, yi in parts:
             V = np.column_stack([Xi, yi]) if regress else Xi
             msgs.append(
-                ledger.send(c, "server", center_moments(V), 0, "standardize", protocol=proto)
-            )
+                centre_send(ledger, configured_policy(c), c, len(V), center_moments(V), 0,
+                            "standardize", proto)
+            )  # fmt: skip
         mean, sd = server_moments(msgs)
         if regress:
             mean, sd, ym, ysd = mean[:-1], sd[:-1], mean[-1], sd[-1]
         for c, *_ in parts:
-            ledger.send(
-                "server", c, {"mean": mean, "sd": sd, "y_mean": ym, "y_sd": ysd}, 0, "standardize",
-                protocol=STANDARDIZE_GLOBAL,
-            )  # fmt: skip
+            server_send(ledger, c, {"mean": mean, "sd": sd, "y_mean": ym, "y_sd": ysd}, 0,
+                        "standardize", STANDARDIZE_GLOBAL)  # fmt: skip
     return [(c, design(Xi, mean, sd), (yi - ym) / ysd if regress else yi) for c, Xi, yi in parts]

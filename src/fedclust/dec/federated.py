@@ -105,6 +105,9 @@ class DECClient:
         make_model: Callable[[], DECModel],
         device: torch.device | str = "cpu",
         seed: int = 0,
+        k: int | None = None,
+        min_cluster_size: int = 1,
+        disclosure: Any = None,
     ) -> None:
         self.cid = cid
         self.device = torch.device(device)
@@ -112,6 +115,21 @@ class DECClient:
         self.make_model = make_model
         self.gen = shuffle_generator(seed)
         self.tsae: NDArrays | None = None  # the final global TSAE (with the decoder biases)
+        # stage B's settings are the centre's own (issue 22): its k (the study's number of
+        # clusters, None: any) and its cluster floor m; a request beyond them is refused
+        self.k_own, self.m_own = k, int(min_cluster_size)
+        if disclosure is not None:
+            self.disclosure = disclosure
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.x)
+
+    def cluster_floor(self) -> int:
+        """The centre's m: its ``min_cluster_size`` raised to its ``nfilter_subset``."""
+        from fedclust.federation.guard import centre_policy
+
+        return max(self.m_own, int(centre_policy(self).nfilter_subset))
 
     def _model(self, stage: str, parameters: NDArrays) -> DECModel:
         model = self.make_model().to(self.device)
@@ -167,27 +185,37 @@ class DECClient:
 
         Abstains (sends nothing) with ≤ k samples — k-means with k ≥ n returns the samples
         themselves, and with n = k + 1 all but one centroid are single samples — or when a local
-        cluster has fewer than ``m = config["min_cluster_size"]`` samples. ``config``: k,
-        n_init, seed, scaler, min_cluster_size. Skewed splits of large data sets
-        have such centers in the histogram's tail (seed 000 §2.4). It still trains every round.
+        cluster has fewer than m samples. ``config``: k, n_init, seed, scaler,
+        min_cluster_size. k and m are the centre's own (issue 22): a request for more clusters
+        than the centre's k, or for a lower floor than its m (its ``min_cluster_size`` raised to
+        its ``nfilter_subset``), is refused — a server asking k = n − 1, m = 1 would otherwise
+        receive single-patient embeddings, and it holds the decoder. Skewed splits of large data
+        sets have such centers in the histogram's tail (seed 000 §2.4). It still trains every
+        round. Reasons carry no counts.
         """
+        k = int(config["k"])
+        m = self.cluster_floor()
+        if self.k_own is not None and k > int(self.k_own):
+            return self._abstain("refused: the requested k exceeds the centre's own")
+        if "min_cluster_size" in config and int(config["min_cluster_size"]) < m:
+            return self._abstain("refused: the requested cluster floor is below the centre's own")
+        m = max(m, int(config.get("min_cluster_size", 1)))
         self.tsae = list(parameters)
         model = self._model("ae", parameters)
         z = embed(model.tsae, self.x)
-        k, m = int(config["k"]), int(config.get("min_cluster_size", 1))
         if len(z) <= k:
-            reason = f"{len(z)} samples <= k={k}"
-            log.warning("center %s abstains from the centroid round: %s", self.cid, reason)
-            return Abstain(reason)
+            return self._abstain("no more samples than clusters")
         mu, labels = kmeans_centroids(
             z, k, config.get("scaler", "none"), int(config["n_init"]), int(config["seed"])
         )
         counts = np.bincount(labels, minlength=k).astype(np.int64)
         if counts.min() < m:
-            reason = f"a local cluster has {int(counts.min())} < m={m} samples"
-            log.warning("center %s abstains from the centroid round: %s", self.cid, reason)
-            return Abstain(reason)
+            return self._abstain("a local cluster is below the centre's floor m")
         return {"centroids": mu, "counts": counts}
+
+    def _abstain(self, reason: str) -> Abstain:
+        log.warning("center %s abstains from the centroid round: %s", self.cid, reason)
+        return Abstain(reason)
 
 
 # ---------------------------------------------------------------- server side

@@ -400,7 +400,8 @@ def _fed_clients(x, centers, cfg, dataset, split, strategy, seed):
 
     clients = [
         DECClient(f"center_{c}", parts[c], make_model, device(),
-                  derive_seed(seed, "dec", dataset, split, strategy, "shuffle", c))
+                  derive_seed(seed, "dec", dataset, split, strategy, "shuffle", c), k=k,
+                  min_cluster_size=int(f["min_cluster_size"]))
         for c in parts
     ]  # fmt: skip
     return clients, make_model

@@ -21,6 +21,8 @@ import pandas as pd
 
 from fedclust.errors import InputDataError
 from fedclust.federation import Ledger, Protocol
+from fedclust.federation.disclosure import configured_policy
+from fedclust.privacy.centre import centre_send, server_send
 
 COLUMNS = ("Cholesterol", "RestingBP")
 IMPUTE_REQUEST = Protocol("heart_impute_request", {"column": "metadata", "label": "metadata"})
@@ -94,15 +96,15 @@ def _federated_fill(
     for g in names:
         if g == asker:
             continue
-        led.send("server", g, {"column": col, "label": cls}, 0, "impute_request",
-                 protocol=IMPUTE_REQUEST)  # fmt: skip
+        server_send(led, g, {"column": col, "label": cls}, 0, "impute_request", IMPUTE_REQUEST)
         observed = vals[(groups == g) & in_cls & ~miss]
-        if observed.size < proto.min_samples:
-            led.abstain(g, 0, proto, f"{observed.size} observed {col} values in class {cls} "
-                        f"< {proto.min_samples}")  # fmt: skip
+        pol = configured_policy(g)
+        if observed.size < pol.floor(proto.min_samples):
+            # the reason names the rule, never the count (issue 22)
+            led.abstain(g, 0, proto, f"too few observed {col} values in the class")
             continue
         stat = {"stat": float(getattr(np, how)(observed)), "n": int(observed.size)}
-        msg = led.send(g, "server", stat, 0, "impute_stats", protocol=proto)
+        msg = centre_send(led, pol, g, int((groups == g).sum()), stat, 0, "impute_stats", proto)
         stats.append((msg["stat"], msg["n"]))
     if not stats:
         raise InputDataError(
@@ -112,5 +114,5 @@ def _federated_fill(
         )
     n = np.array([s[1] for s in stats], dtype=np.float64)
     fill = float(np.sum(np.array([s[0] for s in stats]) * n) / n.sum())
-    led.send("server", asker, {"fill": fill}, 0, "impute_fill", protocol=IMPUTE_BROADCAST)
+    server_send(led, asker, {"fill": fill}, 0, "impute_fill", IMPUTE_BROADCAST)
     return fill

@@ -21,7 +21,9 @@ import pandas as pd
 
 from fedclust.errors import ConfigError
 from fedclust.federation import FedAvg, Ledger, Protocol, RoundLog, aggregate
+from fedclust.federation.disclosure import configured_policy
 from fedclust.federation.strategy import NDArrays
+from fedclust.privacy.centre import centre_send, server_send
 from fedclust.seeds import derive_seed, seed_torch
 
 from .clients import ClientData, HeartClient
@@ -117,8 +119,8 @@ class ApproachRun:
         k = len(names)
         if approach in SERVER:
             self.strategy = FedAvg("simple" if approach == "FL_SMA" else "weighted")
-            self.states = [self.ledger.send("server", c, {"weights": w0}, 0, "init",
-                                            protocol=HEART_GLOBAL)["weights"]
+            self.states = [server_send(self.ledger, c, {"weights": w0}, 0, "init",
+                                       HEART_GLOBAL)["weights"]
                            for c in names]  # fmt: skip
         else:
             self.states = [w0 for _ in names]
@@ -135,13 +137,13 @@ class ApproachRun:
         if self.approach in SERVER:
             results = []
             for c, p, n_ex in zip(names, new, n, strict=True):
-                msg = led.send(c, "server", {"weights": p, "n": n_ex}, t, "weights",
-                               protocol=HEART_UPDATE)  # fmt: skip
+                msg = centre_send(led, configured_policy(c), c, n_ex, {"weights": p, "n": n_ex},
+                                  t, "weights", HEART_UPDATE)  # fmt: skip
                 results.append((msg["weights"], msg["n"], {}))
             w_glob = self.strategy.aggregate_fit(t, results, self.states[0])
             self.states = [
-                led.send("server", c, {"weights": w_glob}, t, "global_weights",
-                         protocol=HEART_GLOBAL)["weights"]
+                server_send(led, c, {"weights": w_glob}, t, "global_weights",
+                            HEART_GLOBAL)["weights"]
                 for c in names
             ]  # fmt: skip
             self.topology.append("server")
@@ -156,8 +158,10 @@ class ApproachRun:
         inbox: dict[tuple[int, int], NDArrays] = {}
         for s, r, used in plan.messages:
             kind = "weights" if used else "weights_unused"
-            msg = led.send(names[s - 1], names[r - 1], {"weights": new[s - 1], "n": n[s - 1]},
-                           t, kind, protocol=HEART_PEER)  # fmt: skip
+            # peer to peer: checked at the sending hospital with its own policy (issue 22)
+            msg = centre_send(led, configured_policy(names[s - 1]), names[s - 1], n[s - 1],
+                              {"weights": new[s - 1], "n": n[s - 1]}, t, kind, HEART_PEER,
+                              receiver=names[r - 1])  # fmt: skip
             inbox[(s, r)] = msg["weights"]
         old, states = self.states, []
         for r, (refs, wts) in enumerate(zip(plan.entries, plan.weights, strict=True), 1):
@@ -176,8 +180,9 @@ class ApproachRun:
     def record(self, t: int, evals: list[tuple]) -> None:
         """Per-client evaluation results (sent to the observer) and pairwise divergence."""
         for i, (c, (loss, n_te, met)) in enumerate(zip(self.names, evals, strict=True), 1):
-            self.ledger.send(c, "observer", {"loss": loss, "n": n_te, **met}, t, "eval_metrics",
-                             protocol=HEART_EVAL)  # fmt: skip
+            centre_send(self.ledger, configured_policy(c), c, n_te,
+                        {"loss": loss, "n": n_te, **met}, t, "eval_metrics", HEART_EVAL,
+                        receiver="observer")  # fmt: skip
             self.rows.append({"round": t, "client": i, "name": c, "n_train": self.n[i - 1],
                               "n_test": n_te, "loss_total": loss, **met})  # fmt: skip
         for pair, d in pairwise_divergence(self.states).items():

@@ -501,7 +501,7 @@ def run_fedcref(
                     if c.index != j and models:
                         got = ledger.send(
                             clients[j].cid, c.cid, clients[j].models_message(models), it,
-                            "local_models", protocol=proto.local_models,
+                            "local_models", protocol=proto.local_models, downlink=False,
                         )  # fmt: skip
                         received.update(got["models"])
                 c.evaluate_models(received)
@@ -509,7 +509,7 @@ def run_fedcref(
                 foreign = {n: u for n, u in uid_of.items() if n[0] != c.index}
                 msg = ledger.send(
                     c.cid, "graph", c.association_stats(foreign), it, "association_stats",
-                    protocol=proto.association,
+                    protocol=proto.association, downlink=False,
                 )  # fmt: skip
                 for a, q in enumerate(msg["clusters"]):
                     for b, f in enumerate(msg["foreign"]):
@@ -526,16 +526,18 @@ def run_fedcref(
         membership = [[gi, *n] for gi, g in enumerate(groups) for n in g]
         table = np.asarray(membership, dtype=np.int64).reshape(-1, 3)
         for c in clients:
-            ledger.send("graph", c.cid, {"groups": table}, it, "groups", protocol=GROUPS)
+            ledger.send("graph", c.cid, {"groups": table}, it, "groups", protocol=GROUPS,
+                        downlink=True)  # fmt: skip
         group_uids = [f"G{gi}/it{it}" for gi in range(len(groups))]
         group_params = train_groups(clients, groups, p, seed, ledger, it)
-        for c in clients:  # from each group's aggregator
+        for c in clients:  # from each group's aggregator (re-distributes the group's FedAvg)
             got = {
                 tag: ledger.send(
-                    "server", c.cid, {"parameters": params}, it, "group_model", protocol=GROUP_MODEL
+                    "server", c.cid, {"parameters": params}, it, "group_model",
+                    protocol=GROUP_MODEL, downlink=True,
                 )["parameters"]
                 for tag, params in zip(group_uids, group_params, strict=True)
-            }
+            }  # fmt: skip
             if c.active:
                 c.evaluate_models(got)
         # Step 4: active clients refine; stable ones leave A
@@ -543,8 +545,9 @@ def run_fedcref(
         for c in clients:
             if c.active:
                 ledger.send(
-                    c.cid, "graph", c.refine(group_uids), it, "status", protocol=proto.status
-                )
+                    c.cid, "graph", c.refine(group_uids), it, "status", protocol=proto.status,
+                    downlink=False,
+                )  # fmt: skip
         hist_g.append(len(groups))
         hist_i.append(len(isolated))
         row = {"iteration": it, "groups": len(groups), "isolated": len(isolated),

@@ -168,7 +168,7 @@ def check_outgoing(
                                  centre, name, f"nfilter_tab>={policy.nfilter_tab}")  # fmt: skip
         elif kind == "aggregate" and n_samples is not None and n_samples > 1:
             for a in _arrays(value):
-                if a.ndim >= 1 and a.shape[0] == int(n_samples):
+                if a.ndim >= 2 and a.shape[0] == int(n_samples):  # 1-D: a feature vector
                     raise _violation(f"field {key!r} has one row per sample", centre, name,
                                      "aggregates-are-not-per-sample")  # fmt: skip
         elif kind == "per_sample" and not policy.allows_per_sample(name):

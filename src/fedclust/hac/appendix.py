@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..metrics.hierarchy import ccc
 from ..seeds import derive_seed, rng
+from .boundary import SYNTHETIC
 from .gradual import count_inversions, gradual_sharing
 from .pooled import pooled_linkage
 from .toy import bimodal
@@ -101,7 +102,7 @@ def inversion_example(
         x, _, c = bimodal(derive_seed(seed, "bimodal", r))
         for method in methods:
             for n_min in n_mins:
-                z = gradual_sharing(x, c, n_min, method).Z
+                z = gradual_sharing(x, c, n_min, method, policy=SYNTHETIC).Z
                 inv = count_inversions(z)
                 if best is None or inv > best[0]:
                     best = (

@@ -1,24 +1,73 @@
-"""The HAC protocols' declarations for the ledger's disclosure rules (issue 13).
+"""The HAC protocols' declarations and the centre side of their messages (issues 13, 22).
 
-Each message type of the federated HAC algorithms is declared as a
-:class:`fedclust.federation.Protocol` whose ``min_samples`` is the run's ``n_min``: the ledger then
-refuses any centroid / sum / size over fewer than ``n_min`` samples, and a center that cannot meet
-the rule *abstains* (:func:`abstain`) instead of sending. Distances and merge candidates are
-declared ``metadata``: the thesis' protocol discloses them by design (spec §5.3 "Shared with the
-server"), they summarise no sample set of their own.
+Each message type of the federated HAC algorithms is a :class:`fedclust.federation.Protocol`
+whose ``min_samples`` is the run's ``n_min``. A centre's message is checked *at the centre*
+before it leaves (:func:`centre_send`): the ledger's rules, then the centre's own
+:class:`~fedclust.federation.disclosure.DisclosurePolicy` with its true number of samples. The
+run's ``n_min`` can only raise a centre's floor (:func:`floor_of`); a setting below it is
+refused before anything is sent.
+
+What the thesis' protocols disclose *by design* is declared as such (issue 22): distances from a
+centre's unshared samples to other clusters, the candidate minima (a distance between two local
+clusters, possibly two patients), the merge heights and the partial dendrograms are
+``per_sample`` fields, so a centre sends them only when its configuration opts in
+(``disclosure.default.allow_per_sample`` lists the protocol). Centroids and sizes stay
+``aggregate`` / ``count`` over at least the floor.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+from ..errors import ConfigError
 from ..federation import Ledger, Protocol
+from ..federation.disclosure import DisclosurePolicy, configured_policy
+from ..privacy.centre import SERVER, centre_send, server_send
 
-SERVER = "server"
+Policies = DisclosurePolicy | Mapping[str, DisclosurePolicy] | Sequence[DisclosurePolicy] | None
 
 
-def send(led: Ledger, sender: str, receiver: str, msg: dict, round: int, kind: str,
-         protocol: Protocol) -> dict:  # fmt: skip
-    """``led.send`` under the message type's protocol; returns the receiver's copy."""
-    return led.send(sender, receiver, msg, round, kind, protocol=protocol)
+def policy_of(policies: Policies, name: str, k: int | None = None) -> DisclosurePolicy:
+    """Centre ``name``'s policy: the given one (a single policy for all centres, a mapping by
+    name or a sequence by index), else its configured one (``disclosure`` section)."""
+    if isinstance(policies, DisclosurePolicy):
+        return policies
+    if isinstance(policies, Mapping) and name in policies:
+        return policies[name]
+    if isinstance(policies, Sequence) and k is not None and k < len(policies):
+        return policies[k]
+    return configured_policy(name)
+
+
+def floor_of(policy: DisclosurePolicy, n_min: int) -> int:
+    """The fewest samples the centre lets one released centroid / sum summarise."""
+    return policy.floor(int(n_min))
+
+
+def require(policies: Sequence[DisclosurePolicy], n_min: int | None, per_sample: Sequence[str],
+            where: str) -> None:  # fmt: skip
+    """Refuse (ConfigError) a run the centres would refuse: an ``n_min`` below a centre's floor
+    (None: the protocol releases no aggregate), or per-sample protocols a centre has not opted
+    in to."""
+    low = [] if n_min is None else [p.nfilter_subset for p in policies
+                                    if p.nfilter_subset > int(n_min)]  # fmt: skip
+    if low:
+        raise ConfigError(
+            f"n_min = {n_min} is below the centres' disclosure floor (nfilter_subset = "
+            f"{max(low)}): they refuse centroids over fewer samples",
+            where=where,
+            fix="use n_min >= disclosure.default.nfilter_subset",
+        )
+    missing = sorted({name for p in policies for name in per_sample
+                      if not p.allows_per_sample(name)})  # fmt: skip
+    if missing:
+        raise ConfigError(
+            f"this protocol sends per-sample distances ({', '.join(missing)}); the centres have "
+            "not opted in",
+            where=where,
+            fix="list the protocols under disclosure.default.allow_per_sample (explicit opt-in "
+            "to a protocol that discloses distances between patients by design)",
+        )
 
 
 def genewise_protocol(n_min: int) -> Protocol:
@@ -30,13 +79,15 @@ def genewise_protocol(n_min: int) -> Protocol:
 
 
 def simultaneous_protocol(n_min: int) -> Protocol:
-    """§3.3.2: centroids and sizes of the recursive cut, partial dendrograms."""
+    """§3.3.2: centroids and sizes of the recursive cut; the partial dendrograms' local merge
+    heights are distances between patients (per-sample, opt-in). With ``n_min = 1`` every sample
+    is its own cluster: the centroids are the samples (per-sample)."""
     return Protocol(
         "hac.simultaneous",
         {
-            "centroids": "aggregate",
+            "centroids": "per_sample" if int(n_min) == 1 else "aggregate",
             "sizes": "count",
-            "dendrogram": "per_sample",  # local merge heights: distances between patients
+            "dendrogram": "per_sample",
             "roots": "metadata",
             "n": "count",
         },
@@ -46,10 +97,9 @@ def simultaneous_protocol(n_min: int) -> Protocol:
 
 
 def gradual_protocols(n_min: int) -> dict[str, Protocol]:
-    """Algorithm 4: the centroid publication (≥ n_min samples) and the distance traffic.
-    Distances, merge heights and cluster sizes below the floor are per-sample information
-    (issue 22): they are declared ``per_sample``, not metadata; ids stay metadata."""
-    meta, row = "metadata", "per_sample"
+    """Algorithm 4: the centroid publication (≥ n_min samples), the centre's size, and the
+    distance traffic (per-sample by design: opt-in)."""
+    meta, ps = "metadata", "per_sample"
     return {
         "centroid": Protocol(
             "hac.gradual.centroid",
@@ -57,29 +107,57 @@ def gradual_protocols(n_min: int) -> dict[str, Protocol]:
             min_samples=int(n_min),
         ),
         "setup": Protocol("hac.gradual.setup", {"n": meta}),
+        "samples": Protocol(  # n_min = 1: every sample is its own published cluster
+            "hac.gradual.samples", {"rows": ps, "cluster": meta}, per_sample=True
+        ),
         "candidate": Protocol(
-            "hac.gradual.candidate", {"d": row, "pair": meta, "reported": row}, per_sample=True
+            "hac.gradual.candidate", {"d": ps, "pair": meta, "reported": ps}, per_sample=True
         ),
         "merge": Protocol(
-            "hac.gradual.merge", {"pair": meta, "h": row, "sizes": row}, per_sample=True
+            "hac.gradual.merge", {"pair": meta, "h": ps, "sizes": ps}, per_sample=True
         ),
         "distances": Protocol(
             "hac.gradual.distances",
             {
                 "cluster": meta,
                 "to": meta,
-                "d": row,
-                "min": row,
-                "max": row,
-                "sum": row,
-                "count": row,
-                "delta": row,
+                "d": ps,
+                "min": ps,
+                "max": ps,
+                "sum": ps,
+                "count": ps,
+                "delta": ps,
             },
             per_sample=True,
         ),  # fmt: skip
     }
 
 
+#: the per-sample protocols a centre must opt in to, per HAC variant
+PER_SAMPLE = {
+    "gradual": ("hac.gradual.candidate", "hac.gradual.distances"),
+    "simultaneous": ("hac.simultaneous",),
+    "projection": ("hac.projection",),
+    "perturbation": ("hac.perturbation",),
+}
+
+
+#: centres that hold *generated* points (toy experiments, benchmarks), not patients: only the
+#: protocols' own rules apply (no floor above n_min, every per-sample protocol allowed)
+SYNTHETIC = DisclosurePolicy(
+    nfilter_tab=1,
+    nfilter_subset=1,
+    allow_per_sample=tuple(p for ps in PER_SAMPLE.values() for p in ps) + ("hac.gradual.samples",),
+)
+
+
 def abstain(led: Ledger, center: str, round: int, protocol: Protocol, reason: str) -> None:
-    """Record that ``center`` sends nothing for ``protocol`` in ``round`` (and why)."""
+    """Record that ``center`` sends nothing for ``protocol`` in ``round``; ``reason`` names the
+    rule and carries no numbers (a count below a floor is itself a disclosure)."""
     led.abstain(center, round, protocol, reason)
+
+
+__all__ = [
+    "PER_SAMPLE", "SERVER", "SYNTHETIC", "abstain", "centre_send", "floor_of", "genewise_protocol",
+    "gradual_protocols", "policy_of", "require", "server_send", "simultaneous_protocol",
+]  # fmt: skip

@@ -17,9 +17,12 @@ from sklearn.metrics import calinski_harabasz_score, silhouette_score
 
 from ..errors import ConfigError, InputDataError
 from ..federation import Ledger
+from ..federation.disclosure import DisclosurePolicy
 from ..io import read_table
 from ..metrics.hierarchy import ccc, compare, cut, flat_agreement, relative_cophenetic_error
+from ..privacy.release_log import ReleaseLog
 from ..seeds import derive_seed
+from .boundary import SYNTHETIC, Policies, policy_of
 from .federated import (
     perturbation_clustering,
     projection_center_costs,
@@ -100,19 +103,37 @@ def largest_center(centers: np.ndarray) -> int:
     return int(np.bincount(np.unique(centers, return_inverse=True)[1]).max())
 
 
-def _skipped(method: str, metric: str, n_min: int, biggest: int, what: str) -> dict:
-    msg = f"n_min = {n_min} > largest center ({biggest} samples): {what} cannot share anything"
+def _skipped(method: str, metric: str, n_min: int, biggest: int, what: str,
+             msg: str | None = None) -> dict:  # fmt: skip
+    msg = msg or (
+        f"n_min = {n_min} > largest center ({biggest} samples): {what} cannot share anything"
+    )
     logging.warning("skipped: %s linkage, %s: %s", method, metric, msg)
     return {"linkage": method, "metric": metric, "n_min": n_min, "skipped": True,
             "skip_reason": msg}  # fmt: skip
 
 
+def _floor_refuses(policies: list[DisclosurePolicy], n_min: int) -> str | None:
+    """Why the centres refuse ``n_min`` (a floor above it), or None."""
+    top = max((p.nfilter_subset for p in policies), default=1)
+    if top > int(n_min):
+        return (f"n_min = {n_min} is below the centres' disclosure floor (nfilter_subset = "
+                f"{top}): they refuse centroids over fewer samples")  # fmt: skip
+    return None
+
+
+def _policies(policy: Policies, centers: np.ndarray) -> list[DisclosurePolicy]:
+    m = len(np.unique(centers))
+    return [policy_of(policy, f"center{k}", k) for k in range(m)]
+
+
 def _nothing_left(rows: list[dict], where: str, biggest: int) -> None:
     if rows and all(r.get("skipped") for r in rows):
         raise ConfigError(
-            f"every n_min setting exceeds the largest center ({biggest} samples): nothing to run",
+            f"every n_min setting exceeds the largest center ({biggest} samples) or is below the "
+            "centres' disclosure floor: nothing to run",
             where=where,
-            fix=f"use n_min values ≤ {biggest}",
+            fix=f"use n_min values between disclosure.default.nfilter_subset and {biggest}",
         )
 
 
@@ -178,15 +199,20 @@ def gradual_table(
     d_min: float = 0.0,
     average_deltas: tuple[str, ...] = ("stored",),
     cuts: list[dict] | None = None,
+    policy: Policies = None,
+    logs: dict[int, ReleaseLog] | None = None,
 ) -> pd.DataFrame:
     """Gradual sharing vs pooled for each linkage × n_min (Figs 4.4, 4.5, 4.7).
 
     Average linkage runs once per ``average_deltas`` variant (column ``variant``). n_min values
-    above the largest center are kept as ``skipped`` rows (logged; issue 17); a
-    :class:`ConfigError` when nothing is left. ``cuts``: per-k rows (FMI, ARI, silhouette,
-    Calinski–Harabasz) are appended to it when given.
+    above the largest center, or below the centres' disclosure floor (``policy``: their
+    policies, default the configured ones), are kept as ``skipped`` rows (logged; issues 17,
+    22); a :class:`ConfigError` when nothing is left. ``logs``: the centres' release logs of this
+    data matrix, kept across the runs (a run they make impossible is a skipped row). ``cuts``:
+    per-k rows (FMI, ARI, silhouette, Calinski–Harabasz) are appended to it when given.
     """
     biggest = largest_center(centers)
+    pols = _policies(policy, centers)
     dist = _square(x, metric) if cuts is not None else None
     rows = []
     for method in _methods(linkages, metric):
@@ -199,11 +225,21 @@ def gradual_table(
             if biggest < n_min:
                 rows.append(_skipped(method, metric, n_min, biggest, "gradual sharing"))
                 continue
+            if why := _floor_refuses(pols, n_min):
+                rows.append(_skipped(method, metric, n_min, biggest, "", why))
+                continue
             for var in variants:
                 led = Ledger()
+                refused0 = sum(lg.refused for lg in (logs or {}).values())
                 t = time.perf_counter()
-                res = gradual_sharing(x, centers, n_min, method, metric, ledger=led,
-                                      d_min=d_min, average_delta=var or "stored")  # fmt: skip
+                try:
+                    res = gradual_sharing(x, centers, n_min, method, metric, ledger=led,
+                                          d_min=d_min, average_delta=var or "stored",
+                                          policy=pols, logs=logs)  # fmt: skip
+                except InputDataError as err:  # stuck: the release logs refused what it needs
+                    rows.append({**_skipped(method, metric, n_min, biggest, "", err.what),
+                                 "variant": var})  # fmt: skip
+                    continue
                 el = time.perf_counter() - t
                 mono = compare(enforce_monotone(res.Z), zp, k_max)
                 key = {"linkage": method, "variant": var, "metric": metric, "n_min": n_min}
@@ -223,6 +259,8 @@ def gradual_table(
                         "messages": led.n_messages,
                         "floats": led.n_floats,
                         "abstentions": led.n_abstentions,
+                        "refused_releases": sum(lg.refused for lg in (logs or {}).values())
+                        - refused0,
                         "rounds": int(led.messages()["round"].nunique()),
                         "seconds": el,
                         "pooled_seconds": pooled_s,
@@ -242,14 +280,19 @@ def simultaneous_table(
     n_mins,
     k_max: int,
     cuts: list[dict] | None = None,
+    policy: Policies = None,
+    logs: dict[int, ReleaseLog] | None = None,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """Simultaneous sharing vs pooled for each linkage × n_min (Fig 4.3).
 
-    Centers below n_min abstain (column ``abstentions``); the federated tree then covers the
-    other centers' samples and is compared with the pooled tree of the same samples.
+    Centers below their floor abstain (column ``abstentions``); the federated tree then covers
+    the other centers' samples and is compared with the pooled tree of the same samples. n_min
+    below the centres' disclosure floor is a skipped row (issue 22); ``logs``: release logs.
     """
     xs, _, blocks = _stacked(x, centers)
     biggest = max(len(b) for b in blocks)
+    pols = _policies(policy, centers)
     dist = _square(xs, metric) if cuts is not None else None
     rows = []
     for method in _methods(linkages, metric):
@@ -258,8 +301,12 @@ def simultaneous_table(
             if biggest < n_min:
                 rows.append(_skipped(method, metric, n_min, biggest, "simultaneous sharing"))
                 continue
+            if why := _floor_refuses(pols, n_min):
+                rows.append(_skipped(method, metric, n_min, biggest, "", why))
+                continue
             led = Ledger()
-            z, inc = simultaneous_run(blocks, n_min, method, metric, ledger=led)
+            z, inc = simultaneous_run(blocks, n_min, method, metric, ledger=led, policy=pols,
+                                      logs=logs, seed=seed)  # fmt: skip
             ref = zp if inc.all() else pooled_linkage(xs[inc], method, metric)
             rows.append(
                 {
@@ -297,6 +344,7 @@ def projection_table(
     density: float | None = None,
     dtype: str = "float32",
     threads: int = 1,
+    policy: Policies = None,
 ) -> pd.DataFrame:
     """Random projections vs pooled per sketch size × seed × linkage (Figs 4.11–4.13).
 
@@ -316,7 +364,18 @@ def projection_table(
             led = Ledger()
             t = time.perf_counter()
             _, dist = projection_clustering(
-                blocks, "single", metric, k, seed, estimator, led, law, dtype, density, threads
+                blocks,
+                "single",
+                metric,
+                k,
+                seed,
+                estimator,
+                led,
+                law,
+                dtype,
+                density,
+                threads,
+                policy,
             )
             el = time.perf_counter() - t
             madds = max(projection_center_costs(blocks, metric, k, law, density))
@@ -349,6 +408,7 @@ def exact_baselines(
     seed: int,
     perturbation_genes: int | str = "all",
     n_min: int = 1,
+    policy: Policies = None,
 ) -> pd.DataFrame:
     """Genewise (Alg. 3, cosine/correlation/Euclidean) and orthogonal perturbation (Alg. 2):
     the largest deviation from pooled distances, and their communication. Genewise: centers
@@ -356,15 +416,17 @@ def exact_baselines(
     perturbation runs on every gene (``"all"``) or the N most variable. Genes are chosen by
     their variance from the centers' moments (:func:`~.genewise.gene_variances`, issue 23)."""
     xs, cs, blocks = _stacked(x, centers)
-    var = gene_variances(blocks, n_min)
+    pols = _policies(policy, cs)
+    var = gene_variances(blocks, n_min, policy=pols)
     keep = np.argsort(var)[::-1][: min(genes, xs.shape[1])]
     sizes = np.bincount(np.unique(cs, return_inverse=True)[1])
-    inc = sizes[np.unique(cs, return_inverse=True)[1]] >= n_min
+    floors = np.array([p.floor(n_min) for p in pols])
+    inc = (sizes >= floors)[np.unique(cs, return_inverse=True)[1]]
     rows = []
     for metric in ("euclidean", "cosine", "correlation"):
         led = Ledger()
         z, d = genewise_clustering(
-            [b[:, keep] for b in blocks], "average", metric, led, n_min=n_min
+            [b[:, keep] for b in blocks], "average", metric, led, n_min=n_min, policy=pols
         )
         ref = pooled_gene_distances(xs[inc][:, keep], metric)
         zp = linkage(ref, "average")
@@ -384,7 +446,7 @@ def exact_baselines(
         top = np.argsort(var)[::-1][: min(int(perturbation_genes), xs.shape[1])]
         xs, blocks = xs[:, top], [b[:, top] for b in blocks]
     led = Ledger()
-    z, d = perturbation_clustering(blocks, "average", seed, led)
+    z, d = perturbation_clustering(blocks, "average", seed, led, policy=pols)
     zp = pooled_linkage(xs, "average")
     rows.append(
         {
@@ -411,7 +473,7 @@ def toy_bimodal(seed: int, runs: int, linkages: list[str], n_mins: list[int]) ->
         for method in linkages:
             zp = pooled_linkage(x, method)
             for n_min in n_mins:
-                res = gradual_sharing(x, c, n_min, method)
+                res = gradual_sharing(x, c, n_min, method, policy=SYNTHETIC)
                 rows.append({"run": r, "linkage": method, "n_min": n_min, **compare(res.Z, zp, 11)})
     return pd.DataFrame(rows)
 
@@ -427,7 +489,9 @@ def toy_projection(
             x = blobs(s, n, d)[0] if data == "blobs" else uniform(s, n, d)
             pooled = {m: pooled_linkage(x, m) for m in linkages}
             for k in sketch_sizes:
-                _, dist = projection_clustering([x], "single", "euclidean", k, s + k)
+                _, dist = projection_clustering(
+                    [x], "single", "euclidean", k, s + k, policy=SYNTHETIC
+                )
                 for method, zp in pooled.items():
                     z = linkage(dist, method=method)
                     ari = flat_agreement(z, zp, 5)["ari"][-1]
@@ -464,7 +528,9 @@ def toy_min_sketch(
             x = blobs(s, n, d, 5, sigma)[0]
             pooled = {m: pooled_linkage(x, m) for m in linkages}
             for k in sketch_sizes:
-                _, dist = projection_clustering([x], "single", "euclidean", k, s + k)
+                _, dist = projection_clustering(
+                    [x], "single", "euclidean", k, s + k, policy=SYNTHETIC
+                )
                 for m in linkages:
                     cc[m][k].append(ccc(linkage(dist, method=m), pooled[m]))
         for m in linkages:

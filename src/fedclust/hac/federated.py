@@ -2,6 +2,14 @@
 
 The server functions here receive *only* ledger messages (dicts of arrays), never a sample
 matrix; a test checks that a message cannot carry anything but the sketch.
+
+Both protocols send **one row per sample** (``hac.projection``: ``X Q`` with a public
+shared-seed Q, ``k`` columns; ``hac.perturbation``: ``X Q`` with an orthogonal Q, every
+pairwise distance exact). Their privacy argument is the map, not aggregation, and it does not
+hold against a server that knows a few of the inputs
+(:func:`fedclust.privacy.attacks.known_input_inversion`; the attacks stage, seed 001 §4.4):
+they cannot be made non-disclosive, so a centre sends them only when its configuration opts in
+(the protocol's name in ``disclosure.default.allow_per_sample``; issue 22).
 """
 
 from __future__ import annotations
@@ -10,7 +18,8 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
-from ..federation import Ledger
+from ..federation import Ledger, Protocol
+from .boundary import PER_SAMPLE, Policies, centre_send, policy_of, require
 from .pooled import EUCLIDEAN_ONLY, check_method, check_samples
 from .projection import (
     center_cost,
@@ -22,6 +31,8 @@ from .projection import (
 )
 
 SERVER = "server"
+SKETCH = Protocol("hac.projection", {"y": "per_sample"}, per_sample=True)
+PERTURBED = Protocol("hac.perturbation", {"y": "per_sample"}, per_sample=True)
 
 
 def _prepare(x_k: np.ndarray, metric: str) -> np.ndarray:
@@ -68,6 +79,7 @@ def projection_clustering(
     dtype: str = "float32",
     density: float | None = None,
     threads: int = 1,
+    policy: Policies = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Random-projection HAC (Algorithm 5) on per-center blocks; samples ordered as stacked.
 
@@ -75,15 +87,20 @@ def projection_clustering(
     (:func:`~fedclust.hac.projection.project_centers`); each center's message is exactly its
     own ``X_c Q``, sent through the ledger. ``kind``: ``gaussian`` (default) or ``sparse`` (very
     sparse, ℓ2 metrics); ``dtype``: sketch arithmetic precision; ``threads``: parallel blocks.
+    ``policy``: the centres' disclosure policies (default: configured); each must opt in to
+    ``hac.projection`` (one row per sample).
     """
     check_method(method, metric, where="hac.projection")
     if method in EUCLIDEAN_ONLY and metric != "euclidean":
         raise AssertionError  # pragma: no cover - check_method raises first
     led = ledger if ledger is not None else Ledger()
+    pols = [policy_of(policy, f"center{c}", c) for c in range(len(blocks))]
+    require(pols, None, PER_SAMPLE["projection"], "hac.projection")
     law = sketch_kind(metric, kind)
     xs = [_prepare(b, metric) for b in blocks]
     ys = project_centers(xs, k, law, seed, dtype, density, threads)
-    msgs = [led.send(f"center{c}", SERVER, {"y": y}, 0, "sketch") for c, y in enumerate(ys)]
+    msgs = [centre_send(led, pols[c], f"center{c}", len(blocks[c]), {"y": y}, 0, "sketch", SKETCH)
+            for c, y in enumerate(ys)]  # fmt: skip
     return server_linkage(msgs, method, metric, estimator)
 
 
@@ -107,15 +124,20 @@ def perturbation_clustering(
     seed: int,
     ledger: Ledger | None = None,
     p: int | None = None,
+    policy: Policies = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Orthogonal perturbation (Alg. 2): exact Euclidean distances on the server."""
+    """Orthogonal perturbation (Alg. 2): exact Euclidean distances on the server. ``policy``:
+    each centre must opt in to ``hac.perturbation`` (one row per sample)."""
     check_method(method, "euclidean", where="hac.perturbation")
     led = ledger if ledger is not None else Ledger()
+    pols = [policy_of(policy, f"center{c}", c) for c in range(len(blocks))]
+    require(pols, None, PER_SAMPLE["perturbation"], "hac.perturbation")
     check_samples(np.vstack(blocks))  # finite, ≥ 2 samples in all (a center may hold one)
     msgs = [
-        led.send(f"center{c}", SERVER, center_perturb(b, seed, p), 0, "perturbed")
+        centre_send(led, pols[c], f"center{c}", len(b), center_perturb(b, seed, p), 0,
+                    "perturbed", PERTURBED)
         for c, b in enumerate(blocks)
-    ]
+    ]  # fmt: skip
     y = np.vstack([m["y"] for m in msgs])
     dist = pdist(y, "euclidean")
     return linkage(dist, method=method), dist

@@ -15,7 +15,15 @@ from scipy.spatial.distance import pdist, squareform
 from ..errors import ConfigError, InputDataError
 from ..federation import Ledger
 from ..stats import combine_moments
-from .boundary import SERVER, abstain, genewise_protocol, send
+from .boundary import (
+    Policies,
+    abstain,
+    centre_send,
+    floor_of,
+    genewise_protocol,
+    policy_of,
+    server_send,
+)
 from .pooled import check_method
 
 GENE_METRICS = ("euclidean", "cityblock", "cosine", "correlation")
@@ -61,25 +69,29 @@ def server_gene_stats(messages: list[dict]) -> dict:
     return {"mean": mean, "norm": np.sqrt(ss), "cnorm": cnorm, "constant": const.astype(float)}
 
 
-def gene_variances(blocks: list[np.ndarray], n_min: int = 1, ledger: Ledger | None = None
-                   ) -> np.ndarray:  # fmt: skip
+def gene_variances(blocks: list[np.ndarray], n_min: int = 1, ledger: Ledger | None = None,
+                   policy: Policies = None) -> np.ndarray:  # fmt: skip
     """Per-gene variance (ddof 0) of the union of the centers' samples from their round-1
     moments (:func:`center_gene_stats` through the ledger, Chan et al. merge): the gene
     selection of the genewise and perturbation baselines (issue 23), equal to the pooled
-    ``var`` up to rounding. Centers with fewer than ``n_min`` samples abstain."""
+    ``var`` up to rounding. Centers below their floor (``n_min`` raised to their own
+    ``nfilter_subset``, issue 22) abstain."""
     led = ledger if ledger is not None else Ledger()
     proto = genewise_protocol(n_min)
     msgs = []
     for k, b in enumerate(blocks):
-        if b.shape[0] < n_min:
-            abstain(led, f"center{k}", 0, proto, f"{b.shape[0]} sample(s) < n_min = {n_min}")
+        nm = f"center{k}"
+        pol = policy_of(policy, nm, k)
+        if b.shape[0] < floor_of(pol, n_min):
+            abstain(led, nm, 0, proto, "fewer samples than the centre's floor")
             continue
         stats = center_gene_stats(b)
         msg = {key: stats[key] for key in ("n", "mean", "m2")}
-        msgs.append(send(led, f"center{k}", SERVER, msg, 0, "gene selection moments", proto))
+        msgs.append(centre_send(led, pol, nm, b.shape[0], msg, 0, "gene selection moments", proto))
     if not msgs:
         raise InputDataError(
-            f"every center holds fewer than n_min = {n_min} samples: no gene variances",
+            f"every center holds fewer samples than its floor (n_min = {n_min} or the centres' "
+            "nfilter_subset): no gene variances",
             where="hac genewise gene selection",
             fix="lower n_min below the size of the largest center",
         )
@@ -117,34 +129,39 @@ def genewise_clustering(
     metric: str,
     ledger: Ledger | None = None,
     n_min: int = 1,
+    policy: Policies = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run Algorithm 3 on per-center sample blocks (same genes in every block).
 
-    A center with fewer than ``n_min`` samples abstains from both rounds (its sums and its
-    distance contribution would describe fewer than ``n_min`` samples; recorded in the ledger):
-    the result then covers the other centers' samples only. Returns ``(Z, condensed distances)``.
+    A center with fewer samples than its floor — ``n_min`` raised to its own
+    ``nfilter_subset`` (``policy``: the centres' disclosure policies, default the configured
+    ones) — abstains from both rounds: with two samples, a centre's moments and distance share
+    give back both profiles (:func:`fedclust.privacy.attacks.genewise_two_samples`). The result
+    then covers the other centers' samples only. Returns ``(Z, condensed distances)``.
     """
     check_method(method, metric, where="hac.genewise")
     led = ledger if ledger is not None else Ledger()
     proto = genewise_protocol(n_min)
     names = [f"center{k}" for k in range(len(blocks))]
+    pols = {nm: policy_of(policy, nm, k) for k, nm in enumerate(names)}
     keep = []
     for nm, b in zip(names, blocks, strict=True):
-        if b.shape[0] < n_min:
+        if b.shape[0] < floor_of(pols[nm], n_min):
             for r in (0, 1) if metric in ("cosine", "correlation") else (1,):
-                abstain(led, nm, r, proto, f"{b.shape[0]} sample(s) < n_min = {n_min}")
+                abstain(led, nm, r, proto, "fewer samples than the centre's floor")
         else:
             keep.append((nm, b))
     if not keep:
         raise InputDataError(
-            f"every center holds fewer than n_min = {n_min} samples: nothing can be shared",
+            f"every center holds fewer samples than its floor (n_min = {n_min} or the centres' "
+            "nfilter_subset): nothing can be shared",
             where="hac genewise",
             fix="lower n_min below the size of the largest center",
         )
     stats = None
     if metric in ("cosine", "correlation"):
-        msgs = [send(led, nm, SERVER, center_gene_stats(b), 0, "gene stats", proto)
-                for nm, b in keep]  # fmt: skip
+        msgs = [centre_send(led, pols[nm], nm, len(b), center_gene_stats(b), 0, "gene stats",
+                            proto) for nm, b in keep]  # fmt: skip
         stats = server_gene_stats(msgs)
         bad = stats["norm"] == 0 if metric == "cosine" else stats["constant"] > 0
         if np.any(bad):
@@ -156,11 +173,12 @@ def genewise_clustering(
                 fix="drop constant genes before genewise cosine/correlation clustering",
             )
         for nm, _ in keep:
-            send(led, SERVER, nm, stats, 0, "gene stats broadcast", proto)
+            server_send(led, nm, stats, 0, "gene stats broadcast", proto)
     msgs = [
-        send(led, nm, SERVER, center_gene_distances(b, metric, stats), 1, "gene distances", proto)
+        centre_send(led, pols[nm], nm, len(b), center_gene_distances(b, metric, stats), 1,
+                    "gene distances", proto)
         for nm, b in keep
-    ]
+    ]  # fmt: skip
     d = server_gene_distances(msgs, metric)
     return linkage(d, method=method), d
 

@@ -37,6 +37,15 @@ the public centroid [OURS]), and average by replacing the approximated part:
 
 Invariants (tested): ``n_min = 1`` ⇒ the pooled tree for every linkage; one center ⇒ the pooled
 tree for any ``n_min``.
+
+Disclosure (issue 22): every message is checked at the centre against its own policy
+(:func:`~fedclust.hac.boundary.centre_send`); ``n_min`` below a centre's floor is refused; the
+distance traffic is per-sample by design (opt-in). One run's publications are disjoint sets of
+≥ n_min samples, but runs on the same data under other settings are not: with ``logs`` (one
+:class:`~fedclust.privacy.release_log.ReleaseLog` per centre, kept across the runs of a workflow)
+a centre publishes a centroid only if, with everything it released before, no sample is
+isolated; otherwise the cluster stays unshared (it keeps merging; a later, larger part may be
+published).
 """
 
 from __future__ import annotations
@@ -48,7 +57,17 @@ from scipy.spatial.distance import cdist, pdist, squareform
 
 from ..errors import ConfigError, InputDataError
 from ..federation import Ledger
-from .boundary import SERVER, gradual_protocols, send
+from ..federation.disclosure import DisclosurePolicy
+from ..privacy.release_log import ReleaseLog
+from .boundary import (
+    PER_SAMPLE,
+    Policies,
+    centre_send,
+    gradual_protocols,
+    policy_of,
+    require,
+    server_send,
+)
 from .pooled import check_method, check_samples, lance_williams
 
 AVERAGE_DELTAS = ("stored", "current")
@@ -170,8 +189,18 @@ class GradualCenter:
     member); columns: the same positions, then the global clusters by global index.
     """
 
-    def __init__(self, k: int, slots: np.ndarray, x: np.ndarray, pub: _Public, cfg: dict):
+    def __init__(
+        self,
+        k: int,
+        slots: np.ndarray,
+        x: np.ndarray,
+        pub: _Public,
+        cfg: dict,
+        policy: DisclosurePolicy | None = None,
+        log: ReleaseLog | None = None,
+    ):
         self.k, self.name = k, f"center{k}"
+        self.policy, self.log = policy, log
         self.slots, self.x, self.pub, self.cfg = slots, x, pub, cfg
         self.nk = len(slots)
         self.pos = {int(s): i for i, s in enumerate(slots)}
@@ -321,6 +350,14 @@ class GradualCenter:
         out += [int(self.pub.gslot[v]) for v in g]
         return out
 
+    def unshared_part(self, slot: int) -> np.ndarray:
+        """Positions (in this centre's block) of slot's unshared points here."""
+        return np.flatnonzero(self.unshared & (self.owner == slot))
+
+    def send(self, led: Ledger, msg: dict, t: int, kind: str, proto) -> dict:
+        """This centre's message, checked here against its own policy (its true size)."""
+        return centre_send(led, self.policy, self.name, self.nk, msg, t, kind, proto)
+
     def publish(self, slot: int) -> tuple[dict, dict | None]:
         """Centroid message of slot's unshared part here; for a local cluster also its row of
         distances to the global clusters (it becomes global; the server takes them over)."""
@@ -406,7 +443,7 @@ class GradualCenter:
             if cg is not None:
                 self.cache.column(cg)
         if method in ("centroid", "ward"):
-            return {"to": np.zeros(0, np.int64)}
+            return {"to": np.zeros(0, dtype=np.int64)}
         gl = np.flatnonzero(self.pub.wait[: self.pub.n_global, self.k] > 0)
         gl = gl[gl != g]
         gr = self.nloc + gl
@@ -577,12 +614,16 @@ def gradual_sharing(
     ledger: Ledger | None = None,
     d_min: float = 0.0,
     average_delta: str = "stored",
+    policy: Policies = None,
+    logs: dict[int, ReleaseLog] | None = None,
 ) -> GradualResult:
     """Run Algorithm 4 on samples ``x`` split by ``centers`` (one integer label per row).
 
     The rows of ``x`` are only used to build each center's own block. ``monotone``: enforce
     monotone merge heights afterwards (Fig 4.7 variant); ``d_min``: privacy option of §4.2.1.3;
     ``average_delta``: ``"stored"`` (thesis bookkeeping) or ``"current"`` (approximation).
+    ``policy``: the centres' disclosure policies (default: configured; ``n_min`` below a floor or
+    no per-sample opt-in is a :class:`ConfigError`); ``logs``: release logs by centre index.
     """
     x, centers = _check(x, centers, n_min, method, metric, d_min, average_delta)
     if metric == "correlation":  # samplewise correlation = cosine of locally centred samples
@@ -591,7 +632,10 @@ def gradual_sharing(
     led = ledger if ledger is not None else Ledger()
     proto = gradual_protocols(int(n_min))
     n, m = x.shape[0], int(centers.max()) + 1
+    pols = [policy_of(policy, f"center{k}", k) for k in range(m)]
     all_public = int(n_min) == 1
+    require(pols, n_min, PER_SAMPLE["gradual"] + (("hac.gradual.samples",) if all_public else ()),
+            "hac.gradual.n_min")  # fmt: skip
     g_max = n if all_public else n // int(n_min)
     cfg = {
         "method": method,
@@ -603,31 +647,32 @@ def gradual_sharing(
     }
     pub = _Public(n, m, g_max, centers, method in ("centroid", "ward"))
     blocks = [np.flatnonzero(centers == k) for k in range(m)]
-    cents = [GradualCenter(k, s, x[s], pub, cfg) for k, s in enumerate(blocks)]
+    cents = [GradualCenter(k, s, x[s], pub, cfg, pols[k], None if logs is None else logs.get(k))
+             for k, s in enumerate(blocks)]  # fmt: skip
     server = GradualServer(pub, cfg)
     for c in cents:
-        send(led, c.name, SERVER, {"n": c.nk}, 0, "setup", proto["setup"])
+        c.send(led, {"n": c.nk}, 0, "setup", proto["setup"])
     shares = 0
-    if all_public:  # every singleton is published at once: all distances exact
+    if all_public:  # every singleton is published at once (per-sample rows): all distances exact
+        rows = np.zeros_like(x)
         for c in cents:
-            msg = send(led, c.name, SERVER, {"centroid": c.x, "size": np.ones(c.nk),
-                                             "cluster": c.slots.astype(np.int64)},
-                       0, "centroid", proto["centroid"])  # fmt: skip
-            for s in msg["cluster"].astype(int):
+            msg = c.send(led, {"rows": c.x, "cluster": c.slots.astype(np.int64)}, 0, "samples",
+                         proto["samples"])  # fmt: skip
+            for s, r in zip(msg["cluster"].astype(int), msg["rows"], strict=True):
                 pub.new_global(s)
+                rows[s] = r
         for s in range(n):  # global index = slot
             pub.gidx[s], pub.gslot[s] = s, s
         if pub.pub_sum is not None:
-            pub.pub_sum = {s: x[s].copy() for s in range(n)}
+            pub.pub_sum = {s: rows[s].copy() for s in range(n)}
         pub.pub_cnt[:] = 1
-        server.d[:] = squareform(pdist(x, metric))
+        server.d[:] = squareform(pdist(rows, metric))
         np.fill_diagonal(server.d, np.inf)
         server.cache = _MinCache(server.d)
         shares = n
     z = np.zeros((n - 1, 4))
     for t in range(n - 1):
-        cands = [send(led, c.name, SERVER, c.candidate(), t, "min", proto["candidate"])
-                 for c in cents]  # fmt: skip
+        cands = [c.send(led, c.candidate(), t, "min", proto["candidate"]) for c in cents]
         best = min(range(m), key=lambda k: (cands[k]["reported"], k)) if m else 0
         h_srv, r, col = server.cache.best()
         if np.isfinite(h_srv) and h_srv <= cands[best]["reported"]:
@@ -649,10 +694,10 @@ def gradual_sharing(
         # i survives, except for global + local where the global (j) survives
         ni, nj = pub.size[i], pub.size[j]
         z[t] = [min(pub.cid[i], pub.cid[j]), max(pub.cid[i], pub.cid[j]), h, ni + nj]
-        sizes = np.array([ni, nj])
+        sizes = np.array([ni, nj], dtype=np.int64)
         for c in cents:
-            send(led, SERVER, c.name, {"pair": np.array([i, j]), "h": h, "sizes": sizes}, t,
-                 "merge", proto["merge"])  # fmt: skip
+            server_send(led, c.name, {"pair": np.array([i, j]), "h": h, "sizes": sizes}, t,
+                        "merge", proto["merge"])  # fmt: skip
         if gi < 0 and gj < 0:  # local / local in center `owner`
             k = int(pub.home[i])
             pub.size[i] += nj
@@ -687,9 +732,9 @@ def gradual_sharing(
             pub.gsize[g] += ni
             pub.cid[j] = n + t
             pub.wait[g, k] += int(ni)
-            row = send(led, cents[k].name, SERVER,
-                       cents[k].absorb_local(g, j, i, h_true if owner == k else h, nj, ni),
-                       t, "local row", proto["distances"])  # fmt: skip
+            row = cents[k].send(led, cents[k].absorb_local(g, j, i, h_true if owner == k else h,
+                                                           nj, ni), t, "local row",
+                                proto["distances"])  # fmt: skip
             server.absorb_local(g, row, h, nj, ni)
             for r, c in enumerate(cents):
                 if r != k:
@@ -708,15 +753,16 @@ def _share(cents, server, pub, led, proto, k: int, slot: int, t: int) -> int:
     ck = cents[k]
     if slot == -1 or pub.size[slot] == 0:
         return 0
+    if ck.log is not None and not ck.log.release(ck.unshared_part(slot)):
+        return 0  # the release log refuses: the part stays unshared for now
     msg, row = ck.publish(slot)
-    msg = send(led, ck.name, SERVER, msg, t, "centroid", proto["centroid"])
+    msg = ck.send(led, msg, t, "centroid", proto["centroid"])
     c, p = msg["centroid"], int(msg["size"])
     first = pub.gidx[slot] < 0
     g = pub.new_global(slot) if first else int(pub.gidx[slot])
     pub.publish(g, k, c, p)
     if row is not None:
-        row = send(led, ck.name, SERVER, row, t, "global row" if first else "delta",
-                   proto["distances"])  # fmt: skip
+        row = ck.send(led, row, t, "global row" if first else "delta", proto["distances"])
         if first:
             server.new_global(g, row)
     ck.after_publish(slot, g, first)
@@ -724,11 +770,11 @@ def _share(cents, server, pub, led, proto, k: int, slot: int, t: int) -> int:
     for r, cr in enumerate(cents):
         if r == k:
             continue
-        b = send(led, SERVER, cr.name, {"centroid": c, "size": p, "cluster": slot}, t,
-                 "centroid broadcast", proto["centroid"])  # fmt: skip
+        b = server_send(led, cr.name, {"centroid": c, "size": p, "cluster": slot}, t,
+                        "centroid broadcast", proto["centroid"])  # fmt: skip
         agg = cr.on_centroid(g, k, b["centroid"], p, first)
         if agg["to"].size:
-            aggs.append(send(led, cr.name, SERVER, agg, t, "correction", proto["distances"]))
+            aggs.append(cr.send(led, agg, t, "correction", proto["distances"]))
     server.correct(g, p, aggs, row if (row is not None and "delta" in row) else None)
     if server.cfg["method"] in ("centroid", "ward"):
         _recompute_server_row(cents, server, pub, led, proto, g, t)
@@ -758,9 +804,9 @@ def _recompute_server_row(cents, server, pub, led, proto, g: int, t: int) -> Non
             c = cents[int(k)]
             msg = {
                 "cluster": sg,
-                "to": pub.gslot[bs].astype(float),
+                "to": pub.gslot[bs].astype(np.int64),
                 "d": np.array([c.centroid_distance(sg, int(pub.gslot[b])) for b in bs]),
             }
-            vals = send(led, c.name, SERVER, msg, t, "view distances", proto["distances"])["d"]
+            vals = c.send(led, msg, t, "view distances", proto["distances"])["d"]
         row[bs] = vals
     server.set_row(g, row)

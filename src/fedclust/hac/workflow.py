@@ -174,11 +174,87 @@ def part_inputs(cfg: dict[str, Any], variant: str, what: str = "table", ext: str
     return lambda wc: part_paths(cfg, variant, wc.cohort, what, ext)
 
 
+# ---- release logs: the chain of jobs that release sums of one cohort's matrices (issue 22) -----
+RELEASING = ("gradual", "simultaneous")
+
+
+def release_chain(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """(variant, part) of every job that publishes centroid sums of a cohort's matrices, in the
+    order their releases are logged: gradual parts, then simultaneous parts."""
+    return [(v, p) for v in RELEASING for p in parts(cfg, v)]
+
+
+def part_preps(cfg: dict[str, Any], variant: str, part: str) -> set[str]:
+    return {u.prep for u in units_of_part(cfg, variant, part)}
+
+
+def log_path(cohort: str, variant: str, part: str) -> str:
+    """The release log a job writes (the centres' released sets after its runs)."""
+    return f"results/hac/{cohort}/release_log/{variant}_{part}.json"
+
+
+def previous_logs(cfg: dict[str, Any], variant: str, part: str, cohort: str) -> list[str]:
+    """The logs a job starts from: for each matrix (preprocessing) it releases sums of, the log
+    of the latest earlier job of the chain on that matrix (latest first). Jobs on the same matrix
+    therefore run one after another; jobs on different matrices stay parallel."""
+    if not cfg.get("release_log", True):
+        return []
+    chain = release_chain(cfg)
+    need = part_preps(cfg, variant, part)
+    out = []
+    for v, p in reversed(chain[: chain.index((variant, part))]):
+        got = part_preps(cfg, v, p) & need
+        if got:
+            out.append(log_path(cohort, v, p))
+            need -= got
+        if not need:
+            break
+    return out
+
+
+def log_inputs(cfg: dict[str, Any], variant: str):
+    """An input function of ``hac_gradual`` / ``hac_simultaneous``: :func:`previous_logs`."""
+    return lambda wc: previous_logs(cfg, variant, wc.part, wc.cohort)
+
+
+def read_logs(paths: list[str], preps: set[str]):
+    """The centres' logs per matrix from :func:`previous_logs`' files (latest first)."""
+    from ..privacy.release_log import from_json
+
+    logs: dict = {}
+    for path in paths:
+        for prep, c in from_json(path).items():
+            if prep in preps and prep not in logs:
+                logs[prep] = c
+    return logs
+
+
+def release_floor(policies) -> int:
+    """The floor a release log checks: the largest of the centres' nfilter_subset."""
+    return max((int(p.nfilter_subset) for p in policies), default=3)
+
+
 # ---- running units (imports the numerical code lazily: not at workflow parse time) ------------
 
 
-def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str):
-    """Gradual sharing of one (prep, metric, linkage): (table with timing columns, cuts)."""
+def _logs_of(logs: dict | None, prep: str, centers):
+    """The per-centre release logs of matrix ``prep`` (created on first use), or None."""
+    if logs is None:
+        return None
+    import numpy as np
+
+    from ..privacy.release_log import logs_for
+    from .boundary import policy_of
+
+    sizes = np.bincount(np.unique(centers, return_inverse=True)[1])
+    pols = [policy_of(None, f"center{k}", k) for k in range(len(sizes))]
+    return logs_for(logs, prep, sizes, release_floor(pols))
+
+
+def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str,
+                logs: dict | None = None):  # fmt: skip
+    """Gradual sharing of one (prep, metric, linkage): (table with timing columns, cuts).
+    ``logs``: the centres' release logs by matrix (updated in place)."""
     import pandas as pd
 
     from . import experiments as ex
@@ -190,6 +266,7 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
         data[unit.prep], centers, [unit.linkage], unit.metric,
         ex.nmin_grid(n, g["n_min"], g["fraction"]), int(cfg["k_max"]), g["d_min"],
         tuple(g["average_delta"]), cut_rows,
+        logs=_logs_of(logs if cfg.get("release_log", True) else None, unit.prep, centers),
     )  # fmt: skip
     ran = t.loc[~t.skipped, "n_min"]
     t = t.assign(cohort=cohort, prep=unit.prep, n=n, n_min_top=ran.max())
@@ -197,8 +274,9 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
     return t, cuts
 
 
-def run_simultaneous(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str):
-    """Simultaneous sharing of one linkage: (table, cuts)."""
+def run_simultaneous(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str,
+                     logs: dict | None = None, seed: int = 0):  # fmt: skip
+    """Simultaneous sharing of one linkage: (table, cuts). ``logs``: release logs by matrix."""
     import pandas as pd
 
     from . import experiments as ex
@@ -207,7 +285,8 @@ def run_simultaneous(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohor
     cut_rows: list[dict] = []
     t = ex.simultaneous_table(
         data[unit.prep], centers, [unit.linkage], "euclidean", s["n_min"], int(cfg["k_max"]),
-        cut_rows,
+        cut_rows, seed=seed,
+        logs=_logs_of(logs if cfg.get("release_log", True) else None, unit.prep, centers),
     )  # fmt: skip
     t = t.assign(cohort=cohort, prep=unit.prep)
     cuts = pd.DataFrame(cut_rows).assign(method="simultaneous", prep=unit.prep)

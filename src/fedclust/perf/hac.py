@@ -17,6 +17,7 @@ from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
 from ..federation import Ledger
+from ..hac.boundary import SYNTHETIC
 from ..hac.federated import (
     perturbation_clustering,
     projection_center_costs,
@@ -82,25 +83,33 @@ def hac_benchmark(
     fed = {
         "gradual": (
             "samples",
-            lambda led: gradual_sharing(xs, cs, n_min, linkage_method, ledger=led),
+            lambda led: gradual_sharing(
+                xs, cs, n_min, linkage_method, ledger=led, policy=SYNTHETIC
+            ),
         ),
         "simultaneous": (
             "samples",
-            lambda led: simultaneous_sharing(blocks, n_min, linkage_method, ledger=led),
+            lambda led: simultaneous_sharing(
+                blocks, n_min, linkage_method, ledger=led, policy=SYNTHETIC
+            ),
         ),
         "genewise": (
             "genes",
-            lambda led: genewise_clustering(gblocks, linkage_method, "euclidean", led),
+            lambda led: genewise_clustering(
+                gblocks, linkage_method, "euclidean", led, policy=SYNTHETIC
+            ),
         ),
         "projection": (
             "samples",
             lambda led: projection_clustering(
-                blocks, linkage_method, "euclidean", sketch, seed, ledger=led
+                blocks, linkage_method, "euclidean", sketch, seed, ledger=led, policy=SYNTHETIC
             ),
         ),
         "perturbation": (
             "samples",
-            lambda led: perturbation_clustering(blocks, linkage_method, seed, led),
+            lambda led: perturbation_clustering(
+                blocks, linkage_method, seed, led, policy=SYNTHETIC
+            ),
         ),
     }
     # warm-up: the Gaussian stream imports torch on first use; an import is not method time

@@ -8,8 +8,8 @@
 * :mod:`.scenarios` — 75/25 split and the four centre scenarios;
 * :mod:`.cohort` — the IPSS-M survival cohort (clinical + binary covariates) or its simulated
   stand-in, imputation and min-max scaling fitted on the training part;
-* :mod:`.experiment` — leave-one-centre-out CV with pooled C-index, one (scenario, strategy,
+* :mod:`.experiment` — leave-one-centre-out CV scored at the centres, one (scenario, strategy,
   repetition) job;
-* :mod:`.coxph` / :mod:`.km` — the exact federated references: stratified Cox-PH by Newton steps
-  from per-centre sums, Kaplan–Meier and log-rank from per-centre counts.
+* :mod:`.coxph` / :mod:`.km` — the federated references: stratified Cox-PH by Newton steps from
+  per-centre sums (exact), Kaplan–Meier and log-rank from per-centre counts on a public grid.
 """

@@ -128,6 +128,15 @@ def c_index(time, risk, event) -> float:
     """Harrell's C: a pair (i, j) is comparable if δ_i = 1 and t_i < t_j (or t_i = t_j with j
     censored); concordant if risk_i > risk_j; tied risks count ½. Equals
     ``lifelines.utils.concordance_index(time, -risk, event)`` (tested)."""
+    conc, n = concordance_counts(time, risk, event)
+    if n == 0:
+        raise InputDataError("no comparable pair (no event before another time)", where="c_index")
+    return float(conc / n)
+
+
+def concordance_counts(time, risk, event) -> tuple[float, int]:
+    """(concordant, comparable) pair counts of Harrell's C (tied risks count ½): what a centre
+    sends for centre-scored cross-validation (two numbers, no patient row)."""
     t = np.asarray(time, dtype=float)
     r = np.asarray(risk, dtype=float)
     e = np.asarray(event).astype(bool)
@@ -142,8 +151,5 @@ def c_index(time, risk, event) -> float:
     ti, ri = t[e][:, None], r[e][:, None]
     ej = e[None, :]
     comp = (ti < t[None, :]) | ((ti == t[None, :]) & ~ej)
-    n = comp.sum()
-    if n == 0:
-        raise InputDataError("no comparable pair (no event before another time)", where="c_index")
     conc = (comp & (ri > r[None, :])).sum() + 0.5 * (comp & (ri == r[None, :])).sum()
-    return float(conc / n)
+    return float(conc), int(comp.sum())

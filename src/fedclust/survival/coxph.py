@@ -5,20 +5,35 @@ method needs only per-centre sums: each centre returns its stratum's log-likelih
 Hessian at the broadcast β (:func:`centre_sums`, Efron or Breslow ties); the server adds them and
 takes a Newton step with step halving (:func:`fit_federated_coxph`). The result equals lifelines'
 ``CoxPHFitter().fit(pooled, strata=["centre"])`` (Efron ties) to 1e-6 (tested).
+
+Messages (issue 22): the request ``survival_coxph_request`` {β, ties}; the reply
+``survival_coxph_sums`` {loglik, gradient, hessian, n, events}, from :class:`CoxCentre`. The
+centre answers only with at least its floor of patients *and* of events (a stratum of two
+patients discloses x_event − x_other, :func:`fedclust.privacy.attacks.cox_pair_difference`) and
+with at most ``nfilter_glm · n`` covariates (DataSHIELD's rule for a fitted model); otherwise it
+abstains and its stratum is left out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from fedclust.errors import FedclustError, InputDataError
-from fedclust.federation import Ledger
+from fedclust.federation import INPROCESS, Abstain, Ledger, Protocol, Transport, federate
 
 from .cohort import check_survival
 
 TIES = ("efron", "breslow")
+COX_REQUEST = Protocol("survival_coxph_request", {"parameters": "parameters", "ties": "metadata"})
+COX_SUMS = Protocol(
+    "survival_coxph_sums",
+    {"loglik": "aggregate", "gradient": "aggregate", "hessian": "aggregate", "n": "count",
+     "events": "count"},
+)  # fmt: skip
+PROTOCOLS = (COX_REQUEST, COX_SUMS)
 
 
 def centre_sums(
@@ -66,37 +81,39 @@ def centre_sums(
     }
 
 
-def fit_federated_coxph(
-    centres: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
-    ledger: Ledger | None = None,
-    ties: str = "efron",
-    tol: float = 1e-10,
-    max_iter: int = 100,
-) -> tuple[np.ndarray, np.ndarray, list[float]]:
-    """Server side: Newton steps from summed per-centre (loglik, gradient, Hessian).
+class CoxCentre:
+    """One stratum: the centre's own (x, t, e); answers :func:`centre_sums` at a broadcast β."""
 
-    Returns β, its standard errors (inverse observed information) and the log-likelihood path.
-    """
-    ledger = ledger or Ledger()
-    for k, (_x, t, e) in enumerate(centres):
-        check_survival(t, e, f"federated Cox-PH, centre {k}")
-        if not np.asarray(e).any():
-            raise InputDataError(
-                f"centre {k} has no event: its stratum adds nothing",
-                where="federated Cox-PH",
-                fix="drop the centre or merge it",
-            )
-    p = np.asarray(centres[0][0]).shape[1]
+    protocols = {"coxph_sums": COX_SUMS}
 
+    def __init__(self, cid: str, x, t, e, disclosure=None):
+        check_survival(t, e, f"federated Cox-PH, centre {cid}")
+        self.cid, self.disclosure = cid, disclosure
+        self.x, self.t = np.asarray(x, float), np.asarray(t, float)
+        self.e = np.asarray(e).astype(bool)
+        self.n_samples = len(self.t)
+
+    def coxph_sums(self, parameters, config: Mapping[str, Any]) -> dict[str, Any] | Abstain:
+        from fedclust.federation.guard import centre_policy
+
+        pol = centre_policy(self)
+        floor = int(pol.nfilter_subset)
+        if self.n_samples < floor or int(self.e.sum()) < floor:
+            return Abstain("refused: fewer patients or events than the centre's floor")
+        beta = np.asarray(parameters, float)
+        if len(beta) > float(pol.nfilter_glm) * self.n_samples:
+            return Abstain("refused: more covariates than nfilter_glm allows for the centre")
+        return centre_sums(self.x, self.t, self.e, beta, str(config.get("ties", "efron")))
+
+
+def _newton(proxies, p: int, ties: str, tol: float, max_iter: int):
     def round_(beta: np.ndarray, it: int) -> tuple[float, np.ndarray, np.ndarray]:
-        msgs = []
-        for k, (x, t, e) in enumerate(centres):
-            ledger.send("server", f"centre{k}", {"beta": beta}, it, "broadcast")
-            msgs.append(
-                ledger.send(
-                    f"centre{k}", "server", centre_sums(x, t, e, beta, ties), it, "coxph_sums"
-                )
-            )
+        msgs = [m for m in (px.call("coxph_sums", {"parameters": beta, "ties": ties}, it,
+                                    "coxph_sums", COX_SUMS, COX_REQUEST) for px in proxies)
+                if m is not None]  # fmt: skip
+        if not msgs:
+            raise InputDataError("every centre refused the Cox-PH sums", where="federated Cox-PH",
+                                 fix="fewer, larger centres (or fewer covariates)")  # fmt: skip
         return (
             sum(m["loglik"] for m in msgs),
             sum(m["gradient"] for m in msgs),
@@ -136,3 +153,37 @@ def fit_federated_coxph(
         )
     se = np.sqrt(np.diag(np.linalg.inv(-h)))
     return beta, se, path
+
+
+def fit_federated_coxph(
+    centres: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    ledger: Ledger | None = None,
+    ties: str = "efron",
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    policies: Sequence[Any] | None = None,
+    transport: Transport = INPROCESS,
+) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Server side: Newton steps from summed per-centre (loglik, gradient, Hessian).
+
+    ``centres``: (x, t, e) per stratum; ``policies``: each centre's disclosure policy (None:
+    the configured ones). A centre below its floor abstains (recorded) and its stratum is left
+    out. Returns β, its standard errors (inverse observed information) and the log-likelihood
+    path.
+    """
+    if ties not in TIES:
+        raise InputDataError(f"unknown ties method {ties!r}", where="coxph", fix=f"one of {TIES}")
+    pols = list(policies) if policies is not None else [None] * len(centres)
+    objs = []
+    for k, ((x, t, e), pol) in enumerate(zip(centres, pols, strict=True)):
+        c = CoxCentre(f"centre{k}", x, t, e, pol)
+        if not c.e.any():
+            raise InputDataError(
+                f"centre {k} has no event: its stratum adds nothing",
+                where="federated Cox-PH",
+                fix="drop the centre or merge it",
+            )
+        objs.append(c)
+    p = np.asarray(centres[0][0]).shape[1]
+    return federate(objs, lambda ps: _newton(ps, p, ties, tol, max_iter), ledger=ledger,
+                    transport=transport)  # fmt: skip

@@ -3,9 +3,11 @@
 1. keep the patients with a known endpoint; 75/25 train / blind-test split (stratified by event);
 2. imputation + min-max scaling fitted on the training part;
 3. the scenario distributes the training part over K centres;
-4. hyper-parameter grid chosen by centre-based (leave-one-centre-out) CV with the pooled C-index:
-   each fold trains the strategy on K−1 centres and the held-out centre sends its predictions
-   (with its outcomes, as in D6.2) to the server. Centralized uses the same folds on pooled data.
+4. hyper-parameter grid chosen by centre-based (leave-one-centre-out) CV: each fold trains the
+   strategy on K−1 centres and the held-out centre scores the fold's model on its own patients,
+   sending Harrell's concordant / comparable pair counts (issue 22; D6.2 sent every held-out
+   patient's risk, time and event for a pooled C-index). The CV C-index is Σ concordant /
+   Σ comparable over the folds (pairs within centres). Centralized uses the same folds.
    Isolated centres have no other centre to validate on: each runs a stratified K-fold CV on its
    own patients and keeps its own grid point;
 5. the chosen grid point is trained on all K centres and scored on the blind test set.
@@ -22,20 +24,22 @@ import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
 from fedclust.errors import ConfigError
-from fedclust.federation import INPROCESS, Ledger, Transport
+from fedclust.federation import INPROCESS, Ledger, Transport, federate
 from fedclust.seeds import derive_seed, rng
 
 from .cox import c_index
 from .model import get_parameters
 from .prepare import prepare, preprocess_agreement  # noqa: F401  (re-exported)
 from .strategies import (
-    CV_PREDICTIONS,
+    CV_CONCORDANCE,
+    CV_REQUEST,
     DEFAULT,
     STRATEGIES,
     Federation,
     Model,
     SurvivalClient,
     blind_c_index,
+    pack_model,
     predict_model,
     train_strategy,
 )
@@ -83,8 +87,8 @@ def _clients(d, idx_centres, mc, seed, endpoint, rep, scenario) -> list[Survival
 
 
 def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label, fed=DEFAULT) -> float:
-    """Leave-one-centre-out CV: pooled C-index of the held-out centres' predictions."""
-    risk, tt, ee = [], [], []
+    """Leave-one-centre-out CV scored at the held-out centres: Σ concordant / Σ comparable."""
+    conc, comp = 0.0, 0.0
     local: Model | None = None
     if strategy == "ensemble":  # the local models do not depend on the fold: train them once
         local = train_strategy("isolated", clients, init, hp, mc, ledger, None, fed)
@@ -98,11 +102,18 @@ def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label, fed=DEFAU
             model = train_strategy(
                 strategy, rest, init, hp, mc, ledger, rng(*seed_label, "order", k), fed
             )
-        msg = ledger.send(
-            held.cid, "server", held.predict(model), 0, "cv_predictions", protocol=CV_PREDICTIONS
+        request = pack_model(model)
+        msg = federate(
+            [held],
+            lambda ps, r=request, k=k: ps[0].call(
+                "cv_concordance", r, k, "cv_concordance", CV_CONCORDANCE, CV_REQUEST
+            ),
+            ledger=ledger,
+            transport=fed.transport,
         )
-        risk.append(msg["risk"]), tt.append(msg["time"]), ee.append(msg["event"])
-    return c_index(np.concatenate(tt), np.concatenate(risk), np.concatenate(ee))
+        if msg is not None:
+            conc, comp = conc + msg["concordant"], comp + msg["comparable"]
+    return conc / comp if comp else float("nan")
 
 
 def _cv_isolated(client: SurvivalClient, init, hp, mc, folds: int, seed: int) -> float:

@@ -136,7 +136,8 @@ def build_section(
         "FedAvg aggregate_fit, weights n_k/N), Ensemble (risk averaged with weights n_k/N), "
         "isolated centres (mean of the centres' test C-indices) and centralized. "
         f"{cfg['n_centres']} centres, {int(cfg['test_fraction'] * 100)} % blind test set, "
-        "leave-one-centre-out CV with the pooled C-index picks the grid point "
+        "leave-one-centre-out CV scored at the held-out centres (Σ concordant / Σ comparable "
+        "pairs within centres) picks the grid point "
         "(centralized: the balanced IID centres as folds, and the pooled data seen in "
         "K × batches minibatches per epoch, as many steps as Sequential; isolated: each "
         f"centre's own {cfg['isolated_folds']}-fold CV). " + note,
@@ -151,10 +152,11 @@ def build_section(
             f"({100 * info[ep + '_events'] / max(info[ep + '_patients'], 1):.1f} %)."
             for ep in cfg["endpoints"]
         )
-        + " Privacy: every centre message passes the ledger (parameters, n_k, loss sums); the "
-        "pooled C-index of centre-based CV needs the held-out centre's risks with its times "
-        "and events at the server, a disclosure D6.2's protocol makes and this one keeps "
-        "(counted as 'cv_predictions' messages)."
+        + " Privacy: every centre message passes the ledger (parameters, n_k, loss sums). "
+        "D6.2's pooled C-index of centre-based CV needs every held-out patient's risk, time and "
+        "event at the server; here the held-out centre scores the fold's model itself and sends "
+        "two pair counts (issue 22; 'cv_concordance' messages), so the CV C-index pools pairs "
+        "within centres only."
         " D6.2: 2043 private EUROMDS patients, 70 covariates, OS with 28.9 % events — so "
         "the D6.2 columns are the published numbers on different data, shown for the layout "
         "and the ordering of strategies, not as a numerical target.",
@@ -233,12 +235,14 @@ def build_section(
     sec_tables.append(
         {
             "path": out.checks,
-            "caption": "Exact federated references on the training "
+            "caption": "Federated references on the training "
             "centres (repetition 0): Cox-PH stratified by centre fitted by Newton steps from "
             "per-centre log-likelihood / gradient / Hessian sums vs lifelines "
             "CoxPHFitter(strata=centre) on the pooled data (max |Δβ|), and Kaplan–Meier / "
-            "log-rank of IPSS-R marrow-blast groups from per-centre at-risk/event counts vs "
-            "lifelines (max |ΔS(t)|, χ²); messages and floats sent through the ledger.",
+            "log-rank of IPSS-R marrow-blast groups from per-centre event / censoring counts on "
+            "the public time grid (survival.km_grid; cells below the centres' nfilter_tab merged, "
+            "issue 22) vs lifelines' exact pooled KM: max |ΔS| at the grid times (all, and where "
+            "≥ 20 remain at risk) and χ²; messages and floats sent through the ledger.",
         }
     )
     for p in inp.coxph[:1]:
@@ -255,9 +259,11 @@ def build_section(
         sec_figs.append(
             {
                 "path": p,
-                "reproduces": "extension (exact federated KM)",
+                "reproduces": "extension (federated KM on a public grid)",
                 "caption": "Federated Kaplan–Meier of IPSS-R marrow-blast groups over the "
-                "training centres, from summed per-centre counts (equal to lifelines).",
+                "training centres, from summed per-centre counts on the public time grid (no "
+                "released cell below the centres' floor; distance to the exact pooled KM in the "
+                "reference table).",
             }
         )
     # issue 23: imputation + min-max fitted from the centres' summaries vs pooled (repetition 0)

@@ -37,9 +37,11 @@ from fedclust.federation import (
     fit_protocol,
     run_rounds,
 )
+from fedclust.federation.guard import centre_policy
+from fedclust.privacy.centre import centre_send
 
 from .cohort import check_survival
-from .cox import c_index
+from .cox import c_index, concordance_counts
 from .model import get_parameters, set_parameters
 from .names import STRATEGIES
 from .train import (
@@ -63,14 +65,20 @@ FIT = fit_protocol("survival_fit", metrics=(), min_samples=MIN_SAMPLES)
 LOCAL_MODEL = fit_protocol("survival_local_model", metrics=(), min_samples=MIN_SAMPLES)
 EVALUATE_REQUEST = Protocol("survival_evaluate_request", {"parameters": "parameters"})
 EVALUATE = Protocol("survival_evaluate", {"loss_sum": "aggregate", "n_events": "count"})
-# leave-one-centre-out CV: the held-out centre's risks with its outcomes, per patient — the
-# disclosure D6.2 accepts for the pooled C-index (seed 003 §7.4); only this protocol allows rows
-CV_PREDICTIONS = Protocol(
-    "survival_cv_predictions",
-    {"risk": "per_sample", "time": "per_sample", "event": "per_sample"},
-    per_sample=True,
+# leave-one-centre-out CV scored at the held-out centre (issue 22): the server sends the fold's
+# model (members' parameters, their weights and sizes), the centre answers its Harrell
+# concordant / comparable pair counts. D6.2's pooled CV C-index needed every held-out patient's
+# risk, time and event on the server; the centre-scored C-index pools pairs within centres.
+CV_REQUEST = Protocol(
+    "survival_cv_request",
+    {"parameters": "parameters", "weights": "parameters", "sizes": "metadata"},
 )
-PROTOCOLS = (FIT, LOCAL_MODEL, EVALUATE_REQUEST, EVALUATE, CV_PREDICTIONS)
+CV_CONCORDANCE = Protocol(
+    "survival_cv_concordance",
+    {"concordant": "aggregate", "comparable": "aggregate", "n": "count"},
+    min_samples=MIN_SAMPLES,
+)
+PROTOCOLS = (FIT, LOCAL_MODEL, EVALUATE_REQUEST, EVALUATE, CV_REQUEST, CV_CONCORDANCE)
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,10 @@ class SurvivalClient:
     def n(self) -> int:
         return len(self.t)
 
+    @property
+    def n_samples(self) -> int:  # the centre-side guard checks counts against it (issue 22)
+        return len(self.t)
+
     def evaluate(
         self, parameters: list[np.ndarray], config: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
@@ -158,14 +170,31 @@ class SurvivalClient:
         params, _ = train_centralized(self.x_np, self.t_np, self.e_np, init, hp, self.mc, self.seed)
         return params, self.n
 
-    def predict(self, model: Model) -> dict[str, Any]:
-        """Risk of the (possibly ensemble) model on local patients, with their outcomes: the
-        pooled C-index of centre-based CV needs them (a disclosure D6.2 accepts, seed 003 §7.4)."""
-        return {
-            "risk": predict_model(self.model, model, self.x_np),
-            "time": self.t_np,
-            "event": self.e_np,
-        }
+    def cv_concordance(self, parameters: list[np.ndarray], config: Mapping[str, Any]) -> dict:
+        """Centre-scored CV: the (possibly ensemble) model's risk on the centre's own patients,
+        reduced here to Harrell's concordant and comparable pair counts (no patient row)."""
+        model = unpack_model(parameters, config["weights"], config["sizes"])
+        conc, comp = concordance_counts(
+            self.t_np, predict_model(self.model, model, self.x_np), self.e_np
+        )
+        return {"concordant": conc, "comparable": float(comp), "n": self.n}
+
+
+def pack_model(model: Model) -> dict[str, Any]:
+    """A (possibly ensemble) model as one request: every member's arrays, weights, sizes."""
+    return {
+        "parameters": [a for p, _ in model for a in p],
+        "weights": np.asarray([w for _, w in model], dtype=float),
+        "sizes": [len(p) for p, _ in model],
+    }
+
+
+def unpack_model(parameters, weights, sizes) -> Model:
+    out, i = [], 0
+    for w, k in zip(np.asarray(weights, float), sizes, strict=True):
+        out.append((list(parameters[i : i + int(k)]), float(w)))
+        i += int(k)
+    return out
 
 
 def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:
@@ -262,9 +291,8 @@ def run_local(
     out = []
     for c in clients:
         p, n = c.fit_local(init, hp)
-        msg = ledger.send(
-            c.cid, "server", {"parameters": p, "n": n}, 0, "local_model", protocol=fed.local_model
-        )
+        msg = centre_send(ledger, centre_policy(c), c.cid, c.n, {"parameters": p, "n": n}, 0,
+                          "local_model", fed.local_model)  # fmt: skip
         out.append((msg["parameters"], float(msg["n"])))
     if weighted:
         total = sum(w for _, w in out)
