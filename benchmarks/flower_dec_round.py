@@ -3,8 +3,11 @@
 Default: the MDS shape of the default workflow (2957 samples × 54 features, 10 uniform centers,
 arch [64, 64, 128, 10], TSAE batch 32 / DEC batch 64, Adam + FedAdam, one local epoch). Each
 engine runs ``--rounds`` TSAE rounds and ``--rounds`` DEC (stage C) rounds; reported: the mean
-round time (the core's round clock, inside the ServerApp for Flower) and the wall time of each
-``run_rounds`` call, which for Flower includes starting the Simulation Runtime. Run on demand:
+round time (the core's round clock, inside the ServerApp for Flower), the CPU time per round
+(``time.process_time`` between round ends, the first from the server function's start: less
+sensitive to a shared machine's load than wall time), the CPU and wall time of the whole call
+and the wall time of each ``run_rounds`` call, which for Flower includes building the
+``ServerApp``, the ``ClientApp`` and the grid (:mod:`fedclust.flower.simulation`). Run on demand:
 
     OMP_NUM_THREADS=1 python benchmarks/flower_dec_round.py --rounds 1
 """
@@ -65,16 +68,30 @@ def main() -> None:
              dec_parameters(model)),
         ):  # fmt: skip
             hist = core.History()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             strategy = make_strategy("fedadam", server)
 
+            cpu: list[float] = []
+
             def serve(ps, strategy=strategy, start=start, cfg=cfg, proto=proto, hist=hist,
-                      stage=stage):  # fmt: skip
-                return core.run_rounds(ps, strategy, start, args.rounds, cfg, proto,
-                                       kind=stage, history=hist)  # fmt: skip
+                      stage=stage, cpu=cpu):  # fmt: skip
+                cpu.append(time.process_time())
+                return core.run_rounds(
+                    ps,
+                    strategy,
+                    start,
+                    args.rounds,
+                    cfg,
+                    proto,
+                    kind=stage,
+                    history=hist,
+                    on_round=lambda *_: cpu.append(time.process_time()),
+                )
 
             federate(clients, serve, ledger=led, transport=get(engine))
             res[stage] = {"round_s": float(np.mean(hist.seconds)),
+                          "round_cpu_s": float(np.mean(np.diff(cpu))),
+                          "call_cpu_s": time.process_time() - c0,
                           "call_wall_s": time.perf_counter() - t0}  # fmt: skip
         res["messages"], res["floats"] = led.n_messages, led.n_floats
         out[engine] = res

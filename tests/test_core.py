@@ -47,12 +47,15 @@ def test_table_roundtrip(tmp_path, name):
 
 
 def test_ledger_counts_floats_and_rejects_non_plain():
-    led = Ledger()
+    from fedclust.federation import Protocol
+
+    led = Ledger(protocol=Protocol("t_core", {"w": "parameters", "n": "count", "meta": "aggregate",
+                                              "data": "aggregate"}))  # fmt: skip
     msg = led.send("c1", "server", {"w": np.zeros((3, 4)), "n": 7, "meta": {"b": np.ones(2)}})
     assert msg["n"] == 7
     assert led.n_messages == 1 and led.n_floats == 12 + 1 + 2
     with pytest.raises(DisclosureError, match="privacy boundary"):
-        led.send("c1", "server", {"data": pd.DataFrame({"x": [1]})})
+        led.send("c1", "server", {"data": pd.DataFrame({"x": [1]}), "n": 7})
     s = led.summary()
     assert s.loc[0, "messages"] == 1 and s.loc[0, "floats"] == 15
 

@@ -15,8 +15,16 @@ CENTROIDS = Protocol(
 MEAN = Protocol("mean", {"mean": "aggregate", "n": "count", "label": "metadata"}, min_samples=10)
 
 
+ANY = Protocol("t_any", {"w": "parameters", "n": "count", "meta": "aggregate", "v": "aggregate"})
+
+
+def test_a_message_without_a_protocol_is_refused():
+    with pytest.raises(DisclosureError, match="every-message-has-a-protocol"):
+        Ledger().send("c1", "server", {"n": 7}, 1, "update")
+
+
 def test_send_deep_copies_and_counts():
-    led = Ledger()
+    led = Ledger(protocol=ANY)
     w = np.arange(6.0).reshape(2, 3)
     nested = {"b": [np.ones(2), 3]}
     out = led.send("c1", "server", {"w": w, "n": 7, "meta": nested}, 1, "update")
@@ -48,7 +56,7 @@ def test_send_deep_copies_and_counts():
     ],
 )
 def test_non_numeric_fields_rejected(value):
-    led = Ledger()
+    led = Ledger(protocol=ANY)
     with pytest.raises(DisclosureError, match="numeric-only") as err:
         led.send("center_A", "server", {"v": value})
     assert isinstance(err.value, FedclustError) and isinstance(err.value, TypeError)

@@ -162,12 +162,14 @@ def test_kmeans_round_and_abstention_over_flower_messages(cfg, toy):
     assert led_b.abstentions().center.tolist() == ["center_b"]
 
 
-def test_fan_out_strategy_adapter_equals_inprocess(cfg, toy):
-    """FlowerStrategy: the round's train messages go out at once, the core strategy aggregates."""
+def test_a_round_goes_out_to_every_centre_before_the_first_reply_is_awaited(cfg, toy):
+    """fit_all / call_all: every centre's request is pushed before any reply is pulled (the
+    centres of a deployment work at the same time); weights and ledger rows are those of the
+    one-at-a-time in-process loop."""
     from fedclust.dec.federated import AE_FIT, make_strategy, run_rounds
     from fedclust.dec.model import get_parameters
     from fedclust.federation import engine as core_engine
-    from fedclust.flower.apps import FlowerClientProxy, FlowerStrategy
+    from fedclust.flower.apps import FlowerClientProxy
     from fedclust.flower.simulation import simulate
 
     x, _, centers = toy
@@ -177,19 +179,24 @@ def test_fan_out_strategy_adapter_equals_inprocess(cfg, toy):
     make_model, clients = _dec_clients(cfg, x, centers)
     torch.manual_seed(5)
     w0 = get_parameters(make_model().tsae)
-    ref = run_rounds(clients, make_strategy("fedyogi", server), w0, 2, fit, Ledger(), [])
+    led_a = Ledger()
+    ref = run_rounds(clients, make_strategy("fedyogi", server), w0, 2, fit, led_a, [])
     _, clients = _dec_clients(cfg, x, centers)
-    led = Ledger()
+    led, calls = Ledger(), []
 
     def main(grid, node_of):
+        push, pull = grid.push_messages, grid.pull_messages
+        grid.push_messages = lambda m: calls.append("push") or push(m)
+        grid.pull_messages = lambda i: calls.append("pull") or pull(i)
         ps = [FlowerClientProxy(c.cid, node_of[c.cid], grid, led) for c in clients]
-        strategy = FlowerStrategy(make_strategy("fedyogi", server), grid, AE_FIT)
-        return core_engine.run_rounds(ps, strategy, w0, 2, fit, AE_FIT, kind="ae")
+        return core_engine.run_rounds(ps, make_strategy("fedyogi", server), w0, 2, fit, AE_FIT,
+                                      kind="ae")  # fmt: skip
 
     got = simulate(main, clients)
+    assert calls == ["push", "push", "pull", "pull"] * 2
     for a, b in zip(ref, got, strict=True):
-        assert np.allclose(a, b, rtol=0, atol=1e-6)
-    assert (led.table().kind == "ae_update").sum() == 4
+        assert np.array_equal(a, b)
+    pd.testing.assert_frame_equal(led_a.table(), led.table())
 
 
 class _Leaky:
@@ -248,3 +255,31 @@ def test_heart_fl_equal_on_flower(approach, mode):
     pd.testing.assert_frame_equal(a.ledger.table(), b.ledger.table())
     with pytest.raises(ConfigError, match="no server"):
         run_server_approach(_heart_clients(), "GL_random", mode, transport=flower, **kw)
+
+
+def test_an_upgrade_of_flower_fails_here_first():
+    """Issue 30 B.7: the simulation engine implements Flower's public ``Grid`` and stamps
+    messages with Flower 1.40's task identity; the deployment uses 1.40's CLI flags. Another
+    Flower version must be checked against them before the pin moves."""
+    import re
+    from pathlib import Path
+
+    import flwr
+    from flwr.serverapp import Grid
+
+    from fedclust.flower import FLOWER_VERSION
+    from fedclust.flower.simulation import GRID_METHODS, LocalGrid, task_identity
+
+    assert flwr.__version__ == FLOWER_VERSION, (
+        f"Flower {flwr.__version__} installed, fedclust is checked against {FLOWER_VERSION}: "
+        "re-check fedclust.flower.simulation.LocalGrid against flwr.serverapp.Grid, "
+        "task_identity, and the localhost recipe's flags, then move the pin"
+    )
+    assert set(Grid.__abstractmethods__) == GRID_METHODS
+    assert not LocalGrid.__abstractmethods__
+    with task_identity():
+        pass
+    root = Path(__file__).resolve().parents[1]
+    for f in ("pyproject.toml", "deploy/flower/pyproject.toml"):
+        pin = rf"flwr\[simulation\]=={re.escape(FLOWER_VERSION)}"
+        assert re.search(pin, (root / f).read_text()), f

@@ -1,8 +1,19 @@
-"""Flower deployment on localhost (issue 13): SuperLink + two SuperNodes (one per center file) +
-``flwr run``, one FedAdam TSAE round; insecure, 127.0.0.1 only, every process killed afterwards.
-The global TSAE equals the in-process engine's with the same seeds, and the ledger the same."""
+"""Flower deployment on localhost (issue 30 B.1–B.5, issue 22 item 7): one SuperLink session,
+secured as real sites run it — TLS with an openssl-made CA, SuperNode authentication (keys
+registered with ``flwr supernode register``), in-memory state, no runtime dependency
+installation — and one SuperNode per centre holding only that centre's folder. Several stages
+run on the session (DEC stages A–C, survival Weights Averaging, heart FL), each equal bit for
+bit to the same stage in-process with the centres built from the same files; then a centre
+that fails, a SuperNode killed mid-run under a FedAvg protocol with ``min_available`` (the run
+goes on, the ledger records the drop) and under an exact protocol (the run stops naming the
+site and the round), and a SuperNode with ``--trusted-entities`` refusing an unsigned app
+bundle. Every process is killed at the end."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import signal
 
 import numpy as np
 import pandas as pd
@@ -10,41 +21,145 @@ import pytest
 import torch
 
 pytest.importorskip("flwr")
+if not (shutil.which("openssl") and shutil.which("ssh-keygen")):  # pragma: no cover
+    pytest.skip("the secure recipe needs openssl and ssh-keygen", allow_module_level=True)
 
-from sklearn.datasets import make_blobs
+from test_deployment import HEART, SURVIVAL, dec_setup, heart_centres, survival_centres
 
-from fedclust.federation import Ledger
+from fedclust import deployment
+from fedclust.flower.localhost import LocalFederation, RunFailed, make_trusted_entities
+
+COLS = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]
 
 
-def test_localhost_deployment_one_round_equals_inprocess(tmp_path):
-    from fedclust.dec.federated import make_strategy, run_rounds
-    from fedclust.flower.deploy import (
-        initial_parameters,
-        load_center,
-        train_config,
-        write_center_file,
-    )
-    from fedclust.flower.localhost import run_localhost
-
-    x, _ = make_blobs(200, n_features=12, centers=3, cluster_std=0.6, random_state=0)
-    x = ((x - x.min()) / (x.max() - x.min())).astype(np.float32)
-    files = [write_center_file(tmp_path / f"center_{c}.npz", x[i * 100:(i + 1) * 100],
-                               f"center_{c}", i + 1) for i, c in enumerate("ab")]  # fmt: skip
-    rc = {"rounds": 1, "features": 12, "arch": "16,4", "seed": 0, "strategy": "fedadam",
-          "optimizer": "adam", "lr": 0.01, "batch-size": 16}  # fmt: skip
-    done = run_localhost(tmp_path / "run", files, rc, timeout=150)
-    assert done["centers"] == ["center_a", "center_b"] and done["messages"] == 4
-    got = np.load(tmp_path / "run" / "out" / "weights.npz")
-    got = [got[f"arr_{i}"] for i in range(len(got.files))]
-    # the same round in-process: the same center files, seeds and core strategy
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
+    """Three sites' folders (dec.npz, survival.npz, heart.npz each) and the stages' params."""
     torch.set_num_threads(1)
-    clients = [load_center(f, [16, 4]) for f in files]
-    w0 = initial_parameters(12, [16, 4], 0)
-    server = {"eta": 0.01, "beta_1": 0.9, "beta_2": 0.999, "tau": 1e-3}
-    led = Ledger()
-    ref = run_rounds(clients, make_strategy("fedadam", server), w0, 1, train_config(rc), led, [])
-    assert not np.allclose(ref[0], w0[0])
-    for a, b in zip(ref, got, strict=True):
-        assert a.shape == b.shape and np.allclose(a, b, rtol=0, atol=1e-6)
-    wire = pd.read_csv(tmp_path / "run" / "out" / "ledger.csv")
-    assert wire.floats.sum() == led.n_floats and wire.kind.tolist() == led.table().kind.tolist()
+    root = tmp_path_factory.mktemp("sites")
+    folders = [root / f"site_{i}" for i in range(3)]
+    cfg, (x, _, centers), dec_params, _ = dec_setup(root / "dec", dec_toy_cfg, toy_blobs, 3)
+    dec_params = {**dec_params, "ae_rounds": 1, "dec_rounds": 1}
+    from fedclust.dec import deployment as dd
+
+    cs = dd.centres(x, centers, cfg, "toy", "s", "fedadam", 3)
+    deployment.write_centres(deployment.get("dec"), cs, root, folders)
+    deployment.write_centres(deployment.get("survival"), survival_centres(), root, folders)
+    deployment.write_centres(deployment.get("heart"), heart_centres(), root, folders)
+    return root, folders, {"dec": dec_params, "survival": {**SURVIVAL, "hp": {**SURVIVAL["hp"],
+                           "fe": 1}}, "heart": {**HEART, "rounds": 1}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fed(site):
+    root, folders, _ = site
+    with LocalFederation(root / "run", folders, secure=True, timeout=400) as f:
+        yield f
+
+
+def _same(got: dict, ref: dict, tmp) -> None:
+    """``got`` (read back from the deployment's out-dir) equals the in-process outputs ``ref``
+    written and read back the same way, exactly."""
+    deployment.write_outputs(tmp, ref)
+    ref = deployment.read_outputs(tmp)
+    assert set(ref) <= set(got)
+    for k, v in ref.items():
+        if isinstance(v, pd.DataFrame):
+            cols = COLS if k == "ledger" else list(v.columns)  # the deployment adds "t" there
+            pd.testing.assert_frame_equal(got[k][cols], v[cols])
+        elif isinstance(v, list) and v and isinstance(v[0], np.ndarray):
+            assert all(np.array_equal(a, b) for a, b in zip(got[k], v, strict=True)), k
+        else:
+            assert got[k] == v, k
+
+
+@pytest.mark.parametrize("stage", ["dec", "survival", "heart"])
+def test_stage_on_the_deployment_equals_inprocess(fed, site, stage):
+    _, folders, params = site
+    got = fed.run(stage, params[stage])
+    ref = deployment.run(stage, folders, params[stage])
+    assert got["done"]["messages"] == len(ref["ledger"]) and got["done"]["dropped"] == {}
+    _same(got, ref, folders[0].parent / f"ref_{stage}")
+
+
+def test_a_centre_that_fails_stops_the_run_with_its_own_error(fed, site):
+    _, _, params = site
+    with pytest.raises(RunFailed, match=r"centre 'h0' \(SuperNode \d+\) failed on train in "
+                       r"round 1: .*ValueError.*range"):  # fmt: skip
+        fed.run("heart", {**params["heart"], "batch_size": 0}, timeout=120)
+
+
+def test_fedavg_goes_on_when_a_supernode_is_killed_and_records_the_drop(fed, site):
+    _, _, params = site
+    p = {**params["survival"], "hp": {**params["survival"]["hp"], "fe": 2}, "min_available": 2}
+
+    def kill_after_first_round(rows):
+        if any(r["sender"] == "centre2" and r["kind"] == "fit_update" for r in rows):
+            fed.kill(2, signal.SIGKILL)  # a crash: no goodbye to the SuperLink
+
+    got = fed.run("survival", p, on_progress=kill_after_first_round)
+    assert got["done"]["dropped"] == {"centre2": 1} or got["done"]["dropped"] == {"centre2": 2}
+    led = got["ledger"]
+    dropped = led[led.kind == "dropped"]
+    assert set(dropped.sender) == {"centre2"} and "Node Unavailable" in dropped.reason.iloc[0]
+    last = led[led.kind == "fit_update"]["round"].max()
+    assert last == 2 and set(led[(led.kind == "fit_update") & (led["round"] == 2)].sender) == {
+        "centre0", "centre1"}  # fmt: skip
+
+
+def test_an_exact_protocol_stops_naming_the_site_and_round_when_a_supernode_goes(fed, site):
+    _, _, params = site
+
+    def stop_after_first_round(rows):  # after h1's round-1 evaluation reached the server
+        if any(r["sender"] == "h1" and r["kind"] == "heart_eval" for r in rows):
+            fed.kill(1, signal.SIGTERM)  # a SuperNode shut down
+
+    with pytest.raises(RunFailed, match=r"centre 'h1' was lost in round 2 of protocol "
+                       r"'heart_train'.*needs every centre"):  # fmt: skip
+        fed.run("heart", {**params["heart"], "rounds": 2}, centres=2,
+                on_progress=stop_after_first_round)  # fmt: skip
+
+
+def test_a_supernode_with_trusted_entities_refuses_an_unsigned_bundle(fed, site):
+    """Flower 1.40 verifies an app bundle only against signatures Flower Hub attached to it; a
+    bundle sent by ``flwr run`` from a folder carries none, so the SuperNode refuses to run it."""
+    root, folders, params = site
+    trusted = make_trusted_entities(root / "trusted")
+    fed.add_node(3, folders[0], ["--trusted-entities", str(trusted)])
+    with pytest.raises(RunFailed, match="(?i)could not be verified"):
+        fed.run("heart", params["heart"], centres=2, timeout=120)
+
+
+def test_ten_supernodes_with_in_memory_state(tmp_path):
+    """Issue 30 B.4: with SQLite state (``--database``) and 10 SuperNodes the SuperLink logged
+    "database is locked" and lost 5 of 10 replies; the in-memory state of the recipe carries 10
+    SuperNodes answering at once (the ``check`` stage: no torch import per message, so the
+    load is on the SuperLink, not on the CPUs), every reply arrives and the pooled means are
+    exact. A DEC run of 10 centres on the same set-up: ``FEDCLUST_FLOWER_10=1``."""
+    from fedclust.deploycheck import CheckCentre
+
+    r = np.random.default_rng(1)
+    xs = [r.normal(size=(8 + i, 5)) for i in range(10)]
+    dirs = deployment.write_centres(deployment.get("check"),
+                                    [CheckCentre(f"c{i}", x) for i, x in enumerate(xs)],
+                                    tmp_path / "sites")  # fmt: skip
+    with LocalFederation(tmp_path / "run", dirs, secure=False, timeout=600) as f:
+        got = f.run("check", {})
+    assert len(got["done"]["centres"]) == 10 and got["centres_answered"] == 10
+    assert np.allclose(got["mean"][0], np.concatenate(xs).mean(axis=0), rtol=0, atol=1e-12)
+    assert (got["ledger"].kind == "summary").sum() == 10
+
+
+@pytest.mark.skipif(
+    not os.environ.get("FEDCLUST_FLOWER_10"),
+    reason="10 SuperNodes importing torch at every message: minutes on 2 cores",
+)
+def test_ten_supernodes_dec(tmp_path, dec_toy_cfg, toy_blobs):
+    """DEC stages A–C with 10 SuperNodes, secure, equal to in-process (measured: README)."""
+    cfg, _, params, dirs = dec_setup(tmp_path / "sites", dec_toy_cfg, toy_blobs, n_centres=10)
+    params = {**params, "ae_rounds": 1, "dec_rounds": 1}
+    with LocalFederation(tmp_path / "run", dirs, secure=True, timeout=1800) as f:
+        got = f.run("dec", params)
+    ref = deployment.run("dec", dirs, params)
+    assert len(got["done"]["centres"]) == 10 and got["done"]["messages"] == len(ref["ledger"])
+    _same(got, ref, tmp_path / "ref")

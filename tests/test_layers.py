@@ -18,6 +18,10 @@ LAYERS = {
     "federation": 1, "metrics": 1, "report": 1,
     "privacy": 1,  # the centre-side send, release log, recorder, attacks: used by the stages
     "privacy.suite": 5,  # the attack suite runs every stage's protocol
+    # the deployment registry's engine (stages register into it; MODULES names them only as
+    # strings, imported on demand, as fedclust.sections does for the report)
+    "deployment": 1,
+    "deploycheck": 3,  # the smallest deployed stage (column means), to try a set-up
     "data": 2,
     "hac": 3, "dec": 3, "decentral": 3, "admm": 3, "survival": 3, "bayes": 3,
     "attacks": 4,  # attacks HAC's projections and perturbations
@@ -114,8 +118,9 @@ def test_known_exceptions_are_still_needed(edge):
     assert edge in _edges(), f"{edge} no longer occurs: remove it from KNOWN ({KNOWN[edge]})"
 
 
-def test_the_report_engine_names_no_stage():
-    assert not [e for e in _edges() if e[0] == "report" and LAYERS[e[1]] >= LAYERS["data"]]
+@pytest.mark.parametrize("engine", ["report", "deployment"])
+def test_an_engine_names_no_stage(engine):
+    assert not [e for e in _edges() if e[0] == engine and LAYERS[e[1]] >= LAYERS["data"]]
 
 
 def _module_graph() -> dict[str, set[str]]:

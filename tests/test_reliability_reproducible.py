@@ -27,6 +27,7 @@ def tiny_config(repo) -> dict:
     d["rnaseq"].update(cohorts=["SIMA"], top_genes=100)
     d["rnaseq"]["simulate"].update(n_samples=150, n_genes=300)
     d["mds"]["simulate"]["n_samples"] = 150
+    d["mds"]["federated"]["split"] = "uniform5"  # the federated imputation's centres
     d["splits"] = {
         "region": d["splits"]["region"],
         "uniform5": {"kind": "uniform", "n_centers": 5, "datasets": ["mds"]},

@@ -3,6 +3,7 @@
 fedclust [--workflow DIR] run [--config FILE] [--cores N] [--profile DIR] [-- extra args]
 fedclust check-config FILE
 fedclust [--workflow DIR] where
+fedclust deploy WORKDIR CENTRE_DIR... --stage NAME --params FILE [--insecure]
 
 The workflow folder (``Snakefile`` + ``config/``) is ``--workflow``, else the working directory
 or one of its parents, else this checkout (editable install). A non-editable install (``pip
@@ -77,11 +78,27 @@ def _parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check-config", help="validate a config file against config/schema.yaml")
     chk.add_argument("file")
     sub.add_parser("where", help="print the workflow directory")
+    dep = sub.add_parser(
+        "deploy",
+        help="run a federated stage on a Flower deployment on this machine (a SuperLink and "
+        "one SuperNode per centre folder, TLS and SuperNode authentication; README, 'Flower "
+        "deployment'); arguments: see `fedclust deploy -- --help`",
+    )
+    dep.add_argument("args", nargs=argparse.REMAINDER)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.cmd == "deploy":
+        from .flower.localhost import main as deploy
+
+        try:
+            deploy([a for a in args.args if a != "--"])
+        except FedclustError as err:
+            print(f"fedclust: {err}", file=sys.stderr)
+            return 2
+        return 0
     try:
         if args.cmd == "check-config":
             schema = SCHEMA

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
 
 from fedclust import federation as _core
 from fedclust.errors import ConfigError
@@ -266,6 +265,8 @@ def _random_weighted_dup(
 def _double_kmeans(
     allc: np.ndarray, alln: np.ndarray, k: int, rng: np.random.Generator, n_init: int
 ) -> np.ndarray:
+    from sklearn.cluster import KMeans  # here: a deployed centre answers without sklearn
+
     seed = int(rng.integers(2**31 - 1))
     km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(allc, sample_weight=alln)
     return km.cluster_centers_
@@ -402,8 +403,8 @@ def local_centroid_messages(
     proto = kmeans_protocol(int(min_cluster_size))
 
     def server(ps: list) -> list[dict[str, Any]]:
-        msgs = [p.call("kmeans", {**request, "min_cluster_size": int(min_cluster_size)}, 0,
-                       "kmeans_centroids", proto, KMEANS_REQUEST) for p in ps]  # fmt: skip
+        msgs = _core.call_all(ps, "kmeans", {**request, "min_cluster_size": int(min_cluster_size)},
+                              0, "kmeans_centroids", proto, KMEANS_REQUEST)  # fmt: skip
         return [m for m in msgs if m is not None]
 
     return federate(clients, server, ledger=ledger, transport=transport)

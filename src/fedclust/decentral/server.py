@@ -21,7 +21,9 @@ from fedclust.federation import (
     Protocol,
     RoundLog,
     Transport,
+    call_all,
     federate,
+    fit_all,
     fit_protocol,
 )
 from fedclust.seeds import derive_seed
@@ -51,9 +53,9 @@ def serve_fl(
     """``rounds`` FL rounds: each hospital trains from its current weights, the server
     aggregates (``run.finish_round``), each hospital evaluates the global model."""
     for t in range(1, rounds + 1):
+        jobs = [(p, w, cfg) for p, w in zip(proxies, run.start_weights(), strict=True)]
         new = []
-        for p, w in zip(proxies, run.start_weights(), strict=True):
-            out = p.fit(w, cfg, t, "heart_train", HEART_TRAIN)
+        for p, out in zip(proxies, fit_all(jobs, t, "heart_train", HEART_TRAIN), strict=True):
             if out is None:
                 raise ConfigError(
                     f"hospital {p.cid} abstained from FL round {t}",
@@ -63,9 +65,9 @@ def serve_fl(
             new.append(out[0])
         states = run.finish_round(t, new)
         evals = []
-        for p, w in zip(proxies, states, strict=True):
-            e = p.call("evaluate", {"parameters": w}, t, "heart_eval", HEART_EVAL,
-                       HEART_EVAL_REQUEST)  # fmt: skip
+        requests = [{"parameters": w} for w in states]
+        for e in call_all(proxies, "evaluate", requests, t, "heart_eval", HEART_EVAL,
+                          HEART_EVAL_REQUEST):  # fmt: skip
             loss, n_te = e.pop("loss"), e.pop("n")
             evals.append((loss, n_te, e))
         run.record(t, evals)

@@ -4,7 +4,17 @@
 
 from fedclust.errors import DisclosureError
 
-from .engine import Abstain, History, LedgerClientProxy, RoundLog, fit_protocol, run_rounds
+from .engine import (
+    Abstain,
+    History,
+    LedgerClientProxy,
+    RoundLog,
+    call_all,
+    fit_all,
+    fit_protocol,
+    run_rounds,
+)
+from .faults import CentreLost, Dropouts
 from .ledger import KINDS, Ledger, Message, Protocol, abstention_summary, check_disclosure
 from .strategy import (
     STRATEGIES,
@@ -25,7 +35,9 @@ __all__ = [
     "KINDS",
     "STRATEGIES",
     "Abstain",
+    "CentreLost",
     "DisclosureError",
+    "Dropouts",
     "FedAdam",
     "FedAvg",
     "FedOpt",
@@ -47,7 +59,9 @@ __all__ = [
     "abstention_summary",
     "aggregate",
     "ave_weights_published",
+    "call_all",
     "check_disclosure",
+    "fit_all",
     "fit_protocol",
     "make_strategy",
     "run_rounds",

@@ -23,7 +23,16 @@ from .strategy import NDArrays, Strategy
 
 log = logging.getLogger(__name__)
 SERVER = "server"
-__all__ = ["Abstain", "History", "LedgerClientProxy", "RoundLog", "fit_protocol", "run_rounds"]
+__all__ = [
+    "Abstain",
+    "History",
+    "LedgerClientProxy",
+    "RoundLog",
+    "call_all",
+    "fit_all",
+    "fit_protocol",
+    "run_rounds",
+]
 
 
 class FitClient(TypingProtocol):
@@ -82,6 +91,40 @@ class LedgerClientProxy:
                                 downlink=False)  # fmt: skip
 
 
+def fit_all(
+    jobs: Sequence[tuple[Any, NDArrays, dict[str, Any]]], server_round: int, kind: str,
+    protocol: Protocol,
+) -> list[tuple[NDArrays, int, dict] | None]:  # fmt: skip
+    """``proxy.fit(parameters, config, ...)`` for every ``(proxy, parameters, config)``.
+
+    A proxy that can send a request before its reply is awaited (``push_fit``: Flower) gets
+    every request first, so the centres work at the same time; the answers — and the ledger's
+    rows — are those of the calls one after another, in ``jobs``' order."""
+    for proxy, parameters, config in jobs:
+        push = getattr(proxy, "push_fit", None)
+        if push is not None:
+            push(parameters, config, server_round, kind, protocol)
+    return [p.fit(w, cfg, server_round, kind, protocol) for p, w, cfg in jobs]
+
+
+def call_all(
+    proxies: Sequence[Any], method: str, requests: Message | Sequence[Message],
+    server_round: int, kind: str, protocol: Protocol, down_protocol: Protocol | None = None,
+) -> list[Message | None]:  # fmt: skip
+    """``proxy.call(method, request, ...)`` for every proxy (one request for all, or one each),
+    sent all at once where the transport can (``push_call``), answers in ``proxies``' order
+    (``None`` for a centre that abstained or was dropped)."""
+    reqs = [requests] * len(proxies) if isinstance(requests, Mapping) else list(requests)
+    if len(reqs) != len(proxies):
+        raise ValueError(f"{len(reqs)} requests for {len(proxies)} centres")
+    for proxy, req in zip(proxies, reqs, strict=True):
+        push = getattr(proxy, "push_call", None)
+        if push is not None:
+            push(method, req, server_round, kind, protocol, down_protocol)
+    return [p.call(method, r, server_round, kind, protocol, down_protocol)
+            for p, r in zip(proxies, reqs, strict=True)]  # fmt: skip
+
+
 @dataclass
 class RoundLog:
     """Per-round timing with an ETA (linear in the mean round time so far)."""
@@ -136,13 +179,11 @@ def run_rounds(
     hist = history if history is not None else History()
     clock = RoundLog(label or kind, rounds)
     for rnd in range(1, rounds + 1):
-        results = []
-        for proxy, cfg in strategy.configure_fit(rnd, parameters, proxies, config):
-            out = proxy.fit(parameters, cfg, rnd, kind, protocol)
-            if out is not None:
-                results.append(out)
+        pairs = strategy.configure_fit(rnd, parameters, proxies, config)
+        outs = fit_all([(p, parameters, cfg) for p, cfg in pairs], rnd, kind, protocol)
+        results = [out for out in outs if out is not None]
         if not results:
-            raise RuntimeError(f"{label or kind} round {rnd}: every center abstained")
+            raise RuntimeError(f"{label or kind} round {rnd}: every center abstained or was lost")
         parameters = strategy.aggregate_fit(rnd, results, parameters)
         if all("loss" in r[2] for r in results):
             tot = sum(r[1] for r in results)

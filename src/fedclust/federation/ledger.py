@@ -30,8 +30,9 @@ The ledger *enforces*, it does not only count:
    records who abstained, when, from which protocol and why; :meth:`Ledger.table` and
    :meth:`Ledger.abstentions` expose these rows and :meth:`Ledger.summary` counts them.
 
-Without a protocol (``Ledger()`` and ``send`` without ``protocol``) only rules 1 and 2 apply:
-this keeps the historic ``send(sender, receiver, message, round, kind)`` call working.
+Every message has a protocol (issue 22): ``send`` without one (neither bound at construction
+nor passed) raises :class:`~fedclust.errors.DisclosureError` (rule
+``every-message-has-a-protocol``).
 
 The ledger sits where Flower's transport is: a client's ``fit`` returns ``(parameters, n,
 metrics)``, the client proxy (:mod:`fedclust.federation.engine`) turns it into a message.
@@ -300,6 +301,7 @@ class Ledger:
     servers: tuple[str, ...] = DEFAULT_SERVERS
     records: list[dict[str, Any]] = field(default_factory=list)
     abstention_records: list[dict[str, Any]] = field(default_factory=list)
+    drop_records: list[dict[str, Any]] = field(default_factory=list)
 
     def send(
         self,
@@ -319,7 +321,14 @@ class Ledger:
         ``servers`` is the server); client proxies always say which direction a message goes.
         """
         proto = protocol if protocol is not None else self.protocol
-        pname = proto.name if proto is not None else ""
+        if proto is None:
+            raise _violation(
+                f"a message ({kind or 'unnamed'}) without a declared Protocol",
+                sender, "(none)", "every-message-has-a-protocol",
+                fix="declare the message's fields in a Protocol (the stage's protocols.py) and "
+                "pass protocol=...",
+            )  # fmt: skip
+        pname = proto.name
         out = snapshot(message, proto, sender)
         from_server = (sender in self.servers) if downlink is None else bool(downlink)
         if proto is not None:
@@ -346,9 +355,25 @@ class Ledger:
              "protocol": pname, "fields": "", "floats": 0, "reason": reason}
         )  # fmt: skip
 
+    def dropped(self, center: str, round: int, protocol: Protocol | str, reason: str) -> None:
+        """Record that ``center`` was lost (its node stopped answering) and the round went on
+        without it (:mod:`.faults`)."""
+        pname = protocol.name if isinstance(protocol, Protocol) else str(protocol)
+        self.drop_records.append(
+            {"round": round, "sender": center, "receiver": "", "kind": "dropped",
+             "protocol": pname, "fields": "", "floats": 0, "reason": reason}
+        )  # fmt: skip
+
     def table(self) -> pd.DataFrame:
-        """Messages, then abstentions (``kind == "abstain"``, the ``reason`` column says why)."""
-        return pd.DataFrame(self.records + self.abstention_records, columns=TABLE_COLUMNS)
+        """Messages, then abstentions (``kind == "abstain"``, the ``reason`` column says why),
+        then centres dropped from a round (``kind == "dropped"``)."""
+        rows = self.records + self.abstention_records + self.drop_records
+        return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+    def dropouts(self) -> pd.DataFrame:
+        """One row per request a lost centre missed: round, center, protocol, reason."""
+        t = pd.DataFrame(self.drop_records, columns=TABLE_COLUMNS)
+        return t[["round", "sender", "protocol", "reason"]].rename(columns={"sender": "center"})
 
     def messages(self) -> pd.DataFrame:
         return pd.DataFrame(self.records, columns=TABLE_COLUMNS)

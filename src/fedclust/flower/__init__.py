@@ -1,13 +1,14 @@
-"""Flower as a second engine of the federation core (issue 13, "Flower as an engine").
+"""Flower as a transport of the federation core (issues 13, 30).
 
-The core (:mod:`fedclust.federation`) owns the algorithms: centers (``fit`` / ``kmeans`` /
-``evaluate`` of the stage's client objects), strategies (``aggregate_fit``) and the one round loop
-(:func:`fedclust.federation.run_rounds`). This package only changes the transport: a
-:class:`~.proxy.FlowerClientProxy` has the interface of the core's ``LedgerClientProxy`` but moves
+The core (:mod:`fedclust.federation`) owns the algorithms: centres (``fit`` / ``kmeans`` /
+``evaluate`` of the stage's centre objects), strategies (``aggregate_fit``) and the one round
+loop (:func:`fedclust.federation.run_rounds`). This package only changes the transport: a
+:class:`~.apps.FlowerClientProxy` has the interface of the core's ``LedgerClientProxy`` but moves
 every request and answer as a Flower ``Message`` between a ``ServerApp`` and a ``ClientApp``
 (:mod:`.apps`); the ledger counts, on the server side, exactly what was sent and received. The
-simulation runs on Flower's Simulation Runtime (:mod:`.simulation`), the deployment on a
-SuperLink with one SuperNode per center (:mod:`.deploy`, README "Flower deployment").
+simulation runs Flower's apps in the job's process (:mod:`.simulation`), the deployment on a
+SuperLink with one SuperNode per centre (:mod:`.deploy`, :mod:`.localhost`, README "Flower
+deployment"); which stages deploy is :mod:`fedclust.deployment`'s registry, not this package's.
 
 Requires the optional extra ``fedclust[flower]`` (``flwr[simulation]==1.40.0``).
 """

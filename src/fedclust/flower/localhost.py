@@ -1,11 +1,19 @@
-"""Run the deployment engine on localhost: a SuperLink, one SuperNode per center file, ``flwr run``.
+"""The deployment recipe on one machine: a SuperLink and one SuperNode per centre folder on
+127.0.0.1, then ``flwr run`` of any registered stage, several runs on one SuperLink session.
 
-Insecure (no TLS) and bound to 127.0.0.1 only — a smoke test of the deployment path, never a
-real federation (README, "Flower deployment", for TLS between sites). Every process is started
-in its own session and its whole process group is killed at the end, whatever happened; each
-step is bounded by a timeout.
+By default the recipe is the one real sites use (README, "Flower deployment"): TLS with a CA
+made by ``openssl`` (the SuperLink's certificate for 127.0.0.1 signed by it; every SuperNode
+and the ``flwr`` CLI trust it), SuperNode authentication (an ECDSA key pair per centre made by
+``ssh-keygen``, the public keys registered with ``flwr supernode register`` before the nodes
+connect, the SuperLink started with ``--enable-supernode-auth``), the SuperLink with
+``--disable-runtime-dependency-installation`` and in-memory state (issue 30, B.4: SQLite state
+lost replies under 10 SuperNodes). ``secure=False`` runs ``--insecure`` (127.0.0.1 only).
+Every process is started in its own session and its whole process group is killed at the end,
+whatever happened; each wait is bounded. Logs are left in the work folder, and a failed run
+raises with the ServerApp's error (a centre's own error message included) and the end of every
+SuperNode's log. Flower's own executables are taken from this interpreter's environment.
 
-    python -m fedclust.flower.localhost WORKDIR CENTER_FILE... [--rounds 1]
+    python -m fedclust.flower.localhost WORKDIR --stage dec --params params.json CENTRE_DIR...
 """
 
 from __future__ import annotations
@@ -20,11 +28,17 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 APP_DIR = Path(__file__).resolve().parents[3] / "deploy" / "flower"
 HOST = "127.0.0.1"
+CONNECTION = "local"
+
+
+class RunFailed(RuntimeError):
+    """A deployed run failed: the ServerApp's error and the SuperNodes' logs."""
 
 
 def free_port() -> int:
@@ -41,121 +55,289 @@ def _bin(name: str) -> str:
     return path
 
 
-@contextlib.contextmanager
-def _processes() -> Iterator[list[subprocess.Popen]]:
-    procs: list[subprocess.Popen] = []
-    try:
-        yield procs
-    finally:
-        for p in reversed(procs):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=10)
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise FileNotFoundError(f"{name} is needed for the secure recipe (or run secure=False)")
+    return path
 
 
-def _log_tail(proc: subprocess.Popen, lines: int = 15) -> str:
-    """The end of a child's log (``start`` keeps its path on the process object)."""
-    path = getattr(proc, "log_path", None)
-    if path is None or not Path(path).exists():
+def _log_tail(path: Path, lines: int = 15) -> str:
+    if not path.exists():
         return ""
-    tail = Path(path).read_text(errors="replace").splitlines()[-lines:]
+    tail = path.read_text(errors="replace").splitlines()[-lines:]
     return f"\n--- {path} (last {len(tail)} lines) ---\n" + "\n".join(tail)
 
 
-def _wait_port(port: int, timeout: float, proc: subprocess.Popen) -> None:
-    t0 = time.monotonic()
-    while True:
-        with socket.socket() as s:
-            if s.connect_ex((HOST, port)) == 0:
-                return
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}{_log_tail(proc)}")
-        if time.monotonic() - t0 > timeout:
-            raise TimeoutError(f"nothing listens on {HOST}:{port} after {timeout:.0f}s")
-        time.sleep(0.2)
+def make_certificates(folder: Path) -> dict[str, Path]:
+    """A CA and the SuperLink's certificate for 127.0.0.1 / localhost, with the openssl
+    commands of the README (keys stay in ``folder``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ssl = _tool("openssl")
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    cmds = [
+        [ssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=fedclust test CA"],
+        [ssl, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key",
+         "-out", "server.csr", "-subj", "/CN=localhost"],
+        [ssl, "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+         "-CAcreateserial", "-days", "2", "-out", "server.pem", "-extfile", "san.ext"],
+    ]  # fmt: skip
+    for cmd in cmds:
+        subprocess.run(cmd, cwd=folder, check=True, capture_output=True)
+    return {k: folder / f for k, f in
+            (("ca", "ca.crt"), ("cert", "server.pem"), ("key", "server.key"))}  # fmt: skip
 
 
-def _wait_for(path: Path, timeout: float, procs: Sequence[subprocess.Popen], what: str) -> None:
-    t0 = time.monotonic()
-    while not path.exists():
-        dead = [p for p in procs if p.poll() is not None]
-        if dead:
-            logs = "".join(_log_tail(p) for p in dead)
-            raise RuntimeError(f"{what}: {[p.args[0] for p in dead]} exited early{logs}")
-        if time.monotonic() - t0 > timeout:
-            raise TimeoutError(f"{what}: nothing after {timeout:.0f}s")
-        time.sleep(0.2)
+def make_node_key(folder: Path, name: str) -> Path:
+    """An ECDSA P-384 key pair in OpenSSH format (``<name>``, ``<name>.pub``) for SuperNode
+    authentication; returns the private key's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    key = folder / name
+    for p in (key, key.with_suffix(".pub")):
+        p.unlink(missing_ok=True)
+    subprocess.run([_tool("ssh-keygen"), "-t", "ecdsa", "-b", "384", "-N", "", "-q",
+                    "-C", name, "-f", str(key)], check=True, capture_output=True)  # fmt: skip
+    return key
 
 
-def run_localhost(
-    workdir: str | os.PathLike,
-    center_files: Sequence[str | os.PathLike],
-    run_config: dict[str, object],
-    timeout: float = 180.0,
-    app_dir: str | os.PathLike = APP_DIR,
-) -> dict:
-    """Start the SuperLink and one SuperNode per center file, ``flwr run`` the app, wait for its
-    ``done.json``; return it. Logs are left in ``workdir``."""
-    work = Path(workdir).resolve()
-    (work / "home").mkdir(parents=True, exist_ok=True)
-    out = work / "out"
-    link = free_port()
-    (work / "home" / "config.toml").write_text(
-        f'[superlink]\ndefault = "local"\n\n[superlink.local]\naddress = "{HOST}:{link}"\n'
-        "insecure = true\n"
-    )
-    # Flower's executables start each other (the SuperLink runs flower-superexec): find them in
-    # this interpreter's environment, activated or not
-    bindir = str(Path(sys.executable).parent)
-    env = {**os.environ, "FLWR_HOME": str(work / "home"),
-           "PATH": os.pathsep.join([bindir, os.environ.get("PATH", "")])}  # fmt: skip
-    cfg = {**run_config, "centers": len(center_files), "out-dir": str(out)}
-    overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in cfg.items())
+def make_trusted_entities(folder: Path, key_id: str = "fpk_fedclust_reviewer") -> Path:
+    """A ``--trusted-entities`` file trusting one Ed25519 signing key (``ssh-keygen``): a
+    SuperNode started with it runs only app bundles signed by that key. Flower 1.40 attaches
+    signatures to a bundle only when it comes from Flower Hub (``flwr app review`` signs it
+    there); a bundle sent by ``flwr run`` from a folder is unsigned and refused."""
+    folder.mkdir(parents=True, exist_ok=True)
+    key = folder / "reviewer_ed25519"
+    for p in (key, key.with_suffix(".pub")):
+        p.unlink(missing_ok=True)
+    subprocess.run([_tool("ssh-keygen"), "-t", "ed25519", "-N", "", "-q", "-C", key_id,
+                    "-f", str(key)], check=True, capture_output=True)  # fmt: skip
+    pub = key.with_suffix(".pub").read_text().strip()
+    out = folder / "trusted_entities.yaml"
+    out.write_text(f"{key_id}: {_toml_string(pub)}\n")
+    return out
 
-    def start(name: str, args: list[str]) -> subprocess.Popen:
-        log = open(work / f"{name}.log", "wb")
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value)  # a JSON string literal is a TOML basic string
+
+
+class LocalFederation:
+    """A SuperLink and one SuperNode per centre folder on 127.0.0.1 (use as a context manager).
+
+    ``centre_dirs``: one folder per centre (``fedclust.deployment.write_centres``); SuperNode i
+    gets only folder i (``--node-config centre-dir=...``). ``secure``: TLS + SuperNode
+    authentication (default), else ``--insecure``. ``node_args``: extra flower-supernode
+    arguments per node (e.g. ``--trusted-entities``). ``database``: SQLite state at that path
+    instead of the recipe's in-memory state (to compare, issue 30 B.4).
+    """
+
+    def __init__(
+        self, workdir: str | os.PathLike, centre_dirs: Sequence[str | os.PathLike], *,
+        secure: bool = True, app_dir: str | os.PathLike = APP_DIR, timeout: float = 180.0,
+        node_args: Mapping[int, Sequence[str]] | None = None, database: str | None = None,
+    ) -> None:  # fmt: skip
+        self.work = Path(workdir).resolve()
+        self.centre_dirs = [Path(d).resolve() for d in centre_dirs]
+        self.secure, self.app_dir, self.timeout = secure, Path(app_dir), float(timeout)
+        self.node_args = dict(node_args or {})
+        self.database = database  # None: in-memory state (the recipe); a path: SQLite
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.runs = 0
+        self.certs: dict[str, Path] = {}
+        bindir = str(Path(sys.executable).parent)
+        self.env = {**os.environ, "FLWR_HOME": str(self.work / "home"),
+                    "PATH": os.pathsep.join([bindir, os.environ.get("PATH", "")]),
+                    "FLWR_TELEMETRY_ENABLED": "0",
+                    # the SuperExec asks its SuperNode for new work every 1 s by default
+                    "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": "0.1"}  # fmt: skip
+
+    # -- processes
+    def _start(self, name: str, args: list[str]) -> subprocess.Popen:
+        log = open(self.work / f"{name}.log", "ab")
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=self.env,
                                 start_new_session=True)  # fmt: skip
-        proc.log_path = work / f"{name}.log"  # type: ignore[attr-defined]
+        log.close()
+        self.procs[name] = proc
         return proc
 
-    with _processes() as procs:
-        procs.append(start("superlink", [
-            _bin("flower-superlink"), "--insecure", "--host", HOST, "--port", str(link),
-            "--database", str(work / "superlink.db"), "--disable-runtime-dependency-installation",
-        ]))  # fmt: skip
-        _wait_port(link, timeout, procs[0])
-        for i, f in enumerate(center_files):
-            procs.append(start(f"supernode_{i}", [
-                _bin("flower-supernode"), "--insecure", "--superlink", f"{HOST}:{link}",
-                "--host", HOST, "--port", str(free_port()),
-                "--node-config", f"center-file={json.dumps(str(Path(f).resolve()))}",
-            ]))  # fmt: skip
-        run = subprocess.run(
-            [_bin("flwr"), "run", str(app_dir), "local", "--run-config", overrides],
-            env=env, capture_output=True, text=True, timeout=timeout,
-        )  # fmt: skip
-        (work / "flwr_run.log").write_text(run.stdout + run.stderr)
-        if run.returncode != 0:
-            raise RuntimeError(f"flwr run failed ({run.returncode}): {run.stdout}{run.stderr}")
-        _wait_for(out / "done.json", timeout, procs, "the ServerApp's done.json")
-    return json.loads((out / "done.json").read_text())
+    def _stop(self, name: str, sig: int = signal.SIGTERM) -> None:
+        proc = self.procs.get(name)
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+    def close(self) -> None:
+        for name in reversed(list(self.procs)):
+            self._stop(name)
+
+    def __enter__(self) -> LocalFederation:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _flwr(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+        return subprocess.run([_bin("flwr"), *args], env=self.env, capture_output=True,
+                              text=True, timeout=timeout)  # fmt: skip
+
+    def _wait_port(self, port: int, proc: subprocess.Popen, name: str) -> None:
+        t0 = time.monotonic()
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex((HOST, port)) == 0:
+                    return
+            if proc.poll() is not None:
+                raise RunFailed(f"{name} exited with {proc.returncode}"
+                                f"{_log_tail(self.work / f'{name}.log')}")  # fmt: skip
+            if time.monotonic() - t0 > self.timeout:
+                raise TimeoutError(f"nothing listens on {HOST}:{port} after {self.timeout:.0f}s")
+            time.sleep(0.2)
+
+    def start(self) -> None:
+        (self.work / "home").mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        conn = f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
+        conn += f'address = "{HOST}:{self.port}"\n'
+        # in-memory state (no --database): SQLite state lost replies under 10 SuperNodes
+        link = [_bin("flower-superlink"), "--host", HOST, "--port", str(self.port),
+                "--disable-runtime-dependency-installation"]  # fmt: skip
+        if self.database:
+            link += ["--database", str(self.database)]
+        if self.secure:
+            self.certs = make_certificates(self.work / "certs")
+            link += ["--ssl-ca-certfile", str(self.certs["ca"]), "--ssl-certfile",
+                     str(self.certs["cert"]), "--ssl-keyfile", str(self.certs["key"]),
+                     "--enable-supernode-auth"]  # fmt: skip
+            conn += f"root-certificates = {_toml_string(str(self.certs['ca']))}\n"
+        else:
+            link.append("--insecure")
+            conn += "insecure = true\n"
+        (self.work / "home" / "config.toml").write_text(conn)
+        self._wait_port(self.port, self._start("superlink", link), "superlink")
+        for i, d in enumerate(self.centre_dirs):
+            self.add_node(i, d)
+
+    def add_node(self, i: int, centre_dir: Path, extra: Sequence[str] = ()) -> None:
+        """Start SuperNode ``i`` for ``centre_dir`` (registering its key first when secure)."""
+        args = [_bin("flower-supernode"), "--superlink", f"{HOST}:{self.port}", "--host", HOST,
+                "--port", str(free_port()),
+                "--node-config", f"centre-dir={_toml_string(str(centre_dir))}"]  # fmt: skip
+        if self.secure:
+            key = make_node_key(self.work / "keys", f"supernode_{i}")
+            reg = self._flwr("supernode", "register", str(key.with_suffix(".pub")), CONNECTION,
+                             "--name", f"supernode_{i}")  # fmt: skip
+            if reg.returncode != 0:
+                raise RunFailed(f"flwr supernode register failed: {reg.stdout}{reg.stderr}")
+            args += ["--root-certificates", str(self.certs["ca"]),
+                     "--auth-supernode-private-key", str(key)]  # fmt: skip
+        else:
+            args.append("--insecure")
+        args += [*self.node_args.get(i, ()), *extra]
+        self._start(f"supernode_{i}", args)
+
+    def kill(self, i: int, sig: int = signal.SIGKILL) -> None:
+        """Stop SuperNode ``i`` (and its SuperExec) as a crash would (``SIGKILL``)."""
+        self._stop(f"supernode_{i}", sig)
+
+    # -- runs
+    def node_logs(self) -> str:
+        return "".join(_log_tail(self.work / f"{n}.log") for n in self.procs if n != "superlink")
+
+    def run(
+        self, stage: str, params: Mapping[str, Any], *, centres: int | None = None,
+        timeout: float | None = None, on_progress: Callable[[list[dict]], None] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """``flwr run`` of ``stage`` with ``params``; wait for it and return its outputs
+        (:func:`fedclust.deployment.read_outputs`). ``on_progress(rows)``: called with the
+        ledger rows so far whenever new ones arrived (the test kills a node from it)."""
+        from fedclust.deployment import read_outputs
+
+        self.runs += 1
+        out = self.work / "runs" / f"{self.runs:02d}_{stage}"
+        out.mkdir(parents=True, exist_ok=True)
+        cfg = {"stage": stage, "params": json.dumps(dict(params), sort_keys=True),
+               "centres": int(centres or len(self.centre_dirs)), "out-dir": str(out)}  # fmt: skip
+        overrides = out / "run_config.toml"
+        overrides.write_text("".join(
+            f"{k} = {_toml_string(v) if isinstance(v, str) else v}\n" for k, v in cfg.items()
+        ))  # fmt: skip
+        t0 = time.monotonic()
+        res = self._flwr("run", str(self.app_dir), CONNECTION, "--run-config", str(overrides),
+                         "--format", "json", timeout=self.timeout)  # fmt: skip
+        (out / "flwr_run.log").write_text(res.stdout + res.stderr)
+        if res.returncode != 0:
+            raise RunFailed(f"flwr run failed ({res.returncode}): {res.stdout}{res.stderr}")
+        limit = self.timeout if timeout is None else float(timeout)
+        seen = 0
+        while True:
+            if (out / "done.json").exists():
+                break
+            if (out / "error.json").exists():
+                err = json.loads((out / "error.json").read_text())
+                raise RunFailed(f"stage {stage!r} failed: {err['error']}{self.node_logs()}")
+            if self.procs["superlink"].poll() is not None:
+                raise RunFailed(f"the SuperLink exited{_log_tail(self.work / 'superlink.log')}")
+            if on_progress is not None and (out / "progress.jsonl").exists():
+                rows = [json.loads(r) for r in
+                        (out / "progress.jsonl").read_text().splitlines() if r.strip()]  # fmt: skip
+                if len(rows) > seen:
+                    seen = len(rows)
+                    on_progress(rows)
+            if time.monotonic() - t0 > limit:
+                raise TimeoutError(
+                    f"stage {stage!r}: no result after {limit:.0f}s "
+                    f"(flwr run: {res.stdout.strip()}){self.node_logs()}"
+                )
+            time.sleep(0.2)
+        (out / "wall_s").write_text(f"{time.monotonic() - t0:.2f}\n")
+        return {**read_outputs(out), "done": json.loads((out / "done.json").read_text()),
+                "wall_s": time.monotonic() - t0}  # fmt: skip
+
+
+@contextlib.contextmanager
+def local_federation(workdir: str | os.PathLike, centre_dirs: Sequence[str | os.PathLike],
+                     **kw: Any) -> Iterator[LocalFederation]:  # fmt: skip
+    with LocalFederation(workdir, centre_dirs, **kw) as fed:
+        yield fed
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from fedclust.deployment import MODULES
+
+    ap = argparse.ArgumentParser(
+        prog="fedclust deploy",
+        description="Run a federated stage on a Flower deployment on 127.0.0.1: a SuperLink "
+        "(TLS, SuperNode authentication, in-memory state) and one SuperNode per centre folder; "
+        "prints the run's summary, leaves its outputs and logs in WORKDIR/runs.",
+        epilog=f"stages: {', '.join(sorted(MODULES))}; a centre folder holds <stage>.npz "
+        "(fedclust.deployment.write_centres)",
+    )
     ap.add_argument("workdir")
-    ap.add_argument("center_files", nargs="+")
-    ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=180.0)
+    ap.add_argument("centre_dirs", nargs="+", help="one folder per centre")
+    ap.add_argument("--stage", required=True, choices=sorted(MODULES))
+    ap.add_argument("--params", required=True, help="the stage's parameters (a JSON file)")
+    ap.add_argument("--insecure", action="store_true", help="no TLS, no SuperNode auth")
+    ap.add_argument("--timeout", type=float, default=600.0)
     a = ap.parse_args(argv)
-    print(json.dumps(run_localhost(a.workdir, a.center_files, {"rounds": a.rounds}, a.timeout)))
+    params = json.loads(Path(a.params).read_text())
+    with LocalFederation(a.workdir, a.centre_dirs, secure=not a.insecure,
+                         timeout=a.timeout) as fed:  # fmt: skip
+        done = fed.run(a.stage, params)
+    print(json.dumps({**done["done"], "wall_s": round(done["wall_s"], 1),
+                      "outputs": str(Path(a.workdir) / "runs")}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """The Flower transports of the federation core's seam (:mod:`fedclust.federation.transport`).
 
-``flower-simulation``: the server function runs inside a Flower ``ServerApp`` on the
-Simulation Runtime (:mod:`.simulation`), each centre behind a ``ClientApp`` (:mod:`.apps`),
+``flower-simulation``: the server function runs inside a Flower ``ServerApp`` in this process
+(:mod:`.simulation`, a :class:`~.simulation.LocalGrid`), each centre behind a ``ClientApp``
+(:mod:`.apps`),
 every request and reply a Flower ``Message``; the proxies are :class:`~.apps.FlowerClientProxy`,
 which have the in-process proxy's interface and the same ledger hook, so numbers and ledger
 tables equal the in-process ones. ``flower-deployment``: the centres live on their own
-SuperNodes (README, "Flower deployment"); a job cannot hand it centre objects.
+SuperNodes (:mod:`.deploy`, README "Flower deployment"); a job cannot hand it centre objects.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from fedclust.federation.transport import Server, T, centre_id, register
 
 @dataclass(frozen=True)
 class FlowerSimulation:
-    """Flower's Simulation Runtime with the one-thread backend (:mod:`.simulation`)."""
+    """Flower's ServerApp and ClientApps in this process on a :class:`~.simulation.LocalGrid`."""
 
     name: str = "flower-simulation"
 
@@ -49,8 +50,9 @@ class FlowerDeployment:
             "federation.engine: flower-deployment runs the centres on their own SuperNodes, "
             "not inside a workflow job",
             where="federation.engine",
-            fix="run the deployment with `python -m fedclust.flower.localhost` (README, "
-            "'Flower deployment'), or use inprocess / flower-simulation in the workflow",
+            fix="deploy a registered stage (fedclust.deployment) with `fedclust deploy` or the "
+            "README's recipe ('Flower deployment'), or use inprocess / flower-simulation in "
+            "the workflow",
         )
 
 

@@ -33,6 +33,7 @@ from fedclust.federation import (
     Protocol,
     RoundLog,
     Transport,
+    call_all,
     federate,
     fit_protocol,
     run_rounds,
@@ -203,10 +204,9 @@ def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:
 
 def _lr_round(proxies: Sequence[LedgerClientProxy], params, rule: LrRule, k: int) -> float:
     """Evaluate exchange: masked (per-centre) Cox loss of the current model → lr rule."""
-    msgs = [
-        p.call("evaluate", {"parameters": params}, k, "evaluate", EVALUATE, EVALUATE_REQUEST)
-        for p in proxies
-    ]
+    msgs = call_all(
+        proxies, "evaluate", {"parameters": params}, k, "evaluate", EVALUATE, EVALUATE_REQUEST
+    )
     msgs = [m for m in msgs if m is not None]
     loss = sum(m["loss_sum"] for m in msgs) / sum(m["n_events"] for m in msgs)
     return rule.update(loss, k)
@@ -236,17 +236,24 @@ def run_weights_averaging(
 ) -> Model:
     """FedAvg with ``ie`` local epochs for ``fe`` rounds, weights n_k / N (D6.2 Fig. 8.5), on
     the federation core's round loop over ``fed.transport``."""
+    server = weights_averaging_server(init, hp, mc, fed)
+    params = federate(clients, server, ledger=ledger, transport=fed.transport)
+    return [(params, 1.0)]
+
+
+def weights_averaging_server(init, hp: HyperParams, mc: ModelConfig, fed: Federation = DEFAULT):
+    """The server function of Weights Averaging: ``server(proxies) -> parameters`` (also what
+    a Flower deployment runs, :mod:`.deployment`)."""
     strategy = LrRuleFedAvg(rule=LrRule(hp.lr, mc.lr_floor))
 
     def server(proxies: list) -> list:
         return run_rounds(
             proxies, strategy, [p.copy() for p in init], hp.fe,
             {"epochs": hp.ie, "batches": hp.batches}, fed.fit, kind="fit",
-            label=f"survival weights_averaging {hp.label()} ({len(clients)} centres)",
+            label=f"survival weights_averaging {hp.label()} ({len(proxies)} centres)",
         )  # fmt: skip
 
-    params = federate(clients, server, ledger=ledger, transport=fed.transport)
-    return [(params, 1.0)]
+    return server
 
 
 def run_sequential(
@@ -260,22 +267,29 @@ def run_sequential(
 ) -> Model:
     """The model visits the centres one after another, ``ie`` epochs each; the order is
     reshuffled every federated epoch (D6.2 Fig. 8.4)."""
+    server = sequential_server(init, hp, mc, rng, fed)
+    return [(federate(clients, server, ledger=ledger, transport=fed.transport), 1.0)]
+
+
+def sequential_server(init, hp: HyperParams, mc: ModelConfig, rng: np.random.Generator,
+                      fed: Federation = DEFAULT):  # fmt: skip
+    """The server function of Sequential: ``server(proxies) -> parameters``."""
     rule = LrRule(hp.lr, mc.lr_floor)
 
     def server(proxies: list) -> list:
         params = [p.copy() for p in init]
-        clock = RoundLog(f"survival sequential {hp.label()} ({len(clients)} centres)", hp.fe)
+        clock = RoundLog(f"survival sequential {hp.label()} ({len(proxies)} centres)", hp.fe)
         for k in range(hp.fe):
             lr = _lr_round(proxies, params, rule, k)
             cfg = {"epochs": hp.ie, "batches": hp.batches, "lr": lr}
-            for i in rng.permutation(len(clients)):
+            for i in rng.permutation(len(proxies)):
                 out = proxies[int(i)].fit(params, cfg, k, "sequential", fed.fit)
                 if out is not None:
                     params = out[0]
             clock.done(k + 1)
         return params
 
-    return [(federate(clients, server, ledger=ledger, transport=fed.transport), 1.0)]
+    return server
 
 
 def run_local(

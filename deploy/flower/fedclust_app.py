@@ -1,4 +1,4 @@
-"""Flower app entry points: the ServerApp and ClientApp of fedclust.flower.deploy."""
+"""Flower app entry points: the generic ServerApp and ClientApp of fedclust.flower.deploy."""
 
 from fedclust.flower.deploy import client_app, server_app
 

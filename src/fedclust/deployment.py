@@ -1,0 +1,231 @@
+"""Federated stages that run on a Flower deployment: one registry, filled by the stages.
+
+A deployment has one SuperNode per centre, started at the centre with the centre's own folder
+(``--node-config "centre-dir='/data/fedclust'"``), and a server that runs ``flwr run`` with the
+generic Flower app ``deploy/flower`` (:mod:`fedclust.flower.deploy`). The app knows no stage: the
+run config names one (``stage``) with its parameters (``params``, JSON), and the app looks it up
+here. A stage makes itself deployable by registering, in its own package
+(``fedclust/<stage>/deployment.py``, listed once in :data:`MODULES`, imported only when the stage
+is asked for), a :class:`DeployedStage`:
+
+- ``load(path, params)``: how a centre object is built from the centre's file (and the run's
+  parameters: the model the server asks for); ``save(centre, path)``: the inverse, used to set
+  up the centres' folders from a workflow split (and by the tests);
+- ``describe(centre)``: what the opening handshake tells the server besides the centre's name
+  (shapes it needs to build a model: ``{"n_features": 54}``), so no shape is hard-coded;
+- ``serve(proxies, params, schema)``: the server function over client proxies (the same code
+  :func:`fedclust.federation.federate` runs in-process), returning named outputs — tables
+  (``DataFrame`` → CSV), arrays / lists of arrays (→ ``.npz``), JSON-able values;
+- ``setup(params)`` (optional): run at the centre before each message is answered, e.g. to
+  declare protocols built from the run's parameters (a centre resolves a request's protocol
+  by name; a deployment answers every message in a fresh process);
+- ``drops``: whether a centre lost mid-run may be dropped when the run sets ``min_available``
+  (FedAvg-type protocols; a bool or a function of the run's parameters); otherwise a lost
+  centre stops the run naming the site, the round and the protocol.
+
+:func:`run` runs a registered stage on any transport with the centres built from their files:
+in-process it is the reference a deployment's outputs are compared with. The federation core
+never imports this module or Flower; :mod:`fedclust.flower` holds no stage code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedclust.errors import ConfigError, InputDataError
+from fedclust.federation import INPROCESS, Ledger, Transport, federate
+from fedclust.federation.transport import centre_id
+
+#: stage name → the module that registers it (imported on first use). Another stage plugs in
+#: with one line here and a ``deployment.py`` in its package (docs/ARCHITECTURE.md).
+MODULES: dict[str, str] = {
+    "check": "fedclust.deploycheck",  # the smallest stage: try a set-up, load-test a SuperLink
+    "dec": "fedclust.dec.deployment",
+    "survival": "fedclust.survival.deployment",
+    "heart": "fedclust.decentral.deployment",
+}
+REGISTRY: dict[str, DeployedStage] = {}
+NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+Outputs = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DeployedStage:
+    """A federated stage as a deployment runs it (see the module docstring)."""
+
+    name: str
+    load: Callable[[Path, Mapping[str, Any]], Any]
+    save: Callable[[Any, Path], None]
+    serve: Callable[[list, Mapping[str, Any], Mapping[str, Mapping[str, Any]]], Outputs]
+    describe: Callable[[Any], dict[str, Any]] = lambda centre: {}
+    drops: bool | Callable[[Mapping[str, Any]], bool] = False
+    setup: Callable[[Mapping[str, Any]], None] | None = None
+
+    def allows_drops(self, params: Mapping[str, Any]) -> bool:
+        """Whether this run (its parameters) may go on without a lost centre."""
+        return bool(self.drops(params) if callable(self.drops) else self.drops)
+
+    @property
+    def filename(self) -> str:
+        """The stage's file in a centre's folder."""
+        return f"{self.name}.npz"
+
+
+def register(stage: DeployedStage) -> DeployedStage:
+    """Make ``stage`` deployable (called by the stage's own ``deployment`` module)."""
+    if not NAME.match(stage.name):
+        raise ValueError(f"stage name {stage.name!r} must match {NAME.pattern}")
+    REGISTRY[stage.name] = stage
+    return stage
+
+
+def get(name: str) -> DeployedStage:
+    """The registered stage ``name``, importing its module on first use."""
+    if name not in REGISTRY and name in MODULES:
+        importlib.import_module(MODULES[name])
+    if name not in REGISTRY:
+        raise ConfigError(f"no deployable stage {name!r}", where="stage (Flower run config)",
+                          fix=f"one of {sorted(MODULES)}")  # fmt: skip
+    return REGISTRY[name]
+
+
+# ---------------------------------------------------------------- centre folders
+def centre_file(stage: DeployedStage, centre_dir: str | Path) -> Path:
+    """``<centre-dir>/<stage>.npz``: the only file of the centre the stage opens."""
+    path = Path(centre_dir).expanduser() / stage.filename
+    if not path.is_file():
+        raise InputDataError(
+            f"the centre has no file for stage {stage.name!r}",
+            where=str(path),
+            fix=f"write it with fedclust.deployment.write_centres(get({stage.name!r}), ...) at "
+            "the centre, or start the SuperNode with the centre's folder as centre-dir",
+        )
+    return path
+
+
+def write_centres(stage: DeployedStage, centres: Sequence[Any], root: str | Path,
+                  folders: Sequence[str | Path] | None = None) -> list[Path]:  # fmt: skip
+    """One folder per centre, ``<root>/<cid>/<stage>.npz`` (or ``folders[i]`` for centre i: one
+    site's folder holds its files of several stages), each with that centre's data only (a
+    workflow split set up as sites; a real site writes its own). Returns the folders."""
+    if folders is not None and len(folders) != len(centres):
+        raise ValueError(f"{len(folders)} folders for {len(centres)} centres")
+    out = []
+    for i, c in enumerate(centres):
+        cid = centre_id(c)
+        if not NAME.match(cid):
+            raise ConfigError(f"centre id {cid!r} cannot name a folder", where="centre ids",
+                              fix=f"ids matching {NAME.pattern}")  # fmt: skip
+        folder = Path(folders[i]) if folders is not None else Path(root) / cid
+        folder.mkdir(parents=True, exist_ok=True)
+        stage.save(c, folder / stage.filename)
+        out.append(folder)
+    return out
+
+
+def load_centre(stage: DeployedStage, centre_dir: str | Path, params: Mapping[str, Any],
+                disclosure: str | Path | None = None) -> Any:  # fmt: skip
+    """The centre object of ``centre_dir`` for ``stage``; ``disclosure``: the site's own YAML
+    file with its ``disclosure`` settings (DataSHIELD's ``nfilter_*``), never the server's."""
+    if stage.setup is not None:
+        stage.setup(params)
+    centre = stage.load(centre_file(stage, centre_dir), params)
+    if disclosure:
+        import yaml
+
+        from fedclust.federation.disclosure import policy_from
+
+        with open(Path(disclosure).expanduser()) as fh:
+            doc = yaml.safe_load(fh) or {}
+        section = doc.get("disclosure", doc) if isinstance(doc, Mapping) else None
+        if not isinstance(section, Mapping):
+            raise ConfigError(
+                "the site's disclosure file is not a mapping", where=str(disclosure),
+                fix="a YAML mapping with default: {nfilter_subset: 3, ...}",
+            )  # fmt: skip
+        centre.disclosure = policy_from(section, centre_id(centre))
+    return centre
+
+
+def save_npz(path: Path, **arrays: Any) -> None:
+    """A centre file: plain numeric / string arrays (read back with ``allow_pickle=False``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()})
+
+
+def load_npz(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+# ---------------------------------------------------------------- running a stage
+def run(
+    stage: DeployedStage | str, centre_dirs: Sequence[str | Path], params: Mapping[str, Any],
+    transport: Transport = INPROCESS, ledger: Ledger | None = None,
+) -> Outputs:  # fmt: skip
+    """``stage`` with the centres built from their folders, over ``transport`` (in-process: the
+    reference of a deployment). Centres are ordered by id, as the deployment's ServerApp does."""
+    stage = get(stage) if isinstance(stage, str) else stage
+    centres = sorted((load_centre(stage, d, params) for d in centre_dirs), key=centre_id)
+    schema = {centre_id(c): stage.describe(c) for c in centres}
+    ledger = ledger if ledger is not None else Ledger()
+    outputs = federate(centres, lambda ps: stage.serve(ps, params, schema), ledger=ledger,
+                       transport=transport)  # fmt: skip
+    return {**outputs, "ledger": ledger.table()}
+
+
+def same_schema(schema: Mapping[str, Mapping[str, Any]], key: str, stage: str) -> Any:
+    """The value every centre's handshake gave for ``key`` (fail fast, naming the centres,
+    when they disagree: e.g. centre files with different feature counts)."""
+    values = {cid: s.get(key) for cid, s in schema.items()}
+    if len(set(map(str, values.values()))) != 1:
+        raise InputDataError(f"the centres disagree on {key}: {values}",
+                             where=f"stage {stage!r}, the centres' files",
+                             fix="give every centre a file with the same columns")  # fmt: skip
+    return next(iter(values.values()))
+
+
+# ---------------------------------------------------------------- outputs
+def write_outputs(out_dir: str | Path, outputs: Mapping[str, Any]) -> None:
+    """Tables → ``<name>.csv``, arrays / lists of arrays → ``<name>.npz``, the rest → JSON."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rest = {}
+    for name, value in outputs.items():
+        if not NAME.match(name):
+            raise ValueError(f"output name {name!r} must match {NAME.pattern}")
+        if isinstance(value, pd.DataFrame):
+            value.to_csv(out / f"{name}.csv", index=False)
+        elif isinstance(value, np.ndarray):
+            np.savez(out / f"{name}.npz", value)
+        elif (
+            isinstance(value, list | tuple)
+            and value
+            and all(isinstance(a, np.ndarray) for a in value)
+        ):
+            np.savez(out / f"{name}.npz", *value)
+        else:
+            rest[name] = value
+    (out / "values.json").write_text(json.dumps(rest, indent=1, sort_keys=True, default=float))
+
+
+def read_outputs(out_dir: str | Path) -> Outputs:
+    """What :func:`write_outputs` wrote (tables as DataFrames, arrays as lists of arrays)."""
+    out = Path(out_dir)
+    res: Outputs = json.loads((out / "values.json").read_text())
+    for f in sorted(out.glob("*.csv")):
+        res[f.stem] = pd.read_csv(f)
+    for f in sorted(out.glob("*.npz")):
+        with np.load(f, allow_pickle=False) as z:
+            res[f.stem] = [z[f"arr_{i}"] for i in range(len(z.files))]
+    return res

@@ -1,0 +1,343 @@
+"""Deployed stages (issue 30, B.1/B.3/B.5): the registry, every registered stage's tables equal
+in-process and on the Flower simulation engine (centres built from their own files), shapes from
+the centres' files, and what a run does when a centre's node is lost. Fast: no SuperLink here
+(tests/test_flower_deploy.py runs the same stages on a localhost deployment)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+pytest.importorskip("flwr")
+
+from fedclust import deployment
+from fedclust.errors import ConfigError, InputDataError
+from fedclust.federation import CentreLost, Ledger
+from fedclust.transports import get as get_transport
+
+SIM = "flower-simulation"
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _equal(a: dict, b: dict) -> None:
+    assert set(a) == set(b)
+    for k, v in a.items():
+        if isinstance(v, pd.DataFrame):
+            pd.testing.assert_frame_equal(v, b[k])
+        elif isinstance(v, list | tuple) and v and isinstance(v[0], np.ndarray):
+            assert all(np.array_equal(x, y) for x, y in zip(v, b[k], strict=True)), k
+        elif isinstance(v, np.ndarray):
+            assert np.array_equal(v, b[k])
+        else:
+            assert v == b[k], k
+
+
+# ---------------------------------------------------------------- the stages' centres
+def dec_setup(root, dec_toy_cfg, toy_blobs, n_centres: int = 2, features: int = 12):
+    from fedclust.dec import deployment as dd
+
+    cfg = dec_toy_cfg(strategies=["fedadam"], centroid_aggregation=["max_min"], ae_rounds=2,
+                      dec_rounds=1, ae_batch_size=16)  # fmt: skip
+    x, y = toy_blobs(60 * n_centres, features, 0.6, 0)
+    centers = np.repeat([chr(97 + i) for i in range(n_centres)], 60)
+    params = dd.params_from_config(cfg, "toy", "s", "fedadam", "max_min", 3)
+    cs = dd.centres(x, centers, cfg, "toy", "s", "fedadam", 3)
+    return cfg, (x, y, centers), params, deployment.write_centres(deployment.get("dec"), cs, root)
+
+
+def survival_centres(n_centres: int = 3):
+    from fedclust.survival import strategies as S
+    from fedclust.survival.train import ModelConfig
+
+    mc = ModelConfig(hidden=(4,), l1=1e-3, l2=1e-3)
+    out = []
+    for i in range(n_centres):
+        g = np.random.default_rng(i)
+        n = 18 + 4 * i
+        x = g.normal(size=(n, 3))
+        t, e = g.exponential(np.exp(-x[:, 0])), (g.random(n) < 0.7).astype(int)
+        out.append(S.SurvivalClient(f"centre{i}", x, t, e, mc, seed=7 + i))
+    return out
+
+
+SURVIVAL = {"strategy": "weights_averaging", "hp": {"fe": 2, "ie": 2, "batches": 2, "lr": 0.05},
+            "model": {"hidden": [4], "l1": 1e-3, "l2": 1e-3}, "init_seed": 1}  # fmt: skip
+HEART = {"approach": "FL", "seed": 3, "rounds": 2, "epochs": 1, "batch_size": 8}
+
+
+def heart_centres(n_centres: int = 3, n: int = 24):
+    from fedclust.decentral.clients import HeartClient, make_client_data
+    from fedclust.decentral.training import Trainer
+
+    r = np.random.default_rng(0)
+    x = r.random((n_centres * n, 20)).astype(np.float32)
+    y = (x[:, 0] + 0.2 * r.standard_normal(n_centres * n) > 0.5).astype(int)
+    data = make_client_data(pd.DataFrame(x), y, np.repeat([f"h{i}" for i in range(n_centres)], n))
+    return [HeartClient(d, Trainer(20, 1e-3, "per_client", 5)) for d in data]
+
+
+# ---------------------------------------------------------------- registry
+def test_a_stage_is_found_by_name_and_its_module_is_imported_only_then():
+    code = (
+        "import sys, fedclust.deployment as d; assert 'fedclust.dec.deployment' not in "
+        "sys.modules; d.get('dec'); print('fedclust.dec.deployment' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+    assert set(deployment.MODULES) >= {"dec", "survival", "heart"}
+    with pytest.raises(ConfigError, match="no deployable stage 'hac'"):
+        deployment.get("hac")
+    with pytest.raises(ValueError, match="must match"):
+        deployment.register(deployment.DeployedStage("../x", *[lambda *a: None] * 3))
+
+
+def test_outputs_round_trip(tmp_path):
+    out = {"t": pd.DataFrame({"a": [1.5, np.pi], "b": ["x", "y"]}), "w": [np.eye(2), np.ones(3)],
+           "mu": np.arange(4.0), "n": 3, "lost": {"c": 2}}  # fmt: skip
+    deployment.write_outputs(tmp_path, out)
+    back = deployment.read_outputs(tmp_path)
+    pd.testing.assert_frame_equal(back["t"], out["t"])
+    assert all(np.array_equal(a, b) for a, b in zip(back["w"], out["w"], strict=True))
+    assert np.array_equal(back["mu"][0], out["mu"]) and back["n"] == 3 and back["lost"] == {"c": 2}
+
+
+# ---------------------------------------------------------------- each stage: same tables
+def test_dec_stage_is_the_pipelines_run_and_equal_on_flower(tmp_path, dec_toy_cfg, toy_blobs):
+    """Stages A–C from the centres' files: the pipeline's curves (same seeds, same centres),
+    and bit-identical outputs in-process and on the simulation engine."""
+    from fedclust.dec.pipeline import run_federated
+
+    cfg, (x, y, centers), params, dirs = dec_setup(tmp_path, dec_toy_cfg, toy_blobs)
+    a = deployment.run("dec", dirs, params)
+    b = deployment.run("dec", dirs, params, transport=get_transport(SIM))
+    _equal(a, b)
+    ref = run_federated(x, y.astype(str), centers, cfg, "toy", "s", 3)
+    assert np.allclose(ref.curves.loss.to_numpy(), a["curves"].loss.to_numpy(), rtol=0, atol=0)
+    assert a["participants"] == [2, 2, 2] and (a["ledger"].kind == "kmeans_centroids").sum() == 2
+
+
+@pytest.mark.parametrize("strategy", ["weights_averaging", "sequential"])
+def test_survival_stage_equal_on_flower_and_to_the_workflow_function(tmp_path, strategy):
+    from fedclust.survival import strategies as S
+    from fedclust.survival.deployment import model_config
+    from fedclust.survival.experiment import init_parameters
+    from fedclust.survival.train import HyperParams
+
+    dirs = deployment.write_centres(deployment.get("survival"), survival_centres(), tmp_path)
+    params = {**SURVIVAL, "strategy": strategy, "order_seed": 4}
+    a = deployment.run("survival", dirs, params)
+    _equal(a, deployment.run("survival", dirs, params, transport=get_transport(SIM)))
+    mc = model_config(params)
+    clients = [deployment.load_centre(deployment.get("survival"), d, params) for d in dirs]
+    hp, init = HyperParams(**params["hp"]), init_parameters(mc, 3, 1)
+    if strategy == "weights_averaging":
+        ref = S.run_weights_averaging(clients, init, hp, mc, Ledger())[0][0]
+    else:
+        ref = S.run_sequential(clients, init, hp, mc, Ledger(), np.random.default_rng(4))[0][0]
+    assert all(np.array_equal(u, v) for u, v in zip(a["model"], ref, strict=True))
+
+
+def test_heart_fl_stage_equal_on_flower(tmp_path):
+    dirs = deployment.write_centres(deployment.get("heart"), heart_centres(), tmp_path)
+    a = deployment.run("heart", dirs, HEART)
+    _equal(a, deployment.run("heart", dirs, HEART, transport=get_transport(SIM)))
+    assert len(a["metrics"]) == 2 * 3 and a["metrics"].n_train.tolist()[:3] == [18, 18, 18]
+    with pytest.raises(ConfigError, match="only in one process"):
+        deployment.run("heart", dirs, {**HEART, "mode": "as_published"})
+    with pytest.raises(ConfigError, match="no server"):
+        deployment.run("heart", dirs, {**HEART, "approach": "RAR"})
+
+
+# ---------------------------------------------------------------- shapes from the files
+def test_shapes_come_from_the_centres_files_and_a_mismatch_fails_at_once(
+    tmp_path, dec_toy_cfg, toy_blobs
+):
+    *_, params, dirs = dec_setup(tmp_path / "a", dec_toy_cfg, toy_blobs, features=54)
+    out = deployment.run("dec", dirs, params, transport=get_transport(SIM))
+    assert out["tsae"][0].shape[0] in (54, 16) and 54 in out["tsae"][0].shape
+    *_, other = dec_setup(tmp_path / "b", dec_toy_cfg, toy_blobs, features=12)
+    led = Ledger()
+    with pytest.raises(InputDataError, match=r"disagree on n_features.*center_a.*54.*center_b.*12"):
+        deployment.run("dec", [dirs[0], other[1]], params, transport=get_transport(SIM),
+                       ledger=led)  # fmt: skip
+    assert led.n_messages == 0  # nothing was sent before the mismatch was found
+    with pytest.raises(InputDataError, match="no file for stage 'survival'"):
+        deployment.run("survival", dirs, SURVIVAL)
+
+
+# ---------------------------------------------------------------- a centre's node is lost
+def _lossy_simulation(dead: str, after: int):
+    """A LocalGrid on which centre ``dead``'s node stops answering after ``after`` train
+    messages: Flower's "Node Unavailable" error reply, as a SuperLink gives it."""
+    from flwr.app import Error, Message
+    from flwr.common.constant import ErrorCode
+
+    from fedclust.flower import simulation
+
+    class LossyGrid(simulation.LocalGrid):
+        seen = 0
+        dead_node: int | None = None
+
+        def push_messages(self, messages):
+            out = []
+            for msg in messages:
+                node = msg.metadata.dst_node_id
+                if node == self.dead_node and msg.metadata.message_type == "train":
+                    self.seen += 1
+                if node == self.dead_node and self.seen > after:
+                    msg.metadata.__dict__["_message_id"] = f"x{self.seen}"
+                    self._replies[msg.metadata.message_id] = Message(
+                        Error(ErrorCode.NODE_UNAVAILABLE, "Node Unavailable"), reply_to=msg
+                    )
+                    out.append(msg.metadata.message_id)
+                else:
+                    out += list(super().push_messages([msg]))
+            return out
+
+    def simulate(server_main, clients):
+        grid = {}
+
+        def main(g, node_of):
+            g.dead_node = node_of[dead]
+            grid["g"] = g
+            return server_main(g, node_of)
+
+        real = simulation.LocalGrid
+        simulation.LocalGrid = LossyGrid
+        try:
+            return simulation.simulate(main, clients)
+        finally:
+            simulation.LocalGrid = real
+
+    return simulate
+
+
+def _run_with_loss(stage, dirs, params, dead, after, min_available):
+    from fedclust.federation import Dropouts, centre_id
+    from fedclust.flower.apps import FlowerClientProxy
+
+    st = deployment.get(stage)
+    centres = sorted((deployment.load_centre(st, d, params) for d in dirs), key=centre_id)
+    schema = {centre_id(c): st.describe(c) for c in centres}
+    led = Ledger()
+    drops = Dropouts(len(centres), min_available)
+
+    def main(grid, node_of):
+        ps = [FlowerClientProxy(centre_id(c), node_of[centre_id(c)], grid, led, drops)
+              for c in centres]  # fmt: skip
+        return st.serve(ps, params, schema)
+
+    return _lossy_simulation(dead, after)(main, centres), led, drops
+
+
+def test_fedavg_goes_on_without_a_lost_centre_and_the_ledger_says_who_dropped(tmp_path):
+    dirs = deployment.write_centres(deployment.get("survival"), survival_centres(), tmp_path)
+    params = {**SURVIVAL, "hp": {**SURVIVAL["hp"], "fe": 3}}
+    out, led, drops = _run_with_loss("survival", dirs, params, "centre2", 1, min_available=2)
+    assert drops.lost == {"centre2": 2}
+    d = led.dropouts()
+    assert d.center.unique().tolist() == ["centre2"] and d["round"].min() == 2
+    assert "Node Unavailable" in d.reason.iloc[0]
+    t = led.table()
+    assert not ((t.sender == "centre2") & (t["round"] == 3) & (t.kind == "fit_update")).any()
+    assert ((t.sender == "centre1") & (t["round"] == 3) & (t.kind == "fit_update")).any()
+    assert len(out["model"]) > 0
+
+
+def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
+    dirs = deployment.write_centres(deployment.get("heart"), heart_centres(), tmp_path)
+    with pytest.raises(CentreLost, match=r"centre 'h1' was lost in round 2 of protocol "
+                       r"'heart_train'.*needs every centre"):  # fmt: skip
+        _run_with_loss("heart", dirs, HEART, "h1", 1, min_available=None)
+    sdirs = deployment.write_centres(deployment.get("survival"), survival_centres(), tmp_path / "s")
+    with pytest.raises(CentreLost, match=r"centre 'centre0'.*round 2.*min_available = 3"):
+        _run_with_loss("survival", sdirs, SURVIVAL, "centre0", 1, min_available=3)
+
+
+@pytest.mark.parametrize("stage", ["dec", "survival", "heart"])
+def test_the_deployments_own_apps_in_one_process_equal_inprocess(
+    tmp_path, stage, dec_toy_cfg, toy_blobs
+):
+    """fedclust.flower.deploy's ClientApp (centre from its folder, kept in Context.state as
+    bytes between messages: a deployment answers every message in a new process) and ServerApp
+    on a LocalGrid: the localhost test's code paths without a SuperLink. The heart trainer's
+    parameters are views of its Adam buffer: plain pickling would copy them apart."""
+    from fedclust.flower.deploy import simulate
+
+    if stage == "dec":
+        *_, params, dirs = dec_setup(tmp_path / "c", dec_toy_cfg, toy_blobs)
+    elif stage == "survival":
+        params = SURVIVAL
+        dirs = deployment.write_centres(deployment.get(stage), survival_centres(), tmp_path / "c")
+    else:
+        params = HEART
+        dirs = deployment.write_centres(deployment.get(stage), heart_centres(), tmp_path / "c")
+    done = simulate(stage, dirs, params, tmp_path / "out")
+    ref = deployment.run(stage, dirs, params)
+    got = deployment.read_outputs(tmp_path / "out")
+    assert done["messages"] == len(ref["ledger"]) and done["dropped"] == {}
+    for k, v in ref.items():
+        if isinstance(v, pd.DataFrame):
+            cols = [c for c in v.columns if c != "reason"]
+            pd.testing.assert_frame_equal(got[k][cols], v[cols].astype(got[k][cols].dtypes),
+                                          check_exact=False, rtol=0, atol=1e-12)  # fmt: skip
+        elif isinstance(v, list) and v and isinstance(v[0], np.ndarray):
+            assert all(np.array_equal(a, b) for a, b in zip(got[k], v, strict=True)), k
+
+
+def test_the_check_stage_pools_the_column_means(tmp_path):
+    from fedclust.deploycheck import CheckCentre
+
+    r = np.random.default_rng(0)
+    xs = [r.normal(size=(n, 4)) for n in (5, 9, 7)]
+    dirs = deployment.write_centres(deployment.get("check"),
+                                    [CheckCentre(f"c{i}", x) for i, x in enumerate(xs)],
+                                    tmp_path)  # fmt: skip
+    out = deployment.run("check", dirs, {}, transport=get_transport(SIM))
+    assert out["n"] == 21 and np.allclose(out["mean"], np.concatenate(xs).mean(axis=0))
+    tiny = deployment.write_centres(deployment.get("check"), [CheckCentre("t", xs[0][:2])],
+                                    tmp_path / "t")  # fmt: skip
+    led = Ledger()
+    with pytest.raises(RuntimeError, match="every centre abstained"):  # 2 samples < floor 3
+        deployment.run("check", tiny, {}, ledger=led)
+    assert led.abstentions().reason.str.contains("refused").all()
+
+
+def test_fedclust_deploy_is_the_localhost_recipe(capsys):
+    from fedclust.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["deploy", "--", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "fedclust deploy" in out and "--stage" in out and "dec" in out and "--insecure" in out
+
+
+def test_a_sites_own_disclosure_file_binds_its_centre_not_the_servers_params(tmp_path):
+    """The node config names the site's disclosure file (``disclosure='/data/site.yaml'``): a
+    floor the site raised makes its centre abstain, whatever the run's parameters say."""
+    from fedclust.deploycheck import CheckCentre
+    from fedclust.flower.deploy import simulate
+
+    r = np.random.default_rng(0)
+    dirs = deployment.write_centres(deployment.get("check"),
+                                    [CheckCentre(f"c{i}", r.normal(size=(6, 2))) for i in range(2)],
+                                    tmp_path / "c")  # fmt: skip
+    assert simulate("check", dirs, {}, tmp_path / "a")["messages"] == 4
+    site = tmp_path / "site.yaml"
+    site.write_text("disclosure:\n  default:\n    nfilter_subset: 10\n")
+    with pytest.raises(RuntimeError, match="every centre abstained"):
+        simulate("check", dirs, {"nfilter_subset": 1}, tmp_path / "b", disclosure=site)
+    assert "abstain" in (tmp_path / "b" / "progress.jsonl").read_text()
