@@ -85,7 +85,8 @@ rule dec_best_states:
         states="results/dec/figures/{dataset}/states.npz",
         table="results/dec/figures/{dataset}/states.tsv",
         density=report(
-            "results/dec/figures/{dataset}/density.png", **DEC_WF.report_spec("density")
+            "results/dec/figures/{dataset}/density.png",
+            **DEC_WF.report_spec("density"),
         ),
     log:
         "results/logs/dec/dec_best_states_{dataset}.log",
@@ -209,7 +210,9 @@ rule dec_fig_mnist_bmnist:
         bmnist_features="results/data/bmnist/features.parquet",
         bmnist_obs="results/data/bmnist/obs.tsv",
     output:
-        report("results/dec/figures/mnist_bmnist.png", **DEC_WF.report_spec("fig3_1", "")),
+        report(
+            "results/dec/figures/mnist_bmnist.png", **DEC_WF.report_spec("fig3_1", "")
+        ),
     log:
         "results/logs/dec/dec_fig_mnist_bmnist.log",
     conda:
