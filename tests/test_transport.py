@@ -23,6 +23,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "fedclust"
 MC = ModelConfig(hidden=(4,), l1=1e-3, l2=1e-3)
 HP = HyperParams(fe=2, ie=2, batches=2, lr=0.05)
 TOTAL = Protocol("t_total", {"s": "aggregate", "n": "count"}, min_samples=3)
+TOTAL_REQUEST = Protocol("t_total_request", {})  # the downlink is declared too (core2)
 
 
 class _Centre:
@@ -34,7 +35,7 @@ class _Centre:
 
 
 def _sum(proxies) -> float:
-    return sum(p.call("total", {}, 0, "total", TOTAL)["s"] for p in proxies)
+    return sum(p.call("total", {}, 0, "total", TOTAL, TOTAL_REQUEST)["s"] for p in proxies)
 
 
 def _clients():
