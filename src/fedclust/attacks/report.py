@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..io import save_figure, write_table
 from ..report import StageSection
-from ..report.headlines import Col, Line, Spec, containing, lead
+from ..report.headlines import Col, Line, Spec, containing, lead, read_frame
 from . import figures
 from .summary import summary_table
 
@@ -81,10 +81,6 @@ HEADLINE = Spec(
 SECTION = StageSection("attacks", "Attacks on projected data (seed 001 §4.4)", 40, HEADLINE)
 
 
-def _read(path: str) -> pd.DataFrame:
-    return pd.read_csv(path, sep="\t")
-
-
 def build_section(
     inputs: Mapping[str, Any],
     outputs: Mapping[str, Any],
@@ -97,10 +93,10 @@ def build_section(
     """Rule ``attacks_report``: Figs 4.14–4.19, the summary tables and the attacks section.
     ``inputs``/``outputs``: the rule's named files."""
     inp, out = SimpleNamespace(**inputs), SimpleNamespace(**outputs)
-    known = pd.concat([_read(p) for p in inp.known_io], ignore_index=True)
-    acc = _read(inp.pi_accuracy)
-    err, pinv = _read(inp.rec_errors), _read(inp.rec_pinv)
-    combined = _read(inp.rec_combined)
+    known = pd.concat([read_frame(p) for p in inp.known_io], ignore_index=True)
+    acc = read_frame(inp.pi_accuracy)
+    err, pinv = read_frame(inp.rec_errors), read_frame(inp.rec_pinv)
+    combined = read_frame(inp.rec_combined)
     write_table(out.known_io_ranking, figures.known_io_cohort_ranking(known), index=False)
     picks = {}
     for key, prep in (("fig4_14", "size_factors"), ("fig4_15", "vst")):

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..io import read_json, save_figure, write_table
 from ..report import StageSection
-from ..report.headlines import Col, Line, Sel, Spec
+from ..report.headlines import Col, Line, Sel, Spec, read_frame
 
 TABLE_4_1 = (  # (label, source %, family, who)
     ("[44] SGD", 1.88, "sgd", "Srivastava et al. (dropout paper) via Blundell et al."),
@@ -559,10 +559,6 @@ SECTION = StageSection(
 )
 
 
-def _read(path: str) -> pd.DataFrame:
-    return pd.read_csv(path, sep="\t")
-
-
 def build_section(
     inputs: Mapping[str, Any],
     outputs: Mapping[str, Any],
@@ -579,10 +575,10 @@ def build_section(
     info = read_json(inp.info)
     c_units, f_units = list(central_units), list(federated_units)
     c_res = [read_json(p) for p in inp.central_result]
-    curves = {u: _read(p) for u, p in zip(c_units, inp.central_curve, strict=True)}
+    curves = {u: read_frame(p) for u, p in zip(c_units, inp.central_curve, strict=True)}
     f_res = [read_json(p) for p in inp.federated_result]
-    rounds = {u: _read(p) for u, p in zip(f_units, inp.federated_rounds, strict=True)}
-    ledgers = {u: _read(p) for u, p in zip(f_units, inp.federated_ledger, strict=True)}
+    rounds = {u: read_frame(p) for u, p in zip(f_units, inp.federated_rounds, strict=True)}
+    ledgers = {u: read_frame(p) for u, p in zip(f_units, inp.federated_ledger, strict=True)}
     central = central_table(c_res)
     fed = federated_table(f_res)
     kinds = {k: v["kind"] for k, v in cfg["federated"]["splits"].items()}
@@ -666,7 +662,7 @@ def build_section(
     fig(
         out.conjugate_fig,
         conjugate_figure(
-            _read(inp.federated_rounds[f_units.index("conjugate")])
+            read_frame(inp.federated_rounds[f_units.index("conjugate")])
             if "conjugate" in f_units
             else pd.DataFrame(columns=["schedule", "round", "relative_error"])
         ),

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..io import read_json, save_figure, write_table
 from ..report import StageSection, by_name
-from ..report.headlines import Col, Line, Sel, Spec, lead
+from ..report.headlines import Col, Line, Sel, Spec, lead, read_frame
 from . import published, tables
 
 
@@ -137,10 +137,6 @@ SPLIT_TEXT = {
 }
 
 
-def _read(path):
-    return pd.read_csv(path, sep="\t")
-
-
 def build_section(
     inputs: Mapping[str, Any], outputs: Mapping[str, Any], *, cfg: dict, runs: list[str]
 ) -> None:
@@ -154,7 +150,7 @@ def build_section(
     for (split, mode), pm, pd_, pr, pl in zip(
         jobs, inp.metrics, inp.divergence, inp.run, inp.ledger, strict=True
     ):
-        m, d, led = _read(pm), _read(pd_), _read(pl)
+        m, d, led = read_frame(pm), read_frame(pd_), read_frame(pl)
         imp_led = led[led["approach"] == "imputation"]
         if len(imp_led):
             ledgers[(split, mode, "imputation")] = imp_led

@@ -49,7 +49,8 @@ def lead(v: Any) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _read(path: str | Path) -> pd.DataFrame:
+def read_frame(path: str | Path) -> pd.DataFrame:
+    """A result table without its index (tab-separated for ``.tsv``/``.tsv.gz``, else CSV)."""
     path = Path(path)
     return pd.read_csv(path, sep="\t" if ".tsv" in path.name else ",")
 
@@ -202,7 +203,7 @@ def rows_of(line: Line, tables: list[dict], cache: dict[str, pd.DataFrame]) -> l
         return [_unread(line, NOT_RUN, NOT_RUN)]
     try:
         if path not in cache:
-            cache[path] = _read(path)
+            cache[path] = read_frame(path)
         table = cache[path]
         frame = _select(line, table)
         if line.each:
