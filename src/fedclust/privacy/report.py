@@ -4,11 +4,13 @@ recovered)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from fedclust.io import save_figure, write_table
 from fedclust.report import Section, StageSection
 from fedclust.report.headlines import Col, Line, Sel, Spec
 
@@ -111,10 +113,12 @@ def figure(table: pd.DataFrame):
     return fig
 
 
-def build_section(
-    section_path: str, table_path: str, figure_path: str, table: pd.DataFrame
-) -> Section:
-    """Write the Privacy section for the attack-suite table (and its figure); return it."""
+def build_section(outputs: Mapping[str, Any], *, table: pd.DataFrame) -> Section:
+    """Rule ``privacy_report``: write the attack-suite table, its figure and the Privacy section
+    (``outputs``: the rule's named files ``table``, ``figure``, ``section``); return it."""
+    write_table(outputs["table"], table, index=False)
+    save_figure(figure(table), outputs["figure"])
+    table_path, figure_path = outputs["table"], outputs["figure"]
     safe = table[table["by_design"].fillna("").astype(str) == ""]
     text = [
         f"Every protocol of the workflow was run on small generated centres and attacked by an "
@@ -144,4 +148,4 @@ def build_section(
             "the centres' policy now (blue); generated data (a few hundred patients).",
         }
     ]
-    return SECTION.write(section_path, text=text, figures=figures, tables=tables)
+    return SECTION.write(outputs["section"], text=text, figures=figures, tables=tables)
