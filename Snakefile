@@ -61,6 +61,7 @@ include: "rules/privacy.smk"
 include: "rules/boosting.smk"
 include: "rules/generative.smk"
 include: "rules/bayes.smk"
+include: "rules/privacy_utility.smk"
 include: "rules/report.smk"
 
 

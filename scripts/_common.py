@@ -31,9 +31,13 @@ def run(main: Callable[[], None], snakemake) -> None:
         format=f"%(asctime)s [{snakemake.rule}] %(message)s",
     )
     try:
+        from fedclust.federation import privacy
         from fedclust.federation.disclosure import configure
 
-        configure((getattr(snakemake, "config", None) or {}).get("disclosure"))
+        config = getattr(snakemake, "config", None) or {}
+        configure(config.get("disclosure"))
+        # secure aggregation / DP of the rule's stage (federation.privacy; off by default)
+        privacy.configure(config, privacy.stage_of_rule(str(snakemake.rule), list(config)))
         main()
     except FedclustError as err:
         logging.error("%s", err)

@@ -1,5 +1,6 @@
 """Rule `perf_hac`: time each federated HAC method against its pooled scipy reference, and the
-federated preprocessing against pooled pydeseq2 (issue 23)."""
+federated preprocessing against pooled pydeseq2 (issue 23), a secure-aggregation FedAvg round
+and a DP-SGD epoch against their plain counterparts (issue 24)."""
 
 import logging
 
@@ -10,6 +11,7 @@ from fedclust.io import write_json, write_table
 from fedclust.perf.hac import hac_benchmark
 from fedclust.perf.machine import machine
 from fedclust.perf.preprocess import preprocess_benchmark
+from fedclust.perf.privacy import privacy_benchmark
 from fedclust.perf.report import build_section
 
 
@@ -30,6 +32,12 @@ def main() -> None:
     if prep["enabled"]:
         row = preprocess_benchmark(seed, n=int(prep["samples"]), genes=int(prep["genes"]))
         table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
+    priv = cfg["privacy"]
+    if priv["enabled"]:  # issue 24: secure aggregation per round, DP-SGD per epoch
+        rows = privacy_benchmark(
+            seed, n=int(priv["samples"]), centres=int(priv["centres"]), rounds=int(priv["rounds"])
+        )
+        table = pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
     logging.info("\n%s", table.to_string())
     write_table(out.table, table, index=False)
     write_json(out.machine, info)

@@ -458,6 +458,19 @@ def _bayes():
     }
 
 
+def _privacy_utility():
+    rows = [
+        [m, "federated", met, "rule", 0.8, 8.0, 0.7, 4.0, 3.99]
+        for m, met in (("dp_lloyd", "fmi"), ("hac", "fmi"), ("km", "sup_distance"),
+                       ("survival", "c_index"), ("heart", "auc"), ("dec", "accuracy"))
+    ] + [["dec", "federated_local", "accuracy", "rule", 0.8, 8.0, 0.5, float("nan"), float("nan")],
+         ["known_io", "attack", "median_rel_error", "rule", 0.0, 8.0, 5.0, float("nan"),
+          float("nan")]]  # fmt: skip
+    cols = ["method", "arm", "metric", "rule", "nonprivate", "epsilon_max", "at_epsilon_max",
+            "epsilon_within", "epsilon_spent"]  # fmt: skip
+    return {"results/privacy_utility/tables/thresholds.tsv": pd.DataFrame(rows, columns=cols)}
+
+
 THESIS = {
     "data": _data,
     "hac": _hac,
@@ -473,6 +486,7 @@ THESIS = {
     "generative": _generative,
     "bayes": _bayes,
     "privacy": _privacy,
+    "privacy_utility": _privacy_utility,
 }
 
 

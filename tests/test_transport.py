@@ -23,7 +23,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "fedclust"
 MC = ModelConfig(hidden=(4,), l1=1e-3, l2=1e-3)
 HP = HyperParams(fe=2, ie=2, batches=2, lr=0.05)
 TOTAL = Protocol("t_total", {"s": "aggregate", "n": "count"}, min_samples=3)
-TOTAL_REQUEST = Protocol("t_total_request", {})  # the downlink is declared too (core2)
+TOTAL_REQUEST = Protocol("t_total_request", {})  # the server's empty request, declared too
 
 
 class _Centre:

@@ -28,6 +28,7 @@ REPORT_MODULES: dict[str, str] = {
     "generative": "fedclust.generative.report",
     "boosting": "fedclust.boosting.report",
     "privacy": "fedclust.privacy.report",
+    "privacy_utility": "fedclust.privacy_utility.report",
 }
 
 

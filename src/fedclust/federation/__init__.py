@@ -1,5 +1,6 @@
 """The federation core: the privacy boundary (:mod:`.ledger`), Flower-shaped strategies
-(:mod:`.strategy`) and the one round loop with a ledger-transport client proxy (:mod:`.engine`).
+(:mod:`.strategy`) and the one round loop with a ledger-transport client proxy (:mod:`.engine`);
+secure aggregation (:mod:`.secagg`) and differential privacy (:mod:`.dp`, :mod:`.privacy`).
 """
 
 from fedclust.errors import DisclosureError
@@ -16,6 +17,7 @@ from .engine import (
 )
 from .faults import CentreLost, Dropouts
 from .ledger import KINDS, Ledger, Message, Protocol, abstention_summary, check_disclosure
+from .privacy import PrivacySettings, secure_sum
 from .strategy import (
     STRATEGIES,
     FedAdam,
@@ -53,6 +55,7 @@ __all__ = [
     "LedgerClientProxy",
     "Message",
     "Protocol",
+    "PrivacySettings",
     "PublishedAverage",
     "RoundLog",
     "Strategy",
@@ -65,5 +68,6 @@ __all__ = [
     "fit_protocol",
     "make_strategy",
     "run_rounds",
+    "secure_sum",
     "weighted_average",
 ]

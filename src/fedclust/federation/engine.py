@@ -17,8 +17,11 @@ from typing import Any
 from typing import Protocol as TypingProtocol
 
 from .abstain import Abstain
+from .calls import call_all
 from .guard import reply
 from .ledger import Ledger, Message, Protocol
+from .privacy import PrivacySettings, PrivateRounds
+from .privacy import current as current_privacy
 from .strategy import NDArrays, Strategy
 
 log = logging.getLogger(__name__)
@@ -42,9 +45,10 @@ class FitClient(TypingProtocol):
 
 
 def fit_protocol(name: str, metrics: Sequence[str] = ("loss",), min_samples: int = 1) -> Protocol:
-    """The protocol of a fit update: parameters, the number of training samples, metrics."""
+    """The protocol of a fit update: parameters, the number of training samples, metrics. Its
+    server step is a (weighted) mean: ``summed`` (secure aggregation and central DP apply)."""
     fields = {"parameters": "parameters", "n": "count", **{m: "aggregate" for m in metrics}}
-    return Protocol(name, fields, min_samples=min_samples)
+    return Protocol(name, fields, min_samples=min_samples, summed=True)
 
 
 @dataclass
@@ -107,24 +111,6 @@ def fit_all(
     return [p.fit(w, cfg, server_round, kind, protocol) for p, w, cfg in jobs]
 
 
-def call_all(
-    proxies: Sequence[Any], method: str, requests: Message | Sequence[Message],
-    server_round: int, kind: str, protocol: Protocol, down_protocol: Protocol | None = None,
-) -> list[Message | None]:  # fmt: skip
-    """``proxy.call(method, request, ...)`` for every proxy (one request for all, or one each),
-    sent all at once where the transport can (``push_call``), answers in ``proxies``' order
-    (``None`` for a centre that abstained or was dropped)."""
-    reqs = [requests] * len(proxies) if isinstance(requests, Mapping) else list(requests)
-    if len(reqs) != len(proxies):
-        raise ValueError(f"{len(reqs)} requests for {len(proxies)} centres")
-    for proxy, req in zip(proxies, reqs, strict=True):
-        push = getattr(proxy, "push_call", None)
-        if push is not None:
-            push(method, req, server_round, kind, protocol, down_protocol)
-    return [p.call(method, r, server_round, kind, protocol, down_protocol)
-            for p, r in zip(proxies, reqs, strict=True)]  # fmt: skip
-
-
 @dataclass
 class RoundLog:
     """Per-round timing with an ETA (linear in the mean round time so far)."""
@@ -170,25 +156,38 @@ def run_rounds(
     label: str = "",
     on_round: Callable[[int, NDArrays], None] | None = None,
     history: History | None = None,
+    privacy: PrivacySettings | None = None,
 ) -> NDArrays:
     """``rounds`` rounds of broadcast → local fit → ledger → ``aggregate_fit``.
 
     ``proxies`` come from :func:`fedclust.federation.federate`: the same loop runs in-process and,
     inside a Flower ``ServerApp``, on Flower (the transport is the proxies' business).
+    ``privacy`` (default: the process's :func:`.privacy.current`): with secure aggregation or
+    central DP on, each round's results are the one unmasked (noised) mean
+    (:class:`.privacy.PrivateRounds`); off, this loop is unchanged.
     """
     hist = history if history is not None else History()
     clock = RoundLog(label or kind, rounds)
+    settings = privacy if privacy is not None else current_privacy()
+    private = (
+        PrivateRounds.start(settings, proxies, strategy, rounds, label or kind)
+        if settings.active else None
+    )  # fmt: skip
     for rnd in range(1, rounds + 1):
         pairs = strategy.configure_fit(rnd, parameters, proxies, config)
-        outs = fit_all([(p, parameters, cfg) for p, cfg in pairs], rnd, kind, protocol)
-        results = [out for out in outs if out is not None]
+        if private is not None:
+            results, n_part = private.round(rnd, parameters, pairs, kind, protocol)
+        else:
+            outs = fit_all([(p, parameters, cfg) for p, cfg in pairs], rnd, kind, protocol)
+            results = [out for out in outs if out is not None]
+            n_part = len(results)
         if not results:
             raise RuntimeError(f"{label or kind} round {rnd}: every center abstained or was lost")
         parameters = strategy.aggregate_fit(rnd, results, parameters)
         if all("loss" in r[2] for r in results):
             tot = sum(r[1] for r in results)
             hist.loss.append(float(sum(r[2]["loss"] * r[1] for r in results) / tot))
-        hist.participants.append(len(results))
+        hist.participants.append(n_part)
         clock.done(rnd, f", loss {hist.loss[-1]:.4g}" if hist.loss else "")
         hist.seconds.append(clock.seconds[-1])
         if on_round is not None:

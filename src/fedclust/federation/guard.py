@@ -16,11 +16,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from fedclust.errors import DisclosureError
+from fedclust.errors import DisclosureError, InputDataError
 
+from . import secagg
 from .abstain import Abstain
 from .disclosure import DEFAULT_POLICY, DisclosurePolicy, check_outgoing, configured_policy
 from .ledger import REGISTRY, Message, Protocol, check_disclosure, snapshot
+from .privacy import pop_instruction, privatise
 
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)?(?:e[-+]?\d+)?")
 
@@ -79,13 +81,20 @@ def reply(
     protocol: Protocol | str | None,
 ) -> Message | Abstain:  # fmt: skip
     """Run ``centre.<method>(parameters, config)`` and return what may leave the centre: the
-    checked plain message, or an :class:`Abstain` (the centre's own or the guard's refusal)."""
+    checked plain message, or an :class:`Abstain` (the centre's own or the guard's refusal).
+    The core's secure-aggregation methods (:data:`.secagg.CONTROL`) are answered here; a
+    request's privacy instruction (:mod:`.privacy`) is applied to the checked message (clip,
+    weight, mask) and never reaches the method."""
     cid, policy = centre_name(centre), centre_policy(centre)
+    if method in secagg.CONTROL:
+        return _control(centre, cid, method, config, policy)
+    config = dict(config)
+    instruction = pop_instruction(config)
     try:
         proto = resolve_protocol(centre, method, protocol)
     except DisclosureError as err:
         return Abstain(sanitise(f"refused: {err.rule}", policy))
-    out = getattr(centre, method)(parameters, dict(config))
+    out = getattr(centre, method)(parameters, config)
     if isinstance(out, Abstain):
         return Abstain(sanitise(out.reason, policy))
     msg = as_message(method, out)
@@ -98,4 +107,22 @@ def reply(
         check_outgoing(snap, proto, policy, cid, getattr(centre, "n_samples", None))
     except DisclosureError as err:
         return Abstain(sanitise(f"refused by the centre's disclosure check: {err.rule}", policy))
+    try:
+        return privatise(centre, cid, snap, proto, parameters, instruction)
+    except DisclosureError as err:
+        return Abstain(sanitise(f"refused by the centre's privacy settings: {err.rule}", policy))
+    except InputDataError as err:
+        return Abstain(sanitise(f"cannot encode for secure aggregation: {err.where}", policy))
+
+
+def _control(
+    centre: Any, cid: str, method: str, config: Mapping[str, Any], policy: DisclosurePolicy
+) -> Message | Abstain:
+    """The centre's answer to a secure-aggregation method (keys, round keys), checked."""
+    proto = secagg.CONTROL[method]
+    try:
+        snap = snapshot(secagg.control(centre, cid, method, config), proto, cid)
+        check_disclosure(snap, proto, cid)
+    except DisclosureError as err:
+        return Abstain(sanitise(f"refused: {err.rule}", policy))
     return snap

@@ -18,7 +18,10 @@ The ledger *enforces*, it does not only count:
    - ``count``: sample counts (a scalar ``n`` or per-centroid sizes), checked *entry-wise*:
      every entry must be ≥ ``min_samples``,
    - ``per_sample``: one row per sample: allowed only if ``Protocol.per_sample`` is True,
-   - ``metadata``: labels / names / settings (strings allowed).
+   - ``metadata``: labels / names / settings (strings allowed),
+   - ``masked``: a share of a secure sum (:mod:`.secagg`): unsigned 64-bit fixed-point values
+     plus pairwise masks, uniform modulo 2^64 whatever the data. The centre checked the plain
+     message (counts and all) before masking it; the server learns only the sum over centres.
 
    A center's message with ``parameters`` or ``aggregate`` fields must carry at least one
    ``count`` field (how many samples it summarises). Messages sent by a server (a sender listed
@@ -50,7 +53,10 @@ import pandas as pd
 from fedclust.errors import BoundaryTypeError, DisclosureError
 
 Message = dict[str, Any]
-KINDS = ("parameters", "aggregate", "count", "table", "per_sample", "metadata")
+KINDS = ("parameters", "aggregate", "count", "table", "per_sample", "metadata", "masked")
+#: the metadata field that marks a secure-aggregation share (:mod:`.secagg`): a message carrying
+#: it is checked against :func:`masked_protocol` of its protocol
+SECAGG_FIELD = "secagg"
 NUMERIC_KINDS = "biufc"  # numpy dtype.kind: bool, int, uint, float, complex
 DEFAULT_SERVERS = ("server", "observer")
 #: metadata is for labels and settings: strings up to this length, integers (ids, seeds)
@@ -73,6 +79,10 @@ class Protocol:
     ``glm``: the ``parameters`` are a model fitted on the centre's samples, so the centre's
     ``nfilter_glm`` bounds their number relative to its sample count.
     ``table`` fields are count tables (histograms, risk-set cells): each cell is 0 or ≥ the floor.
+    ``masked`` fields are secure-aggregation shares (:func:`masked_protocol`).
+    ``summed``: the server's step on these messages is a sum or a mean over the centres, so
+    secure aggregation and central DP apply (:mod:`.privacy`); a centre whose own settings
+    require them refuses such a message sent without them.
     """
 
     name: str
@@ -80,6 +90,7 @@ class Protocol:
     min_samples: int = 1
     per_sample: bool = False
     glm: bool = False
+    summed: bool = False
 
     def __post_init__(self) -> None:
         bad = {k: v for k, v in self.fields.items() if v not in KINDS}
@@ -91,6 +102,31 @@ class Protocol:
 
     def kind(self, key: str) -> str | None:
         return self.fields.get(key)
+
+
+def masked_protocol(protocol: Protocol) -> Protocol:
+    """The protocol of ``protocol``'s secure-aggregation shares (:mod:`.secagg`): every field a
+    ``masked`` share, except metadata (kept), plus the :data:`SECAGG_FIELD` marker (session and
+    round). Registered as ``<name>+secagg``."""
+    name = f"{protocol.name}+secagg"
+    fields = {k: ("metadata" if v == "metadata" else "masked") for k, v in protocol.fields.items()}
+    fields[SECAGG_FIELD] = "metadata"
+    known = REGISTRY.get(name)
+    if known is not None and dict(known.fields) == fields:
+        return known
+    return Protocol(name, fields, min_samples=protocol.min_samples, summed=protocol.summed)
+
+
+def _check_masked(key: str, value: Any, center: str, protocol: str) -> None:
+    """A masked share is made of uint64 arrays (lists of them): nothing else can be a share."""
+    parts = value if isinstance(value, list | tuple) else [value]
+    for v in parts:
+        if not (isinstance(v, np.ndarray) and v.dtype == np.uint64):
+            raise _violation(
+                f"masked field {key!r} holds {type(v).__name__} values, not uint64 shares",
+                center, protocol, "masked-are-shares",
+                fix="mask with fedclust.federation.secagg (fixed point modulo 2^64)",
+            )  # fmt: skip
 
 
 # ---------------------------------------------------------------- checks and copies
@@ -244,6 +280,8 @@ def check_disclosure(message: Mapping[str, Any], protocol: Protocol, center: str
     for k, kind in kinds.items():
         if kind == "metadata":
             _check_metadata(k, message[k], center, name)
+        elif kind == "masked":
+            _check_masked(k, message[k], center, name)
     if from_server:
         return
     for k, kind in kinds.items():
@@ -328,6 +366,8 @@ class Ledger:
                 fix="declare the message's fields in a Protocol (the stage's protocols.py) and "
                 "pass protocol=...",
             )  # fmt: skip
+        if isinstance(message, Mapping) and SECAGG_FIELD in message:
+            proto = masked_protocol(proto)  # a secure-aggregation share of a proto message
         pname = proto.name
         out = snapshot(message, proto, sender)
         from_server = (sender in self.servers) if downlink is None else bool(downlink)

@@ -29,6 +29,8 @@ def _scalar(v: Any) -> Any:
         return v.item()
     if isinstance(v, bool | int | float | str):
         return v
+    if isinstance(v, list | tuple) and all(isinstance(x, str) for x in v):
+        return list(v)  # short strings (ids, secure aggregation's instruction chunks)
     raise TypeError(f"cannot send {type(v).__name__} as a Flower config value")
 
 

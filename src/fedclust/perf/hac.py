@@ -42,7 +42,7 @@ def best_time(f: Callable[[], object], repeat: int) -> float:
     return best
 
 
-def _per_center(led: Ledger) -> tuple[float, float]:
+def per_center(led: Ledger) -> tuple[float, float]:
     """(max, mean) floats sent per center (server messages excluded)."""
     t = led.table()
     t = t[t["sender"].astype(str).str.startswith("center")]
@@ -121,7 +121,7 @@ def hac_benchmark(
         secs = best_time(lambda run=run: run(Ledger()), repeat)
         led = Ledger()
         run(led)
-        fmax, fmean = _per_center(led)
+        fmax, fmean = per_center(led)
         madds = (
             max(projection_center_costs(blocks, "euclidean", sketch))
             if m == "projection"

@@ -1,5 +1,7 @@
-"""The perf section (issue 15): federated HAC time against pooled scipy, and its headline
-(:data:`HEADLINE`; the ratios are read when the report is rendered)."""
+"""The perf section (issues 15, 23, 24): federated HAC time against pooled scipy, federated
+preprocessing against pooled pydeseq2, secure aggregation and DP-SGD against their plain
+counterparts, and its headline (:data:`HEADLINE`; the ratios are read when the report is
+rendered)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,9 @@ _EXPECT = {
     "projection": "as pooled",
     "perturbation": "as pooled",
     "preprocessing": "≤ 1.5 × pooled pydeseq2 (issue 23 goal)",
+    "secure aggregation": "≤ 1.3 × plain round (issue 24 goal)",
+    "DP-SGD (TSAE, torch.func)": "no goal (Opacus reports 2–10×)",
+    "DP-SGD (MLP, Opacus)": "no goal (Opacus reports 2–10×)",
 }
 
 
@@ -31,7 +36,10 @@ def _perf_note(s: Sel) -> str:
 def _perf_label(s: Sel) -> str:
     r = s.row
     rounds = f" ({int(r['rounds'])} round(s))" if pd.notna(r.get("rounds")) else ""
-    ref_name = "pooled pydeseq2" if r.get("method") == "preprocessing" else "pooled scipy"
+    method = str(r.get("method", ""))
+    ref_name = {"preprocessing": "pooled pydeseq2", "secure aggregation": "plain round"}.get(
+        method, "plain SGD epoch" if method.startswith("DP-SGD") else "pooled scipy"
+    )
     return f"{r.get('method', '?')}: time / {ref_name}{rounds}"
 
 
@@ -56,7 +64,11 @@ HEADLINE = Spec(
 )
 
 SECTION = StageSection(
-    "perf", "Performance: federated HAC vs pooled scipy, federated preprocessing", 90, HEADLINE
+    "perf",
+    "Performance: federated HAC vs pooled scipy, federated preprocessing, secure aggregation and "
+    "DP-SGD",
+    90,
+    HEADLINE,
 )
 
 
@@ -92,6 +104,16 @@ def build_section(section_path: str, table_path: str, *, cfg: dict, info: dict[s
             "centres' summed likelihood terms, 7 centres in-process) against pooled pydeseq2 on "
             "the same simulated counts, one run each; goal ≤ 1.5×. At TCGA size (1188 × 20 000) "
             "benchmarks/data_federated_preprocess.py measures 0.33× (benchmarks/README.md)."
+        )
+    if cfg["privacy"]["enabled"]:
+        text.append(
+            "Rows 'secure aggregation' and 'DP-SGD' (issue 24): the mean time of a FedAvg round "
+            "of DEC's TSAE with secure aggregation (pairwise X25519 masks modulo 2^64 at every "
+            "centre, the unmask round at the server; the one-off key set-up is in the objects "
+            "column) over the plain round, in-process, goal ≤ 1.3×; one local epoch of DP-SGD "
+            "(Poisson sampling, per-sample clipping, Gaussian noise) over one plain minibatch "
+            "SGD epoch at the same batch size: the tied TSAE via torch.func, an MLP of the same "
+            "widths via Opacus' per-sample hooks."
         )
     tables = [{"path": table_path, "caption": "Time ratio to pooled and floats per center"}]
     SECTION.write(section_path, text=text, tables=tables)

@@ -33,10 +33,10 @@ from fedclust.federation import (
     Protocol,
     RoundLog,
     Transport,
-    call_all,
     federate,
     fit_protocol,
     run_rounds,
+    secure_sum,
 )
 from fedclust.federation.guard import centre_policy
 from fedclust.privacy.centre import centre_send
@@ -65,7 +65,10 @@ MIN_SAMPLES = 2
 FIT = fit_protocol("survival_fit", metrics=(), min_samples=MIN_SAMPLES)
 LOCAL_MODEL = fit_protocol("survival_local_model", metrics=(), min_samples=MIN_SAMPLES)
 EVALUATE_REQUEST = Protocol("survival_evaluate_request", {"parameters": "parameters"})
-EVALUATE = Protocol("survival_evaluate", {"loss_sum": "aggregate", "n_events": "count"})
+# a summing protocol (the server needs Σ loss and Σ events only): secure aggregation applies
+EVALUATE = Protocol(
+    "survival_evaluate", {"loss_sum": "aggregate", "n_events": "count"}, summed=True
+)
 # leave-one-centre-out CV scored at the held-out centre (issue 22): the server sends the fold's
 # model (members' parameters, their weights and sizes), the centre answers its Harrell
 # concordant / comparable pair counts. D6.2's pooled CV C-index needed every held-out patient's
@@ -203,12 +206,12 @@ def predict_model(net, model: Model, x: np.ndarray) -> np.ndarray:
 
 
 def _lr_round(proxies: Sequence[LedgerClientProxy], params, rule: LrRule, k: int) -> float:
-    """Evaluate exchange: masked (per-centre) Cox loss of the current model → lr rule."""
-    msgs = call_all(
-        proxies, "evaluate", {"parameters": params}, k, "evaluate", EVALUATE, EVALUATE_REQUEST
-    )
-    msgs = [m for m in msgs if m is not None]
-    loss = sum(m["loss_sum"] for m in msgs) / sum(m["n_events"] for m in msgs)
+    """Evaluate exchange: masked (per-centre) Cox loss of the current model → lr rule. The
+    server needs Σ loss and Σ events only: a summing exchange (:func:`secure_sum`), so with
+    secure aggregation on it receives the sums alone."""
+    sums, _ = secure_sum(proxies, "evaluate", {"parameters": params}, k, "evaluate", EVALUATE,
+                         EVALUATE_REQUEST)  # fmt: skip
+    loss = sums["loss_sum"] / sums["n_events"]
     return rule.update(loss, k)
 
 
