@@ -5,13 +5,18 @@ from _common import run
 
 from fedclust.admm.pipeline import run_units
 from fedclust.io import write_json, write_table
+from fedclust.transports import from_config
 
 
 def main() -> None:
     units = [tuple(u) for u in snakemake.params.units]
     out = snakemake.output
     runs = run_units(
-        snakemake.params.cfg, units, snakemake.params.seed, snakemake.params.mds_source
+        snakemake.params.cfg,
+        units,
+        snakemake.params.seed,
+        snakemake.params.mds_source,
+        from_config(snakemake.config),
     )
     files = zip(out.history, out.ledger, out.result, strict=True)  # lists, in `units` order
     for (res, info), (history, ledger, result) in zip(runs, files, strict=True):

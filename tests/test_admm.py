@@ -18,7 +18,7 @@ from fedclust.admm import problems as P
 from fedclust.admm import reference as R
 from fedclust.admm import workflow as WF
 from fedclust.config import defaults_at, load_yaml, validate_config
-from fedclust.errors import ConfigError, InputDataError
+from fedclust.errors import ConfigError, DisclosureError, InputDataError
 from fedclust.federation import Ledger
 
 TIGHT = {"eps_abs": 1e-9, "eps_rel": 1e-9}
@@ -191,29 +191,62 @@ def test_messages_through_ledger_and_nothing_row_level(regression):
     A, b = regression
     X = A[:, :-1] * 3 + 1  # raw-ish inputs: standardised with federated moments
     centers = np.array([f"c{i % 4}" for i in range(len(b))])
-    led = Ledger()
-    blocks = D.federated_blocks(X, b, centers, ["c0", "c1", "c2", "c3"], "ridge", led)
-    A_pool, b_pool = D.pooled_blocks(X, b, "ridge")
-    order = np.concatenate([np.flatnonzero(centers == c) for c in ["c0", "c1", "c2", "c3"]])
-    np.testing.assert_allclose(np.vstack([a for _, a, _ in blocks]), A_pool[order], atol=1e-12)
-    np.testing.assert_allclose(np.concatenate([y for *_, y in blocks]), b_pool[order], atol=1e-12)
+    names = ["c0", "c1", "c2", "c3"]
     s = M.AdmmSettings("ridge", 0.1, max_iter=10, eps_abs=None)
-    res = M.admm_distributed(blocks, s, led)
+    led = Ledger()
+    centres = M.centres_from_rows(X, b, centers, names, s)
+    res = M.admm_federated(centres, s, led)
+    # the centres' designs (from federated moments) are the pooled standardised rows
+    A_pool, b_pool = D.pooled_blocks(X, b, "ridge")
+    order = np.concatenate([np.flatnonzero(centers == c) for c in names])
+    np.testing.assert_allclose(np.vstack([c.A for c in centres]), A_pool[order], atol=1e-12)
+    np.testing.assert_allclose(np.concatenate([c.b for c in centres]), b_pool[order], atol=1e-12)
+    # ... and equal the data module's round-0 blocks, so the run is admm_distributed's on them
+    blocks = D.federated_blocks(X, b, centers, names, "ridge", Ledger())
+    ref = M.admm_distributed(blocks, s)
+    np.testing.assert_array_equal(res.z, ref.z)
+    pd.testing.assert_frame_equal(res.history, ref.history)
     t = led.table()
     d = A.shape[1]
-    assert (t[t["round"] == 0]["kind"] == "standardize").sum() == 8
+    per_kind = t[t["round"] == 0].groupby("kind").size().to_dict()
+    assert per_kind == {"standardize_request": 4, "standardize": 4, "design_request": 4,
+                        "design": 4}  # fmt: skip
+    assert set(t[t["kind"] == "standardize"]["fields"]) == {"n,sum,sumsq"}
+    assert set(t[t["kind"] == "design_request"]["fields"]) == {"mean,n_total,sd,y_mean,y_sd"}
     per_round = t[t["round"] > 0].groupby("kind").size().to_dict()
-    assert per_round == {"local_update": 40, "consensus": 40, "objective": 40}
+    assert per_round == {"local_update_request": 40, "local_update": 40,
+                         "objective_request": 40, "objective": 40}  # fmt: skip
+    assert (t[t["kind"] == "local_update_request"]["floats"] == 0).all()  # the centre holds z_k
     upd = t[t["kind"] == "local_update"]
     # x_i, w_i and the center's sample count n_i (the core's count rule)
     assert set(upd["fields"]) == {"n,w,x"} and (upd["floats"] == 2 * d + 1).all()
     assert (t[t["kind"] == "objective"]["floats"] == 2).all()
+    assert set(t[t["kind"] == "objective_request"]["fields"]) == {"z"}
     assert set(t["protocol"]) == {
-        "admm_standardize", "admm_standardize_global", "admm_local_update", "admm_consensus",
-        "admm_objective",
+        "admm_standardize_request", "admm_standardize", "admm_design", "admm_design_ack",
+        "admm_local_update_request", "admm_local_update", "admm_consensus", "admm_objective",
     }  # fmt: skip
     assert t["floats"].max() < 110  # no message carries a center's rows (≥ 110 samples each)
     assert res.ledger is led
+
+
+def test_centre_answers_only_its_declared_methods_and_the_server_sees_messages(regression):
+    from fedclust.federation import LedgerClientProxy
+
+    A, b = regression
+    s = M.AdmmSettings("ridge", 0.1, max_iter=3, eps_abs=None)
+    c = M.AdmmCentre("c0", A[:120, :-1], b[:120], s)
+    led = Ledger()
+    proxy = LedgerClientProxy("c0", c, led)
+    # a request for anything but the declared methods (e.g. the rows) is refused, recorded
+    assert proxy.call("__dict__", {}, 0, "steal", M.LOCAL_UPDATE, M.LOCAL_REQUEST) is None
+    assert led.n_abstentions == 1 and "declared" in led.abstentions()["reason"].iloc[0]
+    # the centre answers under its own protocol: a server offering another one for the moments
+    # gets the moments, which its ledger of record then refuses as undeclared fields
+    with pytest.raises(DisclosureError, match="declared-fields-only"):
+        proxy.call("moments", {}, 0, "standardize", M.LOCAL_UPDATE, M.MOMENTS_REQUEST)
+    out = proxy.call("moments", {}, 0, "standardize", D.STANDARDIZE, M.MOMENTS_REQUEST)
+    assert set(out) == {"n", "sum", "sumsq"} and out["n"] == 120
 
 
 # ---- pipeline (MDS-like task from files) --------------------------------------------------------
@@ -352,8 +385,13 @@ def test_report_tables_and_figure(regression):
                            ("r", "centralized"): cen.ledger.table()})  # fmt: skip
     got = {(r.kind, r.direction): (r.messages, r.floats) for r in t.itertuples()}
     d = A.shape[1]
-    assert got == {("local_update", "center->server"): (10, 10 * (2 * d + 1)),
-                   ("consensus", "server->center"): (10, 10 * d),
+    assert got == {("standardize_request", "server->center"): (2, 0),
+                   ("standardize", "center->server"): (2, 2),
+                   ("design_request", "server->center"): (2, 2),
+                   ("design", "center->server"): (2, 2),
+                   ("local_update_request", "server->center"): (10, 0),
+                   ("local_update", "center->server"): (10, 10 * (2 * d + 1)),
+                   ("objective_request", "server->center"): (10, 10 * d),
                    ("objective", "center->server"): (10, 20)}  # fmt: skip
     fig = REP.convergence_figure("r", {"centralized": cen.history, "distributed": dis.history},
                                  cen.objective)  # fmt: skip

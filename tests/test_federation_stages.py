@@ -8,10 +8,12 @@ import pytest
 import torch
 
 from fedclust.admm import admm as M
+from fedclust.admm.protocols import PROTOCOLS as ADMM_PROTOCOLS
 from fedclust.errors import DisclosureError
 from fedclust.fedcref.algorithm import GROUP_FIT, Client, FedCRefParams, train_group
 from fedclust.fedcref.system import oracle_partition
 from fedclust.federation import Ledger, LedgerClientProxy, weighted_average
+from fedclust.privacy.recorder import RecordingLedger
 from fedclust.survival import strategies as S
 from fedclust.survival.model import get_parameters
 from fedclust.survival.train import HyperParams, LrRule, ModelConfig
@@ -202,7 +204,7 @@ def test_admm_protocols_same_numbers_and_small_center_abstains():
     b = np.concatenate([y for *_, y in kept])
     cen = M.admm_centralized(A, b, s)  # one data holder: consensus ADMM converges to it
     np.testing.assert_allclose(res.z, cen.z, atol=1e-3)
-    assert set(led.messages()["protocol"]) == {p.name for p in M.PROTOCOLS}
+    assert set(led.messages()["protocol"]) == {p.name for p in ADMM_PROTOCOLS}
     assert list(led.abstentions()["center"]) == ["c1"]
     assert "c1" not in set(led.messages()["sender"])
     # admm.min_samples can only raise the floor: 35 rows leave c2 out as well
@@ -211,14 +213,17 @@ def test_admm_protocols_same_numbers_and_small_center_abstains():
     assert list(led.abstentions()["center"]) == ["c1", "c2"]
 
 
-def test_admm_center_sending_rows_raises(monkeypatch):
-    orig = M.AdmmCenter.local_update
+def test_admm_center_sending_rows_never_reaches_the_server(monkeypatch):
+    """A centre whose x-update also returns its rows: the centre-side guard keeps only the
+    protocol's declared fields (issue 22), so the rows never leave it."""
+    orig = M.AdmmCentre.local_update
 
-    def leaky(self, z):
-        return {**orig(self, z), "b": self.b.copy()}
+    def leaky(self, parameters, config):
+        return {**orig(self, parameters, config), "b": self.b.copy()}
 
-    monkeypatch.setattr(M.AdmmCenter, "local_update", leaky)
+    monkeypatch.setattr(M.AdmmCentre, "local_update", leaky)
     s = M.AdmmSettings("ridge", 0.1, max_iter=3, eps_abs=None)
-    with pytest.raises(DisclosureError) as err:
-        M.admm_distributed(_admm_blocks(), s, Ledger())
-    assert (err.value.center, err.value.rule) == ("c0", "declared-fields-only")
+    led = RecordingLedger()
+    M.admm_distributed(_admm_blocks(), s, led)
+    ups = led.received(protocol="admm_local_update")
+    assert ups and all(set(m) == {"x", "w", "n"} for _, m in ups)

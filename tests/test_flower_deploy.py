@@ -2,11 +2,11 @@
 secured as real sites run it — TLS with an openssl-made CA, SuperNode authentication (keys
 registered with ``flwr supernode register``), in-memory state, no runtime dependency
 installation — and one SuperNode per centre holding only that centre's folder. Several stages
-run on the session (DEC stages A–C, survival Weights Averaging, heart FL), each equal bit for
-bit to the same stage in-process with the centres built from the same files; then a centre
-that fails, a SuperNode killed mid-run under a FedAvg protocol with ``min_available`` (the run
-goes on, the ledger records the drop) and under an exact protocol (the run stops naming the
-site and the round), and a SuperNode with ``--trusted-entities`` refusing an unsigned app
+run on the session (DEC stages A–C, survival Weights Averaging, heart FL, consensus ADMM), each
+equal bit for bit to the same stage in-process with the centres built from the same files; then
+a centre that fails, a SuperNode killed mid-run under a FedAvg protocol with ``min_available``
+(the run goes on, the ledger records the drop) and under an exact protocol (the run stops naming
+the site and the round), and a SuperNode with ``--trusted-entities`` refusing an unsigned app
 bundle. Every process is killed at the end."""
 
 from __future__ import annotations
@@ -24,7 +24,14 @@ pytest.importorskip("flwr")
 if not (shutil.which("openssl") and shutil.which("ssh-keygen")):  # pragma: no cover
     pytest.skip("the secure recipe needs openssl and ssh-keygen", allow_module_level=True)
 
-from test_deployment import HEART, SURVIVAL, dec_setup, heart_centres, survival_centres
+from test_deployment import (
+    HEART,
+    SURVIVAL,
+    admm_centres,
+    dec_setup,
+    heart_centres,
+    survival_centres,
+)
 
 from fedclust import deployment
 from fedclust.flower.localhost import LocalFederation, RunFailed, make_trusted_entities
@@ -34,7 +41,8 @@ COLS = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
-    """Three sites' folders (dec.npz, survival.npz, heart.npz each) and the stages' params."""
+    """Three sites' folders (dec.npz, survival.npz, heart.npz, admm.npz each) and the stages'
+    params."""
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("sites")
     folders = [root / f"site_{i}" for i in range(3)]
@@ -46,8 +54,12 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     deployment.write_centres(deployment.get("dec"), cs, root, folders)
     deployment.write_centres(deployment.get("survival"), survival_centres(), root, folders)
     deployment.write_centres(deployment.get("heart"), heart_centres(), root, folders)
+    admm, admm_params = admm_centres()
+    deployment.write_centres(deployment.get("admm"), admm, root, folders)
+    admm_params = {**admm_params, "settings": {**admm_params["settings"], "max_iter": 4}}
     return root, folders, {"dec": dec_params, "survival": {**SURVIVAL, "hp": {**SURVIVAL["hp"],
-                           "fe": 1}}, "heart": {**HEART, "rounds": 1}}  # fmt: skip
+                           "fe": 1}}, "heart": {**HEART, "rounds": 1},
+                           "admm": admm_params}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +85,7 @@ def _same(got: dict, ref: dict, tmp) -> None:
             assert got[k] == v, k
 
 
-@pytest.mark.parametrize("stage", ["dec", "survival", "heart"])
+@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm"])
 def test_stage_on_the_deployment_equals_inprocess(fed, site, stage):
     _, folders, params = site
     got = fed.run(stage, params[stage])

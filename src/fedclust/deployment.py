@@ -52,6 +52,7 @@ MODULES: dict[str, str] = {
     "dec": "fedclust.dec.deployment",
     "survival": "fedclust.survival.deployment",
     "heart": "fedclust.decentral.deployment",
+    "admm": "fedclust.admm.deployment",
 }
 REGISTRY: dict[str, DeployedStage] = {}
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -1,11 +1,13 @@
 """Convex federated learning by consensus ADMM (seed 003 §2, GenoMed4All D6.2 chapter 3)."""
 
 from .admm import (
-    AdmmCenter,
+    AdmmCentre,
     AdmmResult,
     AdmmSettings,
     admm_centralized,
     admm_distributed,
+    admm_federated,
+    consensus_server,
     server_objective,
     server_residuals,
     server_z_update,
@@ -15,11 +17,13 @@ from .reference import reference_solution
 
 __all__ = [
     "PROBLEMS",
-    "AdmmCenter",
+    "AdmmCentre",
     "AdmmResult",
     "AdmmSettings",
     "admm_centralized",
     "admm_distributed",
+    "admm_federated",
+    "consensus_server",
     "objective",
     "reference_solution",
     "server_objective",

@@ -6,12 +6,17 @@ Scaled form with the split x − z = 0 (3.17–3.19) and its consensus version (
     z_{k+1}   = argmin_z h(z) + (N_bρ/2)‖z − x̄_{k+1} − w̄_k‖²      (server, messages only)
     w_{i,k+1} = w_{i,k} + x_{i,k+1} − z_{k+1}                      (center i)
 
-Initialisation x = z = w = 0 (Algorithms 1–2). What crosses the boundary is what D6.2 §3.3
-says: each center sends (x_{i,k+1}, w_{i,k}); the server broadcasts z_{k+1}. For the
-objective history every center also sends one number, its weighted loss at z_{k+1}. Each
-message is checked against its :class:`~fedclust.federation.Protocol` (``PROTOCOLS``): center
-messages carry their sample count n_i, as the core's rule "aggregates-carry-their-sample-count"
-asks, and are checked at the center against its own disclosure policy before they leave it.
+Initialisation x = z = w = 0 (Algorithms 1–2). Consensus ADMM runs on the transport seam
+:func:`fedclust.federation.federate`: each centre is an :class:`AdmmCentre` holding only its own
+rows, and :func:`consensus_server` reaches it only through ``proxy.call`` (in-process, Flower
+simulation or a Flower deployment, :mod:`.deployment`). Round 0: ``moments`` {n, Σv, Σv²}
+(:mod:`.data`), then ``design`` {mean, sd, y_mean, y_sd, N_total} down (acknowledged with n).
+Iteration k: ``local_update`` (an empty request; the centre holds z_k) → {x_{i,k+1}, w_{i,k}, n},
+the server's z-update, ``consensus`` {z_{k+1}} down → the centre's weighted loss at z_{k+1}
+(monitoring only). What crosses the boundary is what D6.2 §3.3 says: (x_{i,k+1}, w_{i,k}) up,
+z_{k+1} down. Each answer leaves under the protocol the centre declares (``protocols``, checked
+against its own disclosure policy before it leaves; center messages carry their sample count
+n_i, as the core's rule "aggregates-carry-their-sample-count" asks).
 
 Disclosure (issue 22): from (x_i, w_i) over the iterations and the broadcast z the server
 recovers each iterate's local gradient, ρ(z_k − w_{i,k} − x_{i,k+1}) = ∇g_i(x_{i,k+1}); for a
@@ -45,17 +50,30 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, InputDataError
-from ..federation import Ledger, Message, Protocol
-from ..federation.disclosure import DisclosurePolicy, configured_policy
-from ..privacy.centre import centre_send, glm_floor, server_send
-from . import problems as P
-
-LOCAL_UPDATE = Protocol(
-    "admm_local_update", {"x": "parameters", "w": "aggregate", "n": "count"}, glm=True
+from ..federation import (
+    INPROCESS,
+    Abstain,
+    Ledger,
+    Message,
+    Transport,
+    call_all,
+    federate,
 )
-CONSENSUS = Protocol("admm_consensus", {"z": "parameters"})
-OBJECTIVE = Protocol("admm_objective", {"loss": "aggregate", "n": "count"})
-PROTOCOLS = (LOCAL_UPDATE, CONSENSUS, OBJECTIVE)
+from ..federation.disclosure import DisclosurePolicy
+from ..federation.guard import centre_policy
+from . import problems as P
+from .data import center_moments, design, server_moments
+from .protocols import (
+    CONSENSUS,
+    DESIGN,
+    DESIGN_ACK,
+    LOCAL_REQUEST,
+    LOCAL_UPDATE,
+    MOMENTS_REQUEST,
+    OBJECTIVE,
+    STANDARDIZE,
+    takes_part,
+)
 
 HISTORY_COLUMNS = [
     "iteration",
@@ -208,43 +226,136 @@ def admm_centralized(A: Any, b: Any, settings: AdmmSettings) -> AdmmResult:
     return AdmmResult(z, hist, converged, time.perf_counter() - t0)
 
 
-# ---- consensus ADMM: center side ----------------------------------------------------------
+# ---- consensus ADMM: centre side ----------------------------------------------------------
 
 
-class AdmmCenter:
-    """Center-side state of consensus ADMM. Holds its own (A_i, b_i), x_i and w_i."""
+class AdmmCentre:
+    """One centre of consensus ADMM: its own rows (X_i, y_i), the design it builds from the
+    federated moments, and its iterates x_i, w_i and the last broadcast z. The server reaches it
+    only through ``proxy.call`` (:func:`consensus_server`); every answer leaves under the
+    protocol the centre itself declares (``protocols``), checked against its own disclosure
+    policy (``disclosure``: default its configured one) with its true sample count.
+
+    ``standardize``: scale by the federated moments (round 0, :mod:`.data`); ``bias``: append the
+    bias column (off for blocks that already hold it, :func:`admm_distributed`);
+    ``min_samples``: ``admm.min_samples``, raising the centre's floors.
+    """
 
     def __init__(
         self,
-        name: str,
-        A: Any,
-        b: Any,
+        cid: str,
+        X: Any,
+        y: Any,
         settings: AdmmSettings,
-        n_total: int,
-        policy: DisclosurePolicy | None = None,
+        *,
+        standardize: bool = True,
+        bias: bool = True,
+        min_samples: int = 1,
+        disclosure: DisclosurePolicy | None = None,
     ):
-        self.name = name
-        self.policy = policy if policy is not None else configured_policy(name)
-        self.A, self.b = check_block(A, b, settings.problem, where=f"center {name}")
-        self.settings = settings
-        self.n = len(self.b)
-        self.weight = 1.0 / (n_total if settings.scaling == "total" else self.n)
-        self.solve = settings.solver(self.A, self.b, self.weight)
-        d = self.A.shape[1]
-        self.x, self.w = np.zeros(d), np.zeros(d)
-
-    def local_update(self, z: np.ndarray) -> Message:
-        """x_{i,k+1} = argmin g_i(x) + (ρ/2)‖x − z_k + w_{i,k}‖²; message (x_{i,k+1}, w_{i,k})."""
-        self.x = self.solve(z - self.w)
-        return {"x": self.x.copy(), "w": self.w.copy(), "n": self.n}
-
-    def receive_consensus(self, z: np.ndarray) -> Message:
-        """w_{i,k+1} = w_{i,k} + x_{i,k+1} − z_{k+1}; message: weighted local loss at z_{k+1}."""
-        self.w = self.w + self.x - z
-        return {
-            "loss": self.weight * P.loss(self.settings.problem, self.A, self.b, z),
-            "n": self.n,
+        self.cid = str(cid)
+        self.X, self.y = check_block(X, y, settings.problem, where=f"center {cid}")
+        self.settings, self.standardize, self.bias = settings, bool(standardize), bool(bias)
+        self.min_samples = int(min_samples)
+        if disclosure is not None:
+            self.disclosure = disclosure
+        m = self.min_samples
+        self.protocols = {
+            "moments": replace(STANDARDIZE, min_samples=m),
+            "design": replace(DESIGN_ACK, min_samples=m),
+            "local_update": replace(LOCAL_UPDATE, min_samples=m),
+            "consensus": replace(OBJECTIVE, min_samples=m),
         }
+        self.A: np.ndarray | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.y)
+
+    @property
+    def n_parameters(self) -> int:
+        return self.X.shape[1] + int(self.bias)
+
+    def _regress(self) -> bool:
+        return self.settings.problem not in P.CLASSIFICATION
+
+    def moments(self, parameters: Any, config: dict[str, Any]) -> Message | Abstain:
+        """Round 0: n_i and, when standardising, the column sums and sums of squares of the
+        inputs (and of a regression target), or abstain when too small for the model."""
+        if not takes_part(centre_policy(self), self.n_samples, self.n_parameters,
+                          self.min_samples):  # fmt: skip
+            return Abstain("refused: too few rows for a model of this size")
+        if not self.standardize:
+            return {"n": self.n_samples}
+        V = np.column_stack([self.X, self.y]) if self._regress() else self.X
+        return center_moments(V)
+
+    def design(self, parameters: Any, config: dict[str, Any]) -> Message:
+        """Round 0: A_i = [(X_i − mean)/sd, 1], b_i standardised (regression), the loss weight
+        1/N_total (or 1/n_i) and the x-update's solver; x = z = w = 0 (Algorithm 2)."""
+        A, b = self.X, self.y
+        if "mean" in config:
+            mean, sd = np.asarray(config["mean"], float), np.asarray(config["sd"], float)
+            A = design(A, mean, sd) if self.bias else (A - mean) / sd
+            if self._regress():
+                b = (b - config["y_mean"]) / config["y_sd"]
+        elif self.bias:
+            A = np.hstack([A, np.ones((len(A), 1))])
+        s = self.settings
+        self.A, self.b = A, b
+        self.weight = 1.0 / (int(config["n_total"]) if s.scaling == "total" else self.n_samples)
+        self.solve = s.solver(A, b, self.weight)
+        d = A.shape[1]
+        self.x, self.w, self.z = np.zeros(d), np.zeros(d), np.zeros(d)
+        return {"n": self.n_samples}
+
+    def local_update(self, parameters: Any, config: dict[str, Any]) -> Message:
+        """x_{i,k+1} = argmin g_i(x) + (ρ/2)‖x − z_k + w_{i,k}‖²; message (x_{i,k+1}, w_{i,k})
+        (z_k: the last consensus the centre received)."""
+        self.x = self.solve(self.z - self.w)
+        return {"x": self.x.copy(), "w": self.w.copy(), "n": self.n_samples}
+
+    def consensus(self, parameters: Any, config: dict[str, Any]) -> Message:
+        """z_{k+1} received: w_{i,k+1} = w_{i,k} + x_{i,k+1} − z_{k+1}; message: the weighted
+        local loss at z_{k+1} (the objective history)."""
+        self.z = np.asarray(config["z"], dtype=float)
+        self.w = self.w + self.x - self.z
+        return {
+            "loss": self.weight * P.loss(self.settings.problem, self.A, self.b, self.z),
+            "n": self.n_samples,
+        }
+
+
+def centres_from_rows(
+    X: Any,
+    y: Any,
+    centers: Any,
+    names: Sequence[str],
+    settings: AdmmSettings,
+    standardize: bool = True,
+    min_samples: int = 1,
+) -> list[AdmmCentre]:
+    """One :class:`AdmmCentre` per name of ``names``, holding the rows ``centers`` assigns it
+    (how a workflow split is set up as centres; a real site builds its own)."""
+    X, y, centers = np.asarray(X, float), np.asarray(y, float), np.asarray(centers)
+    empty = [c for c in names if not np.any(centers == c)]
+    if empty:
+        raise InputDataError(
+            f"center(s) {', '.join(empty)} hold no samples",
+            where="admm split",
+            fix="use a split without empty centers",
+        )
+    return [
+        AdmmCentre(
+            c,
+            X[centers == c],
+            y[centers == c],
+            settings,
+            standardize=standardize,
+            min_samples=min_samples,
+        )  # fmt: skip
+        for c in names
+    ]
 
 
 # ---- consensus ADMM: server side (messages only) ------------------------------------------
@@ -280,9 +391,103 @@ def server_objective(messages: Sequence[Message], z: np.ndarray, settings: AdmmS
     )
 
 
-def takes_part(policy: DisclosurePolicy, n: int, d: int, min_samples: int = 1) -> bool:
-    """Whether a center of ``n`` rows may release a ``d``-parameter model (module docstring)."""
-    return int(n) >= glm_floor(policy, int(d), int(min_samples))
+def consensus_server(settings: AdmmSettings, min_samples: int = 1):
+    """The server of Algorithm 2 (generalised): ``server(proxies) -> AdmmResult`` over the
+    centres' proxies, seeing only their messages.
+
+    Round 0: ``moments`` (n_i and, when the centres standardise, their sums; a centre too
+    small for the model abstains and is left out), then ``design`` (the pooled mean and SD and
+    N_total, from those messages only). Iteration k: ``local_update`` → (x_i, w_i, n_i),
+    the z-update, ``consensus`` {z} → each centre's loss at z (the objective), residuals and
+    stopping. ``min_samples``: the ledger's rule (``admm.min_samples``).
+    """
+    s = settings
+    m = int(min_samples)
+    std_p, ack_p, up_p, obj_p = (
+        replace(p, min_samples=m) for p in (STANDARDIZE, DESIGN_ACK, LOCAL_UPDATE, OBJECTIVE)
+    )
+
+    def server(proxies: list) -> AdmmResult:
+        t0 = time.perf_counter()
+        if not proxies:
+            raise InputDataError("consensus ADMM needs at least one center", where="admm split")
+        msgs = call_all(proxies, "moments", {}, 0, "standardize", std_p, MOMENTS_REQUEST)
+        kept = [(p, msg) for p, msg in zip(proxies, msgs, strict=True) if msg is not None]
+        if not kept:
+            raise InputDataError(
+                "every center is too small to release the model (disclosure.nfilter_glm / "
+                "nfilter_subset)",
+                where="admm split",
+                fix="fewer, larger centers",
+            )
+        proxies, msgs = [p for p, _ in kept], [msg for _, msg in kept]
+        request: dict[str, Any] = {"n_total": int(sum(msg["n"] for msg in msgs))}
+        if "sum" in msgs[0]:
+            _same_dims([len(msg["sum"]) for msg in msgs])
+            mean, sd = server_moments(msgs)
+            ym, ysd = 0.0, 1.0
+            if s.problem not in P.CLASSIFICATION:
+                mean, sd, ym, ysd = mean[:-1], sd[:-1], mean[-1], sd[-1]
+            request.update(mean=mean, sd=sd, y_mean=ym, y_sd=ysd)
+        _answered(call_all(proxies, "design", request, 0, "design", ack_p, DESIGN), proxies, 0)
+        z: np.ndarray | None = None
+        rows, converged = [], False
+        for k in range(1, s.max_iter + 1):
+            msgs = _answered(
+                call_all(proxies, "local_update", {}, k, "local_update", up_p, LOCAL_REQUEST),
+                proxies, k,
+            )  # fmt: skip
+            if z is None:
+                z = np.zeros(_same_dims([len(msg["x"]) for msg in msgs]))
+            z_prev, z = z, server_z_update(msgs, s)
+            losses = _answered(
+                call_all(proxies, "consensus", {"z": z}, k, "objective", obj_p, CONSENSUS),
+                proxies, k,
+            )  # fmt: skip
+            obj = server_objective(losses, z, s)
+            rows.append(_row(k, obj, *server_residuals(msgs, z, z_prev, s)))
+            if s.eps_abs is not None and _stop(rows[-1]):
+                converged = True
+                break
+        hist = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
+        return AdmmResult(z, hist, converged, time.perf_counter() - t0)
+
+    return server
+
+
+def _same_dims(dims: Sequence[int]) -> int:
+    if len(set(dims)) != 1:
+        raise InputDataError(f"centers hold different feature counts {sorted(set(dims))}")
+    return int(dims[0])
+
+
+def _answered(msgs: Sequence[Message | None], proxies: Sequence[Any], k: int) -> list[Message]:
+    """Every centre's answer: consensus ADMM is exact, a centre cannot leave mid-run."""
+    missing = [p.cid for p, msg in zip(proxies, msgs, strict=True) if msg is None]
+    if missing:
+        raise InputDataError(
+            f"center(s) {', '.join(missing)} sent no answer in ADMM iteration {k}",
+            where="admm",
+            fix="see the ledger's abstention reason; consensus ADMM needs every center that "
+            "took part in round 0",
+        )
+    return list(msgs)
+
+
+def admm_federated(
+    centres: Sequence[AdmmCentre],
+    settings: AdmmSettings,
+    ledger: Ledger | None = None,
+    min_samples: int = 1,
+    transport: Transport = INPROCESS,
+) -> AdmmResult:
+    """Consensus ADMM over ``centres`` through the seam :func:`fedclust.federation.federate`
+    (``transport``: in-process or Flower), every message in ``ledger``."""
+    ledger = ledger if ledger is not None else Ledger()
+    server = consensus_server(settings, min_samples)
+    res = federate(list(centres), server, ledger=ledger, transport=transport)
+    res.ledger = ledger
+    return res
 
 
 def admm_distributed(
@@ -291,59 +496,25 @@ def admm_distributed(
     ledger: Ledger | None = None,
     min_samples: int = 1,
     policies: dict[str, DisclosurePolicy] | None = None,
+    transport: Transport = INPROCESS,
 ) -> AdmmResult:
-    """Algorithm 2 (generalised): consensus ADMM over ``blocks`` = [(center, A_i, b_i), ...].
-
-    Every message is checked at its center and passes ``ledger.send`` under its protocol:
-    center → server ``local_update`` {x, w, n} and ``objective`` {loss, n}; server → center
-    ``consensus`` {z}. ``min_samples``: ``admm.min_samples``, raising the centers' own floors
-    (``policies`` by center name; default their configured ones). A center too small for the
-    model abstains and is left out (module docstring).
+    """Algorithm 2 over ready blocks ``[(center, A_i, b_i), ...]`` (A_i with its bias column,
+    no standardisation): :func:`admm_federated` with one :class:`AdmmCentre` per block.
+    ``policies``: the centres' own disclosure policies by name (default their configured ones).
     """
-    t0 = time.perf_counter()
-    s = settings
-    ledger = ledger if ledger is not None else Ledger()
     if not blocks:
         raise InputDataError("consensus ADMM needs at least one center", where="admm split")
-    pols = {name: (policies or {}).get(name) or configured_policy(name) for name, _, _ in blocks}
-    kept = []
-    for name, A, b in blocks:
-        n, d_i = len(np.asarray(b).ravel()), np.asarray(A).shape[1]
-        if takes_part(pols[name], n, d_i, min_samples):
-            kept.append((name, A, b))
-        else:
-            ledger.abstain(name, 0, LOCAL_UPDATE, "refused: too few rows for a model of this size")
-    if not kept:
-        raise InputDataError(
-            "every center is too small to release the model (disclosure.nfilter_glm / "
-            "nfilter_subset)",
-            where="admm split",
-            fix="fewer, larger centers",
-        )
-    n_total = sum(len(np.asarray(b).ravel()) for _, _, b in kept)
-    centers = [AdmmCenter(name, A, b, s, n_total, pols[name]) for name, A, b in kept]
-    dims = {c.A.shape[1] for c in centers}
-    if len(dims) != 1:
-        raise InputDataError(f"centers hold different feature counts {sorted(dims)}")
-    d = dims.pop()
-    z = np.zeros(d)
-    up, obj_p = (replace(p, min_samples=int(min_samples)) for p in (LOCAL_UPDATE, OBJECTIVE))
-    rows, converged = [], False
-    for k in range(1, s.max_iter + 1):
-        msgs = [
-            centre_send(ledger, c.policy, c.name, c.n, c.local_update(z), k, "local_update", up)
-            for c in centers
-        ]
-        z_prev, z = z, server_z_update(msgs, s)
-        losses = []
-        for c in centers:
-            received = server_send(ledger, c.name, {"z": z.copy()}, k, "consensus", CONSENSUS)
-            answer = c.receive_consensus(received["z"])
-            losses.append(centre_send(ledger, c.policy, c.name, c.n, answer, k, "objective", obj_p))
-        obj = server_objective(losses, z, s)
-        rows.append(_row(k, obj, *server_residuals(msgs, z, z_prev, s)))
-        if s.eps_abs is not None and _stop(rows[-1]):
-            converged = True
-            break
-    hist = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
-    return AdmmResult(z, hist, converged, time.perf_counter() - t0, ledger)
+    centres = [
+        AdmmCentre(
+            name,
+            A,
+            b,
+            settings,
+            standardize=False,
+            bias=False,
+            min_samples=min_samples,
+            disclosure=(policies or {}).get(name),
+        )  # fmt: skip
+        for name, A, b in blocks
+    ]
+    return admm_federated(centres, settings, ledger, min_samples, transport)

@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, InputDataError
-from ..federation import Ledger, Message, Protocol
+from ..federation import Ledger, Message
 from . import problems as P
+from .protocols import LOCAL_UPDATE, STANDARDIZE, STANDARDIZE_GLOBAL, takes_part
 
 SKLEARN_DATASETS = ("diabetes", "breast_cancer")
 DATASETS = (*SKLEARN_DATASETS, "mds")
@@ -89,13 +90,6 @@ def encode_target(problem: str, y: np.ndarray) -> np.ndarray:
 # ---- standardisation: pooled (one data holder) and federated (per-center sums) ------------
 
 
-STANDARDIZE = Protocol("admm_standardize", {"n": "count", "sum": "aggregate", "sumsq": "aggregate"})
-STANDARDIZE_GLOBAL = Protocol(
-    "admm_standardize_global",
-    {"mean": "aggregate", "sd": "aggregate", "y_mean": "aggregate", "y_sd": "aggregate"},
-)
-
-
 def center_moments(V: np.ndarray) -> Message:
     """Center side: n, column sums and sums of squares (nothing row-level)."""
     V = np.asarray(V, dtype=float)
@@ -144,10 +138,11 @@ def federated_blocks(
     """Distributed mode: per-center (A_i, b_i), standardised by federated moments (round 0);
     ``min_samples``: the fewest rows a center's moments may summarise (``admm.min_samples``).
     A center too small to release the model (its own policy, :func:`.admm.takes_part`) abstains
-    from the start: it sends no moments and its rows are left out (issue 22)."""
+    from the start: it sends no moments and its rows are left out (issue 22). The workflow runs
+    this round inside the federation (:class:`.admm.AdmmCentre`, on any transport); this is the
+    same computation on blocks in one process (the tests' reference)."""
     from ..federation.disclosure import configured_policy
     from ..privacy.centre import centre_send, server_send
-    from .admm import LOCAL_UPDATE, takes_part
 
     X, y, centers = np.asarray(X, float), np.asarray(y, float), np.asarray(centers)
     parts = [(c, X[centers == c], y[centers == c]) for c in names]

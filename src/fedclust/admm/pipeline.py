@@ -10,10 +10,10 @@ import pandas as pd
 
 from ..data.split import center_names, make_split
 from ..errors import ConfigError, InputDataError
-from ..federation import Ledger
+from ..federation import INPROCESS, Ledger, Transport
 from . import data as D
 from . import problems as P
-from .admm import AdmmResult, AdmmSettings, admm_centralized, admm_distributed
+from .admm import AdmmResult, AdmmSettings, admm_centralized, admm_federated, centres_from_rows
 from .reference import reference_solution
 from .workflow import task_inputs
 
@@ -98,12 +98,13 @@ def load_task(
 
 
 def run_job(
-    cfg: dict[str, Any], task: dict[str, Any], mode: str, data: TaskData
-) -> tuple[AdmmResult, dict[str, Any]]:
+    cfg: dict[str, Any], task: dict[str, Any], mode: str, data: TaskData,
+    transport: Transport = INPROCESS,
+) -> tuple[AdmmResult, dict[str, Any]]:  # fmt: skip
     """Run ADMM in ``mode`` and compare with the reference solve on the pooled standardised data.
 
     The reference (and the pooled design it uses) is an evaluation only; the distributed run
-    itself sees per-center blocks and messages.
+    is one centre object per center (its own rows) and the server over ``transport``.
     """
     if mode not in MODES:
         raise ConfigError(
@@ -117,10 +118,8 @@ def run_job(
     else:
         ledger = Ledger()
         m = int(cfg["min_samples"])  # admm.min_samples: the ledger's rule
-        blocks = D.federated_blocks(
-            data.X, data.y, data.centers, data.names, s.problem, ledger, std, min_samples=m
-        )
-        res = admm_distributed(blocks, s, ledger, min_samples=m)
+        centres = centres_from_rows(data.X, data.y, data.centers, data.names, s, std, m)
+        res = admm_federated(centres, s, ledger, m, transport)
     # node scaling (3.34) with equal-size centers = the centralized problem with λ/N_b
     lam_ref = s.lam if s.scaling == "total" or mode == "centralized" else s.lam / len(data.names)
     x_ref = reference_solution(s.problem, A, b, lam_ref, s.penalize_bias)
@@ -161,16 +160,17 @@ def run_job(
 
 
 def run_units(
-    cfg: dict[str, Any], units: list[tuple[str, str]], seed: int, source: str = ""
-) -> list[tuple[AdmmResult, dict[str, Any]]]:
+    cfg: dict[str, Any], units: list[tuple[str, str]], seed: int, source: str = "",
+    transport: Transport = INPROCESS,
+) -> list[tuple[AdmmResult, dict[str, Any]]]:  # fmt: skip
     """Run every (task name, mode) of ``units`` in order (one job of any ``fanout``), reading each
     task's data once from the files :func:`task_inputs` names; a run's numbers depend on its own
-    (task, mode) only."""
+    (task, mode) only. ``transport``: what carries the distributed runs' messages."""
     tasks, data, out = cfg["tasks"], {}, []
     for name, mode in units:
         task = tasks[name]
         if name not in data:
             data[name] = load_task(cfg, task, seed, name, **task_inputs(task), source=source)
-        res, info = run_job(cfg, task, mode, data[name])
+        res, info = run_job(cfg, task, mode, data[name], transport)
         out.append((res, {"task": name, **info}))
     return out

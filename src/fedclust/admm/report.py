@@ -238,9 +238,11 @@ def build_section(
         },
         {
             "path": out.messages,
-            "caption": "Ledger of the distributed runs by message "
-            "kind: standardize (round 0 moments), local_update (x_i, w_i), consensus (z), "
-            "objective (one loss value per center, monitoring only).",
+            "caption": "Ledger of the distributed runs by message kind (each exchange is a "
+            "server request and the center's answer): standardize (round 0 moments n, sums, "
+            "sums of squares; empty request), design (pooled mean, SD and N_total down; n_i "
+            "back), local_update (empty request: the center holds z_k; x_i, w_i, n_i back), "
+            "objective (z down; one loss value per center back, monitoring only).",
         },
     ]
     SECTION.write(out.section, text=text, figures=figures, tables=tables)

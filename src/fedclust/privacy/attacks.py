@@ -237,7 +237,7 @@ def admm_gradients(kept: Kept, centre: str, rho: float) -> list[np.ndarray]:
     z = None
     grads = []
     for rec, m in kept:
-        if rec["kind"] == "consensus" and rec["receiver"] == centre:
+        if rec["receiver"] == centre and "z" in m:  # the consensus z the centre received
             z = np.asarray(m["z"], float)
         elif rec["kind"] == "local_update" and rec["sender"] == centre:
             zk = np.zeros_like(np.asarray(m["x"], float)) if z is None else z
