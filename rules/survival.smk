@@ -42,6 +42,11 @@ SURV_OUT = {
     for name, ext in (("result", "json"), ("cv", "tsv"), ("predictions", "tsv"))
 }
 SURV_REPORT = {"caption": "../report/survival.rst", "category": "Survival"}
+# issue 28 item 7: the committed fixed-training-length measurement (benchmarks/
+# survival_training_length.py), shown by the report when present
+SURV_LENGTH = str(
+    Path(workflow.basedir) / "docs" / "survival_training_length" / "points.tsv"
+)
 
 
 rule survival_cohort:
@@ -129,12 +134,14 @@ rule survival_report:
         checks=[f"results/survival/{e}/{s}/reference/check.json" for e, s in SURV_REF],
         coxph=[f"results/survival/{e}/{s}/reference/coxph.tsv" for e, s in SURV_REF],
         km_figures=[f"results/survival/{e}/{s}/reference/km.png" for e, s in SURV_REF],
+        length=[SURV_LENGTH] if Path(SURV_LENGTH).exists() else [],
     output:
         section="results/report/sections/survival.json",
         results="results/survival/all_results.tsv",
         summary=report("results/survival/summary.tsv", **SURV_REPORT),
         checks="results/survival/reference_checks.tsv",
         preprocess="results/survival/preprocess_federated_vs_pooled.tsv",
+        length="results/survival/training_length.tsv",
         tables=[
             f"results/survival/{e}/{t}.tsv"
             for e in SURV.get("endpoints", [])
@@ -147,6 +154,16 @@ rule survival_report:
             ],
             **SURV_REPORT,
         ),
+        centre_figures=report(
+            [
+                f"results/survival/{e}/fig_8_7_centres.png"
+                for e in SURV.get("endpoints", [])
+            ],
+            **SURV_REPORT,
+        ),
+        centre_tables=[
+            f"results/survival/{e}/centres.tsv" for e in SURV.get("endpoints", [])
+        ],
     log:
         "results/logs/survival/survival_report.log",
     conda:

@@ -11,7 +11,7 @@ step(){ printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
 step "install into $VENV"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -c .ci/constraints.txt -e ".[test,flower]"
+"$VENV/bin/python" -m pip install -q -c .ci/constraints.txt -e ".[test,flower,hdp]"
 case "$VENV" in /*) ;; *) VENV="$PWD/$VENV" ;; esac
 export PATH="$VENV/bin:$PATH"
 

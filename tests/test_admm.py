@@ -305,6 +305,28 @@ def test_sklearn_task_split_is_seeded():
     assert sorted(pd.Series(a.centers).value_counts()) == [147, 147, 148]
 
 
+@pytest.mark.parametrize("problem,lam", [("ridge", 0.1), ("lasso", 0.05)])
+def test_boston_housing_d62_data_reaches_the_library_optimum(problem, lam):
+    """Issue 28 item 10: D6.2's own regression set (Boston housing, mlxtend) over 4 centres;
+    ridge against the closed form, LASSO against scikit-learn's Lasso (alpha = lambda/2)."""
+    from sklearn.linear_model import Lasso
+
+    cfg = _cfg(n_blocks=4, max_iter=2000, eps_abs=1e-9, eps_rel=1e-9)
+    task = _task(problem=problem, dataset="boston", lam=lam)
+    data = PL.load_task(cfg, task, 0, "t")
+    assert data.X.shape == (506, 13) and data.y[:3].tolist() == [24.0, 21.6, 34.7]
+    assert "Boston" in data.source or "boston" in data.source
+    A, b = D.pooled_blocks(data.X, data.y, problem)
+    if problem == "ridge":
+        ref = np.linalg.solve(2 / 506 * A.T @ A + lam * np.eye(14), 2 / 506 * A.T @ b)
+    else:
+        ref = Lasso(alpha=lam / 2, fit_intercept=False, tol=1e-12, max_iter=100_000).fit(A, b).coef_
+    for mode in PL.MODES:
+        _, info = PL.run_job(cfg, task, mode, data)
+        assert info["max_abs_coef_diff"] < 1e-5 and abs(info["relative_gap"]) < 1e-8
+        assert np.abs(info["reference_x"] - ref).max() < 1e-8
+
+
 # ---- bad input --------------------------------------------------------------------------------
 
 
@@ -346,8 +368,8 @@ def test_bad_input_errors(regression, classification, tmp_path):
     data = PL.load_task(_cfg(), ridge, 1, "t")
     with pytest.raises(ConfigError, match="unknown ADMM mode"):
         PL.run_job(_cfg(), ridge, "gossip", data)
-    with pytest.raises(ConfigError, match="unknown ADMM dataset 'boston'"):
-        PL.load_task(_cfg(), _task(problem="ridge", dataset="boston", lam=0.1), 1, "t")
+    with pytest.raises(ConfigError, match="unknown ADMM dataset 'housing'"):
+        PL.load_task(_cfg(), _task(problem="ridge", dataset="housing", lam=0.1), 1, "t")
     with pytest.raises(InputDataError, match="outcome column 'AML'"):
         PL.load_task(_cfg(), _task(problem="logistic", dataset="mds", lam=0.1, outcome="AML"),
                      1, "t", features=f, obs=o, split=sp)  # fmt: skip

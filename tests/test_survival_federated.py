@@ -106,9 +106,31 @@ def test_one_centre_equals_centralized(runner):
     for a, b in zip(model[0][0], ref, strict=True):
         np.testing.assert_array_equal(a, b)
     assert ledger.n_messages > 0 and "x" not in set(ledger.table()["fields"])
-    pooled = train_strategy("centralized", [client], init, hp, mc, Ledger(), None)
-    for a, b in zip(pooled[0][0], ref, strict=True):
-        np.testing.assert_array_equal(a, b)  # K × batches minibatches = batches for K = 1
+    for name in ("centralized", "centralized_steps"):  # K × batches = batches for K = 1
+        pooled = train_strategy(name, [client], init, hp, mc, Ledger(), None)
+        for a, b in zip(pooled[0][0], ref, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_centralized_bound_takes_one_centres_optimiser_path():
+    """Issue 28 item 9: ``centralized`` = one centre holding all data (``batches`` minibatches
+    per epoch); ``centralized_steps`` = K × batches minibatches (as many steps as Sequential)."""
+    x, t, e = _data(160)
+    mc = ModelConfig(hidden=(8, 4), l1=1e-3, l2=1e-3)
+    torch.manual_seed(4)
+    init = get_parameters(mc.build(4))
+    hp = HyperParams(fe=3, ie=2, batches=1, lr=0.02)
+    cl = [SurvivalClient(f"c{k}", x[k::2], t[k::2], e[k::2], mc, seed=7 + k) for k in range(2)]
+    xs = np.concatenate([x[0::2], x[1::2]])
+    ts, es = np.concatenate([t[0::2], t[1::2]]), np.concatenate([e[0::2], e[1::2]])
+    one, _ = train_centralized(xs, ts, es, init, hp, mc, seed=7)
+    steps, _ = train_centralized(xs, ts, es, init, HyperParams(3, 2, 2, 0.02), mc, seed=7)
+    got = train_strategy("centralized", cl, init, hp, mc, Ledger(), None)[0][0]
+    got_steps = train_strategy("centralized_steps", cl, init, hp, mc, Ledger(), None)[0][0]
+    for a, b, c, d in zip(got, one, got_steps, steps, strict=True):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(c, d)
+    assert not np.array_equal(got[0], got_steps[0])  # the two paths differ
 
 
 def test_weights_averaging_uses_fedavg_weights_and_ensemble_weights():
@@ -314,8 +336,13 @@ def test_workflow_jobs_and_source(repo, monkeypatch):
     cfg = validate_config(load_yaml(repo / "config" / "config.yaml"), source="config.yaml")
     jobs = SW.jobs(cfg["survival"])
     reps = cfg["survival"]["repetitions"]
-    assert len(jobs) == reps * (4 * 4 + 1)  # centralized once per repetition
-    assert {sc for _, sc, st, _ in jobs if st == "centralized"} == {SW.CENTRALIZED_SCENARIO}
+    n_central = sum(
+        st in ("centralized", "centralized_steps") for st in cfg["survival"]["strategies"]
+    )
+    assert len(jobs) == reps * (4 * 4 + n_central)  # each centralized bound once per repetition
+    assert {sc for _, sc, st, _ in jobs if st.startswith("centralized")} == {
+        SW.CENTRALIZED_SCENARIO
+    }
     monkeypatch.delenv("FEDCLUST_DATA_MIRROR", raising=False)
     assert SW.source(cfg) == "simulated" and SW.cohort_inputs(cfg) == {}
     monkeypatch.setenv("FEDCLUST_DATA_MIRROR", "/nonexistent/mirror")
@@ -364,5 +391,70 @@ def test_tables_layout_and_d62_numbers():
     assert tab.loc[1, "Balanced sizes: SD (ours)"] == pytest.approx(0.01)
     assert tab.loc[1, "Unbalanced sizes: Concordance (D6.2)"] == 0.75  # D6.2 Table 8.2
     assert tables.D62[("weights_averaging", "noniid_time")] == (0.68, 0.03)  # D6.2 Table 8.3
+    central = pd.DataFrame(
+        [{"endpoint": "OS", "scenario": "iid_balanced", "strategy": st, "rep": 0,
+          "test_c_index": v} for st, v in (("centralized", 0.7), ("centralized_steps", 0.72))]
+    )  # fmt: skip
+    t81 = tables.table_8_1(tables.summarise(central), "OS", "iid_balanced",
+                           ("centralized", "centralized_steps"))  # fmt: skip
+    assert list(t81["Case"]) == ["Centralized case (Upper bound)",
+                                 "Centralized, K × batches minibatches per epoch"]  # fmt: skip
+    assert list(t81["Concordance (ours)"]) == [0.7, 0.72] and set(t81["Concordance (D6.2)"]) == {
+        0.75
+    }
     groups = tables.risk_groups(np.arange(9.0))
     assert list(groups) == ["low"] * 3 + ["intermediate"] * 3 + ["high"] * 3
+
+
+def test_fig_8_7_centre_distributions_show_the_scenarios():
+    """D6.2 Fig. 8.7: non-IID centres hold non-overlapping time / BM_BLAST ranges; the hub of
+    the unbalanced scenario holds 40 %; the table's counts add up to the training part."""
+    from fedclust.survival.figures import centre_distributions
+    from fedclust.survival.prepare import prepare
+
+    x, obs = simulate_cohort(seed=2, n=300, min_carriers=10)
+    cfg = {"test_fraction": 0.25, "n_centres": 4, "hub_fraction": 0.4}
+    parts = {sc: prepare(x, obs, "OS", sc, 0, cfg, 3) for sc in
+             ("iid_balanced", "iid_unbalanced", "noniid_time", "noniid_bm_blast")}  # fmt: skip
+    fig, tab = centre_distributions(parts, "OS")
+    assert len(fig.axes) == 8 and len(tab) == 16
+    n_train = len(parts["iid_balanced"]["t_train"])
+    assert (tab.groupby("scenario")["n"].sum() == n_train).all()
+    hub = tab[(tab.scenario == "iid_unbalanced") & (tab.centre == 0)]["n"].item()
+    assert hub == round(0.4 * n_train)
+    t = tab[tab.scenario == "noniid_time"].sort_values("centre")
+    assert (t["time_max"].to_numpy()[:-1] <= t["time_min"].to_numpy()[1:]).all()
+    b = tab[tab.scenario == "noniid_bm_blast"].sort_values("centre")
+    assert (b["bm_blast_max"].to_numpy()[:-1] <= b["bm_blast_min"].to_numpy()[1:]).all()
+    i = tab[tab.scenario == "iid_balanced"]
+    assert (i["time_max"].to_numpy()[:-1] > i["time_min"].to_numpy()[1:]).all()  # overlapping
+
+
+def test_training_length_table_and_sentence():
+    """Issue 28 item 7: the fixed-length measurement's table (mean, SD per length, D6.2 beside)
+    and the report's sentence (the run's grid length; shortest → longest per strategy)."""
+    from fedclust.survival import tables
+
+    rows = [
+        {"source": "ipssm", "endpoint": "OS", "rep": r, "scenario": sc, "strategy": st,
+         "fe": fe, "ie": ie, "batches": 1, "lr": 0.01, "test_c_index": v - 0.001 * r}
+        for r in range(2)
+        for (fe, ie), drop in (((6, 3), 0.0), ((50, 10), 0.07))
+        for st, sc, v in (("isolated", "iid_balanced", 0.71 - drop),
+                          ("isolated", "noniid_time", 0.65 - drop),
+                          ("ensemble", "noniid_time", 0.71 - drop),
+                          ("weights_averaging", "iid_balanced", 0.73),
+                          ("weights_averaging", "noniid_time", 0.72))
+    ]  # fmt: skip
+    points = pd.DataFrame(rows)
+    tab = tables.training_length(points)
+    iso = tab[(tab.strategy == "Isolated nodes (Lower bound)") & (tab.scenario == "Balanced sizes")]
+    assert iso["6 × 3 epochs"].item() == pytest.approx(0.7095)
+    assert iso["50 × 10 epochs"].item() == pytest.approx(0.6395) and iso["D6.2"].item() == 0.62
+    assert iso["6 × 3: SD"].item() == pytest.approx(np.std([0.71, 0.709], ddof=1))
+    assert tab.columns[-1] == "D6.2" and set(tab["50 × 10: reps"]) == {2}
+    grid = {"federated_epochs": [6], "internal_epochs": [3], "batches": [1], "lr": [0.01]}
+    text = tables.training_length_sentence(points, grid)
+    assert "at most 18 epochs" in text and "6 × 3 → 50 × 10" in text
+    assert "Isolated nodes / Balanced sizes 0.710 → 0.639 (D6.2 0.62)" in text
+    assert tables.training_length_sentence(pd.DataFrame(), grid).endswith("its grid.")

@@ -61,12 +61,12 @@ def load_task(
 ) -> TaskData:
     """Features, target (±1 for classification) and each sample's center for one task."""
     problem, dataset = P.check_problem(task["problem"]), task["dataset"]
-    if dataset in D.SKLEARN_DATASETS:
+    if dataset in D.BUNDLED_DATASETS:
         X, y = D.load_sklearn(dataset)
         k = int(task.get("n_blocks", cfg["n_blocks"]))
         names = center_names(k)
         centers = np.array(names)[make_split(len(y), "equal", k, seed, raw_seed=False)]
-        src = f"scikit-learn load_{dataset} (real, bundled)"
+        src = D.BUNDLED_SOURCES[dataset]
     elif dataset == "mds":
         if not (features and obs and split):
             raise ConfigError(

@@ -5,5 +5,12 @@ Snakemake parses the workflow, which used to import torch and scikit-learn (~3 C
 """
 
 SCENARIOS = ("iid_balanced", "iid_unbalanced", "noniid_time", "noniid_bm_blast")
-STRATEGIES = ("sequential", "weights_averaging", "ensemble", "isolated", "centralized")
+STRATEGIES = (
+    "sequential", "weights_averaging", "ensemble", "isolated", "centralized", "centralized_steps",
+)  # fmt: skip
+#: the upper bounds (pooled data, no scenario): ``centralized`` = one centre holding every
+#: training patient (a centre's optimiser path: ``batches`` minibatches per epoch);
+#: ``centralized_steps`` = the pooled data in K × ``batches`` minibatches per epoch (as many
+#: optimiser steps per epoch as Sequential makes over K centres; issue 28 item 9)
+CENTRALIZED = ("centralized", "centralized_steps")
 FEDERATED = ("sequential", "weights_averaging", "ensemble")

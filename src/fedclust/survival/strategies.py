@@ -44,7 +44,7 @@ from fedclust.privacy.centre import centre_send
 from .cohort import check_survival
 from .cox import c_index, concordance_counts
 from .model import get_parameters, set_parameters
-from .names import STRATEGIES
+from .names import CENTRALIZED, STRATEGIES
 from .train import (
     HyperParams,
     LrRule,
@@ -337,14 +337,17 @@ def train_strategy(
         return run_local(clients, init, hp, ledger, weighted=True, fed=fed)
     if strategy == "isolated":
         return run_local(clients, init, hp, ledger, weighted=False, fed=fed)
-    if strategy == "centralized":
+    if strategy in CENTRALIZED:
         x = np.concatenate([c.x_np for c in clients])
         t = np.concatenate([c.t_np for c in clients])
         e = np.concatenate([c.e_np for c in clients])
-        # the pooled data in K × batches minibatches per epoch: as many optimizer steps per
-        # epoch as Sequential makes over K centres (with one centre: exactly the same run)
-        hp_c = replace(hp, batches=hp.batches * len(clients))
-        params, _ = train_centralized(x, t, e, init, hp_c, mc, clients[0].seed)
+        # centralized: one centre holding all data (a centre's optimiser path, full batch when
+        # batches = 1); centralized_steps: K × batches minibatches per epoch, as many optimizer
+        # steps per epoch as Sequential makes over K centres. With one centre both are the same run.
+        k = len(clients) if strategy == "centralized_steps" else 1
+        params, _ = train_centralized(
+            x, t, e, init, replace(hp, batches=hp.batches * k), mc, clients[0].seed
+        )
         return [(params, 1.0)]
     raise ConfigError(
         f"unknown strategy {strategy!r}",

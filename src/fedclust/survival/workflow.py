@@ -6,7 +6,7 @@ from typing import Any
 
 from fedclust.config import data_mirror
 
-from .names import SCENARIOS, STRATEGIES
+from .names import CENTRALIZED, SCENARIOS, STRATEGIES
 
 # Centralized training does not depend on the scenario; its CV folds are the balanced IID centres.
 CENTRALIZED_SCENARIO = "iid_balanced"
@@ -31,12 +31,12 @@ def cohort_inputs(config: dict[str, Any]) -> dict[str, str]:
 
 
 def jobs(surv: dict[str, Any]) -> list[tuple[str, str, str, int]]:
-    """(endpoint, scenario, strategy, rep) of every job; centralized once per rep."""
+    """(endpoint, scenario, strategy, rep) of every job; each centralized bound once per rep."""
     out = []
     for ep in surv["endpoints"]:
         for rep in range(int(surv["repetitions"])):
             for st in surv["strategies"]:
-                scen = [CENTRALIZED_SCENARIO] if st == "centralized" else surv["scenarios"]
+                scen = [CENTRALIZED_SCENARIO] if st in CENTRALIZED else surv["scenarios"]
                 out += [(ep, sc, st, rep) for sc in scen]
     return out
 
