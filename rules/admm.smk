@@ -15,6 +15,10 @@ ADMM_RUN_DIRS = (
     else ["results/admm/runs/{task}/{admm_mode}"]
 )
 ADMM_RUN_ID = "all" if ADMM_GROUPED else "{task}_{admm_mode}"
+# each run's result with its timing (the result.json beside it has none: byte-identical runs)
+ADMM_BENCH_DIRS = [
+    d.replace("results/", "results/benchmarks/", 1) for d in ADMM_RUN_DIRS
+]
 if enabled("admm"):
     try:
         ADMM_WF.check_tasks(ADMM, config["data"])
@@ -36,6 +40,7 @@ rule admm_run:
         history=[f"{d}/history.tsv" for d in ADMM_RUN_DIRS],
         result=[f"{d}/result.json" for d in ADMM_RUN_DIRS],
         ledger=[f"{d}/ledger.tsv" for d in ADMM_RUN_DIRS],
+        timing=[f"{d}/result.json" for d in ADMM_BENCH_DIRS],
     log:
         f"results/logs/admm/admm_run_{ADMM_RUN_ID}.log",
     benchmark:
@@ -61,8 +66,10 @@ rule admm_report:
         history=expand("results/admm/runs/{run}/history.tsv", run=ADMM_RUNS),
         result=expand("results/admm/runs/{run}/result.json", run=ADMM_RUNS),
         ledger=expand("results/admm/runs/{run}/ledger.tsv", run=ADMM_RUNS),
+        timing=expand("results/benchmarks/admm/runs/{run}/result.json", run=ADMM_RUNS),
     output:
         summary=report("results/admm/tables/summary.tsv", **ADMM_REPORT),
+        summary_timing="results/benchmarks/admm/tables/summary.tsv",
         messages=report("results/admm/tables/messages.tsv", **ADMM_REPORT),
         figures=report(
             expand("results/admm/figures/{task}.png", task=list(ADMM_TASKS)),

@@ -382,9 +382,13 @@ REPORT_SECTIONS.append("results/report/sections/data.json")
 
 # --- heart (seed 004): owned by the decentral stage ---
 HEART_CFG = config["data"].get("heart", {})
+from fedclust.data.heart import input_files as HEART_INPUT_FILES
 
 
 rule data_heart:
+    input:
+        # the CSVs themselves: an edited file reruns the rule (issue 30 item 5)
+        unpack(lambda wildcards: HEART_INPUT_FILES(HEART_CFG)),
     output:
         features="results/data/heart/features.parquet",
         obs="results/data/heart/obs.tsv",

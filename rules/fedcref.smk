@@ -42,6 +42,17 @@ FCR_RUN_OUT = {
     )
     for name in ("history", "summary", "ledger")
 }
+# the history / summary with their timing columns (the result tables have none)
+FCR_RUN_OUT.update(
+    {
+        f"{name}_timing": (
+            [p.replace("results/", "results/benchmarks/", 1) for p in FCR_RUN_OUT[name]]
+            if FCR_UNITS is not None
+            else FCR_RUN_OUT[name].replace("results/", "results/benchmarks/", 1)
+        )
+        for name in ("history", "summary")
+    }
+)
 
 
 for _ds in ("emnist", "kmnist", "kmnist49"):
@@ -194,6 +205,10 @@ rule fedcref_report:
         summaries=[
             f"results/fedcref/runs/{e}/{s}/rep{r}/summary.tsv" for e, s, r in FCR_RUNS
         ],
+        summaries_timing=[
+            f"results/benchmarks/fedcref/runs/{e}/{s}/rep{r}/summary.tsv"
+            for e, s, r in FCR_RUNS
+        ],
         histories=[
             f"results/fedcref/runs/{e}/{s}/rep{r}/history.tsv" for e, s, r in FCR_RUNS
         ],
@@ -212,6 +227,7 @@ rule fedcref_report:
     output:
         section="results/report/sections/fedcref.json",
         tables=directory("results/fedcref/tables"),
+        tables_timing=directory("results/benchmarks/fedcref/tables"),
         figures=directory("results/fedcref/figures"),
     log:
         "results/logs/fedcref/fedcref_report.log",

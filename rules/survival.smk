@@ -41,6 +41,12 @@ SURV_OUT = {
     )
     for name, ext in (("result", "json"), ("cv", "tsv"), ("predictions", "tsv"))
 }
+# each unit's result with its wall time (the result.json beside it has none)
+SURV_OUT["timing"] = (
+    [p.replace("results/", "results/benchmarks/", 1) for p in SURV_OUT["result"]]
+    if SURV_UNITS is not None
+    else SURV_OUT["result"].replace("results/", "results/benchmarks/", 1)
+)
 SURV_REPORT = {"caption": "../report/survival.rst", "category": "Survival"}
 # issue 28 item 7: the committed fixed-training-length measurement (benchmarks/
 # survival_training_length.py), shown by the report when present
@@ -130,6 +136,10 @@ rule survival_report:
         covariates="results/survival/cohort/covariates.parquet",
         outcomes="results/survival/cohort/outcomes.tsv",
         results=[SW.job_path(*j, "result.json") for j in SURV_JOBS],
+        timing=[
+            f"results/benchmarks/survival/{e}/{sc}/{st}/rep{r}/result.json"
+            for e, sc, st, r in SURV_JOBS
+        ],
         predictions=[SW.job_path(*j, 0, "predictions.tsv") for j in SURV_PRED],
         checks=[f"results/survival/{e}/{s}/reference/check.json" for e, s in SURV_REF],
         coxph=[f"results/survival/{e}/{s}/reference/coxph.tsv" for e, s in SURV_REF],
@@ -138,6 +148,8 @@ rule survival_report:
     output:
         section="results/report/sections/survival.json",
         results="results/survival/all_results.tsv",
+        results_timing="results/benchmarks/survival/all_results.tsv",
+        wall_time="results/benchmarks/survival/wall_time.json",
         summary=report("results/survival/summary.tsv", **SURV_REPORT),
         checks="results/survival/reference_checks.tsv",
         preprocess="results/survival/preprocess_federated_vs_pooled.tsv",

@@ -4,7 +4,7 @@ and ledger tables of each run."""
 from _common import run
 
 from fedclust.admm.pipeline import run_units
-from fedclust.io import write_json, write_table
+from fedclust.io import write_json_and_benchmark, write_table
 from fedclust.transports import from_config
 
 
@@ -18,11 +18,11 @@ def main() -> None:
         snakemake.params.mds_source,
         from_config(snakemake.config),
     )
-    files = zip(out.history, out.ledger, out.result, strict=True)  # lists, in `units` order
-    for (res, info), (history, ledger, result) in zip(runs, files, strict=True):
+    files = zip(out.history, out.ledger, out.result, out.timing, strict=True)  # `units` order
+    for (res, info), (history, ledger, result, timing) in zip(runs, files, strict=True):
         write_table(history, res.history, index=False)
         write_table(ledger, res.ledger.table(), index=False)
-        write_json(result, info)
+        write_json_and_benchmark(result, timing, info)  # seconds: the benchmark file only
 
 
 run(main, snakemake)

@@ -18,6 +18,8 @@ def main() -> None:
         calibration_figures=list(i.calibration_figures),
         cfg=snakemake.params.cfg,
         size=list(i.size_study),
+        summaries_timing=list(i.summaries_timing),
+        tables_timing_dir=o.tables_timing,
     )
 
 

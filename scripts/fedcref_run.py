@@ -8,7 +8,7 @@ from _common import run
 
 from fedclust.fedcref.experiments import calibrated_theta, resolve_theta, run_units
 from fedclust.fedcref.workflow import run_inputs
-from fedclust.io import write_table
+from fedclust.io import write_result_and_benchmark, write_table
 
 
 def main() -> None:
@@ -16,12 +16,13 @@ def main() -> None:
     w, cfg, out = snakemake.wildcards, snakemake.params.cfg, snakemake.output
     settings, rep = snakemake.params.settings, int(w.rep)
     pairs = snakemake.params.units
+    names = ("history", "summary", "ledger", "history_timing", "summary_timing")
     if pairs is None:  # one unit per job
         pairs = [(w.exp, w.setting)]
-        paths = [(out.history, out.summary, out.ledger)]
+        paths = [tuple(out[n] for n in names)]
     else:
         pairs = [tuple(p) for p in pairs]
-        paths = list(zip(out.history, out.summary, out.ledger, strict=True))
+        paths = list(zip(*(out[n] for n in names), strict=True))
     data: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     units = []
     for e, s in pairs:
@@ -38,13 +39,14 @@ def main() -> None:
         units.append((e, s, st, x, y, theta, side))
     results = run_units(cfg, units, int(snakemake.params.seed), rep)
     scalar = (str, int, float)
-    for (e, s), (hist, summ, ledger), (p_hist, p_summ, p_ledger) in zip(
+    for (e, s), (hist, summ, ledger), (p_hist, p_summ, p_ledger, b_hist, b_summ) in zip(
         pairs, results, paths, strict=True
     ):
         meta = {"exp": e, "setting": s, "repetition": rep, **settings[e][s]}
         meta = {k: v for k, v in meta.items() if isinstance(v, scalar) and not isinstance(v, bool)}
-        write_table(p_hist, hist.assign(**meta), index=False)
-        write_table(p_summ, pd.DataFrame(summ).assign(**meta), index=False)
+        # timing columns (seconds, cpu_seconds, ...) only in the benchmark copies
+        write_result_and_benchmark(p_hist, b_hist, hist.assign(**meta))
+        write_result_and_benchmark(p_summ, b_summ, pd.DataFrame(summ).assign(**meta))
         write_table(p_ledger, ledger, index=False)
 
 

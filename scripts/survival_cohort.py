@@ -16,11 +16,14 @@ def main() -> None:
         label = "real: IPSS-M cohort (Bernard et al. 2022, papaemmelab/IPSSMstudy)"
     else:
         x, obs = simulate_cohort(
-            snakemake.params.seed, int(cfg["simulate_n"]), int(cfg["min_carriers"])
+            snakemake.params.seed,
+            int(cfg["simulate_n"]),
+            int(cfg["min_carriers"]),
+            list(cfg["clinical"]),
         )
         label = (
-            "SIMULATED stand-in (no data mirror set): MDS binaries + clinical covariates, "
-            "Cox-Weibull times"
+            "SIMULATED stand-in (no IPSS-M files in a data mirror): MDS binaries + clinical "
+            "covariates, Cox-Weibull times"
         )
     info = {
         "source": snakemake.params.source,

@@ -4,7 +4,7 @@ or (``survival.fanout: repetition``) every (scenario, strategy) of one (endpoint
 import pandas as pd
 from _common import run
 
-from fedclust.io import read_table, write_json, write_table
+from fedclust.io import read_table, write_json_and_benchmark, write_table
 from fedclust.survival.experiment import run_units
 from fedclust.transports import from_config
 
@@ -19,10 +19,11 @@ def main() -> None:
     obs.index = obs.index.astype(str)
     units = snakemake.params.units
     if units is None:  # one unit per job
-        units, paths = [(w.scenario, w.strategy)], [(out.result, out.cv, out.predictions)]
+        units = [(w.scenario, w.strategy)]
+        paths = [(out.result, out.cv, out.predictions, out.timing)]
     else:
         units = [tuple(u) for u in units]
-        paths = list(zip(out.result, out.cv, out.predictions, strict=True))
+        paths = list(zip(out.result, out.cv, out.predictions, out.timing, strict=True))
     results = run_units(
         x,
         obs,
@@ -33,8 +34,8 @@ def main() -> None:
         snakemake.params.seed,
         transport=from_config(snakemake.config),
     )
-    for (res, cv, pred), (p_res, p_cv, p_pred) in zip(results, paths, strict=True):
-        write_json(p_res, res)
+    for (res, cv, pred), (p_res, p_cv, p_pred, p_time) in zip(results, paths, strict=True):
+        write_json_and_benchmark(p_res, p_time, res)  # wall_s: the benchmark file only
         write_table(p_cv, cv, index=False)
         write_table(p_pred, pred)
 

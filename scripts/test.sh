@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
 # The README's test command: fresh venv, install, lint, dry runs, pytest, small end-to-end run.
 #   bash scripts/test.sh            (FEDCLUST_VENV=... to reuse a venv; FEDCLUST_SKIP_E2E=1 to skip)
+# Data (issue 30 A): a clone alone is enough. The offline data mirror is FEDCLUST_DATA_MIRROR when
+# set (it must exist: a config-time error otherwise), else ../shared/data when that folder exists
+# (CI), else none. The default end-to-end run never uses it (the newcomer path: embedded and
+# simulated data only); pytest and the thesis smoke run use it when there is one (real IPSS-M),
+# else the smoke run reads the simulated MDS cohort.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${FEDCLUST_VENV:-.venv}
-export FEDCLUST_DATA_MIRROR=${FEDCLUST_DATA_MIRROR:-$(cd .. && pwd)/shared/data}
+if [ -z "${FEDCLUST_DATA_MIRROR:-}" ] && [ -d ../shared/data ]; then
+  FEDCLUST_DATA_MIRROR=$(cd ../shared/data && pwd)
+fi
+if [ -n "${FEDCLUST_DATA_MIRROR:-}" ]; then
+  export FEDCLUST_DATA_MIRROR
+  echo "data mirror: $FEDCLUST_DATA_MIRROR"
+else
+  unset FEDCLUST_DATA_MIRROR
+  echo "data mirror: none (offline data only; tests that need the mirror are skipped)"
+fi
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 step(){ printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
 
@@ -33,10 +47,12 @@ step "pytest"
 pytest -q -p no:cacheprovider
 
 if [ -z "${FEDCLUST_SKIP_E2E:-}" ]; then
-  step "end-to-end run of the default config"
+  # the newcomer path: no data mirror (the default config is offline), whatever this machine has
+  step "end-to-end run of the default config, without the data mirror"
   work=$(mktemp -d)
   start=$(date +%s)
-  snakemake --cores 2 --directory "$work" -s "$PWD/Snakefile" --configfile "$PWD/config/config.yaml" -q
+  env -u FEDCLUST_DATA_MIRROR snakemake --cores 2 --directory "$work" -s "$PWD/Snakefile" \
+    --configfile "$PWD/config/config.yaml" -q
   echo "default workflow: $(( $(date +%s) - start )) s; report: $work/results/report/index.html"
   test -s "$work/results/report/index.html"
   if python -c "from fedclust.report.browser import find_browser as f; raise SystemExit(f() is None)"; then
@@ -44,15 +60,23 @@ if [ -z "${FEDCLUST_SKIP_E2E:-}" ]; then
     python -m fedclust.report.browser "$work/results/report/index.html"
   fi
   step "snakemake --report of that run"
-  snakemake -q --directory "$work" -s "$PWD/Snakefile" --configfile "$PWD/config/config.yaml" \
-    --report "$work/report.html"
+  env -u FEDCLUST_DATA_MIRROR snakemake -q --directory "$work" -s "$PWD/Snakefile" \
+    --configfile "$PWD/config/config.yaml" --report "$work/report.html"
   test -s "$work/report.html" && echo "snakemake report: $work/report.html"
   # issue 14: config/thesis.yaml's DAG (every rule and fan-out wildcard) at tiny sizes, run
-  step "end-to-end run of the thesis smoke config (thesis DAG, tiny sizes)"
+  # real IPSS-M from the mirror when there is one; else (a clone alone) the simulated MDS cohort
   smoke=$(mktemp -d)
+  smoke_cfg="$PWD/config/thesis-smoke.yaml"
+  if [ -n "${FEDCLUST_DATA_MIRROR:-}" ]; then
+    step "end-to-end run of the thesis smoke config (thesis DAG, tiny sizes, IPSS-M from the mirror)"
+  else
+    step "end-to-end run of the thesis smoke config (thesis DAG, tiny sizes, no mirror: simulated MDS)"
+    smoke_cfg="$smoke/thesis-smoke-offline.yaml"
+    printf 'base: %s\ndata:\n  mds:\n    source: simulated\n' "$PWD/config/thesis-smoke.yaml" \
+      >"$smoke_cfg"
+  fi
   start=$(date +%s)
-  snakemake --cores 2 --directory "$smoke" -s "$PWD/Snakefile" \
-    --configfile "$PWD/config/thesis-smoke.yaml" -q
+  snakemake --cores 2 --directory "$smoke" -s "$PWD/Snakefile" --configfile "$smoke_cfg" -q
   echo "thesis smoke workflow: $(( $(date +%s) - start )) s; report: $smoke/results/report/index.html"
   test -s "$smoke/results/report/index.html"
 fi

@@ -23,7 +23,7 @@ from fedclust.report.compare import (
 
 @pytest.mark.parametrize(
     "name", ["seconds", "pooled_seconds", "wall_s", "steps_per_s", "cpu_time", "init_seconds",
-             "cpu_seconds_per_iteration", "Elapsed", "ETA", "runtime", "fit_time", "time_s"],
+             "cpu_seconds_per_iteration", "Elapsed", "ETA", "runtime", "fit_time", "time_s", "s"],
 )  # fmt: skip
 def test_timing_columns_are_recognised(name):
     assert is_timing_column(name)
@@ -31,7 +31,7 @@ def test_timing_columns_are_recognised(name):
 
 @pytest.mark.parametrize(
     "name", ["time", "theta", "beta_federated", "RUNX1", "run", "n_samples", "rounds", "s_min",
-             "survival", "floats_per_center_max", "events"],
+             "survival", "floats_per_center_max", "events", "S"],
 )  # fmt: skip
 def test_result_columns_are_kept(name):
     assert not is_timing_column(name)

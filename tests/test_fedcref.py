@@ -463,3 +463,21 @@ def test_report_tables_ci_and_paper_columns():
     assert t["table8"]["paper clients"].iloc[0] == 20
     assert t["table4"]["ACC end (ours)"].iloc[0].startswith("0.905 (±")
     assert t["table1"]["paper ACC end"].iloc[0] == "0.894 (±0.031)"
+
+
+def test_group_whose_members_all_abstain_keeps_its_initial_weights():
+    """Tiny refined clusters: every member is below its centre's floor and abstains; the group
+    is not trained in that iteration (its initial weights), the abstentions are recorded, and
+    the run goes on (thesis-smoke's FedCRef used to stop with 'every center abstained')."""
+    from fedclust.fedcref.algorithm import hash_seed
+
+    clients = _clients()
+    p = FedCRefParams(**{**TINY.__dict__, "rounds": 2, "min_samples": 100})  # clusters of 12
+    for c in clients:
+        c.p, c._fl_gens = p, {}
+    led = Ledger()
+    got = train_group(clients, [(0, 0), (1, 0)], p, 5, "G", led, 1)
+    init = get_parameters(make_ae(16, p.hidden, hash_seed(5, "G")))
+    for a, b in zip(got, init, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert len(led.abstention_records) == 2 and not (led.table().kind == "group_update").any()

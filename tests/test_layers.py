@@ -48,7 +48,30 @@ STAGES = {
 }
 #: (importer, imported) edges that break a rule today, each with what removes it
 KNOWN = {
-    ("config", "data"): "config.check_references reads data.workflow.DATASETS (a constant)",
+    ("config", "data"): "config.check_references reads data.workflow.DATASETS (a constant) and "
+    "runs data.workflow.check_config (split sizes, issue 30 item 12)",
+    # issue 30 A / item 12: validate_config runs each stage's config-time checks (its
+    # workflow module: parse-time, no heavy imports). Removed by moving the stage checks out of
+    # validate_config into a top-layer module that the Snakefile and the CLI call.
+    ("config", "admm"): "config.check_stages runs admm.workflow.check_config",
+    ("config", "dec"): "config.check_references runs dec.tuning_spec.check_reuse",
+    ("config", "fedcref"): "config.check_stages runs fedcref.workflow.check_config",
+    ("config", "hac"): "config.check_references runs hac.workflow.check_config",
+    ("config", "survival"): "config.check_references runs survival.workflow.check_config",
+}
+#: import cycles that exist today (the modules of one strongly connected component), each with
+#: what removes it; any other cycle fails
+KNOWN_CYCLES = {
+    frozenset(
+        {
+            "fedclust.config",
+            "fedclust.data.split",
+            "fedclust.data.workflow",
+            "fedclust.survival.workflow",
+        }
+    ): "config.validate_config runs the stages' config-time checks (the KNOWN config -> stage "
+    "edges), whose modules use config's helpers (data_mirror, check_name, defaults_at); removed "
+    "with those edges",
 }
 
 
@@ -172,5 +195,12 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle_between_modules():
     """Function-level imports count: a lazy import does not break a cycle, it hides it."""
-    cycles = _cycles(_module_graph())
+    cycles = [c for c in _cycles(_module_graph()) if frozenset(c) not in KNOWN_CYCLES]
     assert not cycles, f"import cycles: {cycles}"
+
+
+@pytest.mark.parametrize("cycle", sorted(KNOWN_CYCLES, key=sorted))
+def test_known_cycles_are_still_there(cycle):
+    assert sorted(cycle) in _cycles(_module_graph()), (
+        f"{sorted(cycle)} is no longer a cycle: remove it from KNOWN_CYCLES ({KNOWN_CYCLES[cycle]})"
+    )

@@ -143,7 +143,9 @@ def test_item12_more_clusters_than_samples_rejected(repo, default, section):
 
 def test_item14_defaults_filled_under_additional_properties(repo, default):
     cfg = copy.deepcopy(default)
-    cfg["data"]["splits"] = {"s": {"kind": "skewed", "n_centers": 3, "datasets": ["mds"]}}
+    equal8 = cfg["data"]["splits"]["equal8"]  # the ADMM MDS task's split (checked too)
+    cfg["data"]["splits"] = {"s": {"kind": "skewed", "n_centers": 3, "datasets": ["mds"]},
+                             "equal8": equal8}  # fmt: skip
     cfg["dec"]["splits"] = ["s"]
     out = _check(repo, cfg)
     spec = out["data"]["splits"]["s"]

@@ -329,7 +329,7 @@ def test_run_job_on_simulated_cohort():
 
 
 # ---------------------------------------------------------------- workflow helpers and config
-def test_workflow_jobs_and_source(repo, monkeypatch):
+def test_workflow_jobs_and_source(repo, monkeypatch, tmp_path):
     from fedclust.config import load_yaml, validate_config
     from fedclust.survival import workflow as SW
 
@@ -345,7 +345,11 @@ def test_workflow_jobs_and_source(repo, monkeypatch):
     }
     monkeypatch.delenv("FEDCLUST_DATA_MIRROR", raising=False)
     assert SW.source(cfg) == "simulated" and SW.cohort_inputs(cfg) == {}
-    monkeypatch.setenv("FEDCLUST_DATA_MIRROR", "/nonexistent/mirror")
+    monkeypatch.setenv("FEDCLUST_DATA_MIRROR", str(tmp_path))  # a mirror without IPSS-M
+    assert SW.source(cfg) == "simulated"
+    (tmp_path / "ipssm").mkdir()
+    for name in SW.IPSSM_FILES:
+        (tmp_path / "ipssm" / name).write_text("ID\n")
     assert SW.source(cfg) == "ipssm" and set(SW.cohort_inputs(cfg)) == {"clinical", "mut", "cna"}
     bad = load_yaml(repo / "config" / "config.yaml")
     bad["survival"]["scenarios"] = ["iid_balanced", "noniid_age"]

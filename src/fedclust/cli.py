@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     except FedclustError as err:
         print(f"fedclust: {err}", file=sys.stderr)
         return 2
-    cmd = ["snakemake", "-s", str(repo / "Snakefile"), "--configfile", config]
+    # this environment's Snakemake (works outside an activated venv; issue 30 item 9)
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--configfile", config]
     cmd += ["--profile", args.profile] if args.profile else ["--cores", str(args.cores)]
     if args.dry_run:
         cmd.append("-n")

@@ -67,8 +67,13 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-#: columns holding wall-clock measurements: never part of a result table
-TIMING_COLUMNS = ("seconds", "pooled_seconds", "pooled seconds", "wall_s", "steps_per_s")
+#: columns (and JSON keys) holding wall-clock or CPU-time measurements: never part of a result
+#: table or result JSON, only of its benchmark twin under results/benchmarks/
+TIMING_COLUMNS = (
+    "seconds", "pooled_seconds", "pooled seconds", "wall_s", "steps_per_s",
+    "cpu_seconds", "init_seconds", "seconds_per_iteration", "cpu_seconds_per_iteration",
+    "s / iteration (wall)", "CPU s / iteration",
+)  # fmt: skip
 
 
 def to_tsv_gz(df: pd.DataFrame, path: str | os.PathLike, **to_csv: Any) -> None:
@@ -92,6 +97,23 @@ def write_result_and_benchmark(
     timings included, to ``bench_path`` (a benchmark file, not reproducible by nature)."""
     write_table(path, df.drop(columns=[c for c in TIMING_COLUMNS if c in df.columns]), index)
     write_table(bench_path, df, index)
+
+
+def write_json_and_benchmark(
+    path: str | os.PathLike, bench_path: str | os.PathLike, obj: dict[str, Any]
+) -> None:
+    """``obj`` without its timing keys (:data:`TIMING_COLUMNS`) to ``path`` (a result JSON,
+    byte-identical across runs) and the whole of it to ``bench_path`` (a benchmark file)."""
+    write_json(path, {k: v for k, v in obj.items() if k not in TIMING_COLUMNS})
+    write_json(bench_path, obj)
+
+
+def benchmark_twin(path: str | os.PathLike) -> str:
+    """The benchmark file of a result file: ``results/<x>`` → ``results/benchmarks/<x>``."""
+    text = str(path)
+    if not text.startswith("results/"):
+        raise ValueError(f"not a results/ path: {text}")
+    return "results/benchmarks/" + text[len("results/") :]
 
 
 def write_table(path: str | os.PathLike, df: pd.DataFrame, index: bool = True) -> None:

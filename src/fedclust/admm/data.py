@@ -80,7 +80,16 @@ def load_table_task(
         return X, y.to_numpy(dtype=float)
     pos = y.astype(str) == str(positive)
     if str(positive) not in set(y.astype(str)):  # e.g. OS_STATUS read as 1.0
-        pos = pd.to_numeric(y, errors="coerce") == float(positive)
+        try:
+            pos = pd.to_numeric(y, errors="coerce") == float(positive)
+        except (TypeError, ValueError):
+            values = sorted(set(y.astype(str)))
+            raise InputDataError(
+                f"positive = {positive!r} is not a value of outcome '{outcome}' "
+                f"(values: {', '.join(values[:10])})",
+                where="admm.tasks.<task>.positive",
+                fix="set positive to the outcome value coded +1",
+            ) from None
     if pos.all() or not pos.any():
         raise InputDataError(
             f"outcome '{outcome}' == {positive!r} holds for {int(pos.sum())} of {len(y)} rows: "
@@ -173,6 +182,18 @@ def federated_blocks(
             kept.append((c, Xi, yi))
         else:
             ledger.abstain(c, 0, LOCAL_UPDATE, "refused: too few rows for a model of this size")
+    if not kept:  # not "needs at least one center" later: say which floor and what to change
+        from ..privacy.centre import glm_floor
+
+        need = max(glm_floor(configured_policy(c), X.shape[1] + 1, min_samples) for c in names)
+        largest = max(len(Xi) for _, Xi, _ in parts)
+        raise InputDataError(
+            f"every center is too small to release a model of {X.shape[1] + 1} parameters: "
+            f"the centers' disclosure floors (disclosure.nfilter_glm / nfilter_subset, "
+            f"admm.min_samples) need {need} rows a center, the largest holds {largest}",
+            where="admm split",
+            fix="use fewer, larger centers (the task's split or admm.n_blocks) or fewer features",
+        )
     parts = kept
     regress = problem not in P.CLASSIFICATION
     mean, sd = np.zeros(X.shape[1]), np.ones(X.shape[1])

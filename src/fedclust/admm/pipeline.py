@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.split import center_names, make_split
-from ..errors import ConfigError, InputDataError
+from ..errors import ConfigError, DisclosureError, InputDataError
 from ..federation import INPROCESS, Ledger, Transport
 from . import data as D
 from . import problems as P
@@ -97,6 +97,24 @@ def load_task(
     return TaskData(X, D.encode_target(problem, y), centers, names, src)
 
 
+def check_floor(data: TaskData, min_samples: int, standardize: bool) -> None:
+    """Every center holds ≥ ``admm.min_samples`` rows (consensus ADMM needs every center, none
+    may abstain): the :class:`DisclosureError` the ledger would raise on the center's first
+    message, with a fix for the user (the config keys to change; issue 30 item 11)."""
+    names, counts = np.unique(data.centers, return_counts=True)
+    if len(counts) and counts.min() < min_samples:
+        i = int(np.argmin(counts))
+        raise DisclosureError(
+            f"center {names[i]} holds {counts[i]} rows, fewer than admm.min_samples = "
+            f"{min_samples}: consensus ADMM needs every center's update",
+            center=str(names[i]),
+            protocol="admm_standardize" if standardize else "admm_local_update",
+            rule=f"min-samples>={min_samples}",
+            fix=f"lower admm.min_samples to ≤ {counts[i]}, or use fewer centers "
+            "(admm.n_blocks, or n_centers of the task's split)",
+        )
+
+
 def run_job(
     cfg: dict[str, Any], task: dict[str, Any], mode: str, data: TaskData,
     transport: Transport = INPROCESS,
@@ -118,6 +136,7 @@ def run_job(
     else:
         ledger = Ledger()
         m = int(cfg["min_samples"])  # admm.min_samples: the ledger's rule
+        check_floor(data, m, std)
         centres = centres_from_rows(data.X, data.y, data.centers, data.names, s, std, m)
         res = admm_federated(centres, s, ledger, m, transport)
     # node scaling (3.34) with equal-size centers = the centralized problem with λ/N_b

@@ -1,12 +1,20 @@
 """Parse-time helpers of rules/admm.smk: the runs and jobs of the ``admm`` section, each job's
-input files, the config checks the schema cannot make, and the MDS data's honest label."""
+input files, the MDS data's honest label, and the config checks that need only the config and
+the data shapes (issue 30 items 10-12), run by :func:`fedclust.config.check_references` so that
+``fedclust check-config`` and the Snakefile refuse a config before anything runs. No heavy
+imports (numpy only)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..errors import ConfigError
-from . import problems as P
+from .problems import CLASSIFICATION, check_problem
+
+#: rows of the bundled scikit-learn sets (load_diabetes, load_breast_cancer)
+SKLEARN_SIZES = {"diabetes": 442, "breast_cancer": 569}
+#: obs.tsv columns of the mds dataset (IPSS-M and simulated; data contract)
+MDS_OUTCOMES = ("OS_YEARS", "OS_STATUS", "LFS_YEARS", "LFS_STATUS", "AMLt_YEARS", "AMLt_STATUS")
 
 
 def runs(admm: dict[str, Any]) -> list[tuple[str, str]]:
@@ -42,20 +50,78 @@ def group_inputs(tasks: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def check_tasks(admm: dict[str, Any], data_cfg: dict[str, Any]) -> None:
-    """Config checks the schema cannot make: an MDS task's split exists and covers mds."""
+    """Config checks the schema cannot make: an MDS task's split exists and covers mds, its
+    outcome is an obs.tsv column and, for a classifier on a ``*_STATUS`` outcome, ``positive``
+    is 0 or 1."""
     for name, task in admm["tasks"].items():
-        P.check_problem(task["problem"], where=f"admm.tasks.{name}.problem")
+        problem = check_problem(task["problem"], where=f"admm.tasks.{name}.problem")
         if task["dataset"] != "mds":
             continue
         split = task["split"]
         spec = data_cfg["splits"].get(split)
         if spec is None or "mds" not in spec["datasets"]:
             raise ConfigError(
-                f"admm task '{name}' uses split '{split}', which is not a data.splits entry "
+                f"admm.tasks.{name}.split = {split!r}, which is not a data.splits entry "
                 "for the mds dataset",
                 where=f"admm.tasks.{name}.split",
                 fix="add e.g. `equal8: {kind: equal, n_centers: 8, datasets: [mds]}` to "
                 "data.splits, or name an existing mds split",
+            )
+        outcome = task["outcome"]
+        if outcome not in MDS_OUTCOMES:
+            raise ConfigError(
+                f"admm.tasks.{name}.outcome = {outcome!r} is not a column of the mds obs.tsv",
+                where=f"admm.tasks.{name}.outcome",
+                fix=f"use one of: {', '.join(MDS_OUTCOMES)}",
+            )
+        positive = task["positive"]
+        if problem in CLASSIFICATION and outcome.endswith("_STATUS"):
+            if str(positive) not in ("0", "1", "0.0", "1.0"):
+                raise ConfigError(
+                    f"admm.tasks.{name}.positive = {positive!r}: {outcome} holds only 0 "
+                    "(censored) and 1 (event)",
+                    where=f"admm.tasks.{name}.positive",
+                    fix="positive: 1 (the event is the +1 class) or 0",
+                )
+
+
+def center_sizes(
+    admm: dict[str, Any], task: dict[str, Any], split_sizes: dict[str, dict[str, list]]
+) -> list[int] | None:
+    """Rows per center of one task when the config fixes them (scikit-learn sets: an equal split
+    into ``n_blocks``; mds: the split's sizes), else None."""
+    dataset = task["dataset"]
+    if dataset in SKLEARN_SIZES:
+        # a task may override the section's n_blocks
+        n, k = SKLEARN_SIZES[dataset], int(task.get("n_blocks", admm["n_blocks"]))
+        return [n // k + (i < n % k) for i in range(k)]
+    if dataset == "mds":
+        return split_sizes.get(task["split"], {}).get("mds")
+    return None
+
+
+def check_config(
+    config: dict[str, Any], split_sizes: dict[str, dict[str, list]], where: str = "config"
+) -> None:
+    """Config-time checks of the admm stage: :func:`check_tasks`, and ``admm.min_samples`` is
+    met by every center of every distributed task (consensus ADMM needs every center; a center
+    below the floor would stop the run with a disclosure error)."""
+    admm = config.get("admm", {})
+    if not admm.get("enabled", False):
+        return
+    check_tasks(admm, config["data"])
+    m = int(admm["min_samples"])
+    if "distributed" not in admm["modes"] or m <= 1:
+        return
+    for name, task in admm["tasks"].items():
+        sizes = center_sizes(admm, task, split_sizes)
+        if sizes and min(sizes) < m:
+            raise ConfigError(
+                f"admm.min_samples = {m}, but the smallest center of task {name} holds "
+                f"{min(sizes)} rows: consensus ADMM needs every center's update",
+                where=f"{where}: admm.min_samples",
+                fix=f"lower admm.min_samples to ≤ {min(sizes)}, or use fewer centers "
+                "(admm.n_blocks, or n_centers of the task's split)",
             )
 
 

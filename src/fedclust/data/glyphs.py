@@ -198,6 +198,9 @@ def load_glyphs(
                 f"source {source!r} needs the files {need}, got {files}",
                 where="fedcref dataset rule",
             )
+        from .download import verify_downloads
+
+        verify_downloads(files)  # cached downloads unchanged (issue 30 item 1)
         if source == "emnist_digits":
             return load_emnist_digits(files[0])
         if source == "kmnist":

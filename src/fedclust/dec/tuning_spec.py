@@ -16,6 +16,43 @@ SELECTS = {"lr": ["autoencoder_lr"], "batch": ["autoencoder_batch_size", "model"
            "cluster": ["clustering_lr", "clustering_batch_size"]}  # fmt: skip
 
 
+def tuned_datasets(cfg: dict) -> list[str]:
+    t = (cfg or {}).get("tuning") or {}
+    return list(t.get("datasets", [])) if t.get("enabled") else []
+
+
+def reuse_source(cfg: dict, dataset: str, grid: str) -> str | None:
+    """The dataset whose ``grid`` selection ``dataset`` reuses (``dec.tuning.reuse``; the thesis
+    reused MNIST's Step-2 settings for BMNIST, seed 000 Table B.5 note), or None."""
+    r = ((cfg or {}).get("tuning") or {}).get("reuse") or {}
+    spec = r.get(dataset) if dataset in tuned_datasets(cfg) else None
+    return str(spec["source"]) if spec and grid in spec.get("grids", []) else None
+
+
+def check_reuse(cfg: dict) -> None:
+    """A tuned dataset's reuse source must be tuned too (and another dataset); entries of
+    datasets not tuned are ignored (a config layered over thesis.yaml may tune fewer)."""
+    from fedclust.errors import ConfigError
+
+    tuned = tuned_datasets(cfg)
+    for d, spec in (((cfg or {}).get("tuning") or {}).get("reuse") or {}).items():
+        src = spec["source"]
+        if d in tuned and (src not in tuned or src == d):
+            raise ConfigError(
+                f"dec.tuning.reuse.{d}: {d} and its source {src} must be two datasets of "
+                f"dec.tuning.datasets {tuned}",
+                where=f"dec.tuning.reuse.{d}",
+                fix="add both to dec.tuning.datasets or drop the entry",
+            )
+        for g in spec.get("grids", []):
+            if reuse_source(cfg, src, g):
+                raise ConfigError(
+                    f"dec.tuning.reuse: {d} reuses {src}'s {g!r} grid, which {src} reuses too",
+                    where=f"dec.tuning.reuse.{d}",
+                    fix=f"point {d} at the dataset that runs the {g!r} grid",
+                )
+
+
 def architectures(cfg: dict, dataset: str) -> list[str]:
     """The TSAE architectures of ``dataset``'s LR grid (``dec.tuning.step1.architectures``;
     thesis: EUROMDS "DEC", "CURVES", "GOOGLE", Table A.3); empty: the config's model only."""

@@ -25,6 +25,7 @@ import torch
 
 from fedclust.errors import ConfigError, InputDataError
 from fedclust.federation import (
+    EveryCentreAbstained,
     Ledger,
     LedgerClientProxy,
     Protocol,
@@ -411,9 +412,15 @@ def train_group(
     )
     proxies = [LedgerClientProxy(clients[ci].cid, _Member(clients[ci], q, runtime, k), ledger)
                for k, (ci, q) in enumerate(members)]  # fmt: skip
-    return run_rounds(proxies, strategy, params, p.rounds, {"group": tag},
-                      protocols(p.min_samples).group_fit, kind="group",
-                      label=f"fedcref it {it} group {tag}")  # fmt: skip
+    try:
+        return run_rounds(proxies, strategy, params, p.rounds, {"group": tag},
+                          protocols(p.min_samples).group_fit, kind="group",
+                          label=f"fedcref it {it} group {tag}")  # fmt: skip
+    except EveryCentreAbstained:  # every member's cluster is below its centre's own floor
+        log.warning("it %d: group %s not trained: every member abstained (clusters below "
+                    "the centres' disclosure floors); it keeps its initial weights",
+                    it, tag)  # fmt: skip
+        return params
 
 
 def train_groups(

@@ -11,7 +11,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from fedclust.io import read_json, save_figure, write_table
+from fedclust.io import (
+    TIMING_COLUMNS,
+    read_json,
+    save_figure,
+    write_result_and_benchmark,
+    write_table,
+)
 from fedclust.report import StageSection
 from fedclust.report.headlines import Col, Line, Sel, Spec, lead
 
@@ -167,7 +173,9 @@ def _outcomes(g: pd.DataFrame) -> dict[str, str]:
         "wrong clusters": fmt(f.wrong_clusters_end, 1),
         "isolated start → end": f"{fmt(f.isolated_start, 1)} → {fmt(f.isolated_end, 1)}",
         "iterations": fmt(f.iterations, 1),
-        "s / iteration (wall)": fmt(f.seconds_per_iteration, 2),
+        "s / iteration (wall)": fmt(f.seconds_per_iteration, 2)
+        if "seconds_per_iteration" in f
+        else "—",
         "CPU s / iteration": fmt(f.cpu_seconds_per_iteration, 2)
         if "cpu_seconds_per_iteration" in f
         else "—",
@@ -414,6 +422,14 @@ def calibration_figure(pairs: pd.DataFrame, levels: list[dict], dataset: str):
     return fig
 
 
+def _write(tdir: Path, tdir_t: Path | None, name: str, df: pd.DataFrame) -> None:
+    """A table without its timing columns; with them in the benchmark folder when given."""
+    if tdir_t is None:
+        write_table(tdir / name, df.drop(columns=[c for c in TIMING_COLUMNS if c in df]), False)
+    else:
+        write_result_and_benchmark(tdir / name, tdir_t / name, df)
+
+
 def size_figure(stats: pd.DataFrame, label: str, paper_theta: float = 0.2):
     """The association statistic vs the cluster size S: same- vs different-class pairs (points,
     median line), one panel per dirtiness, with the paper's θ."""
@@ -523,17 +539,27 @@ def build_section(
     calibration_figures: list[str],
     cfg: dict,
     size: list[str] | None = None,
+    summaries_timing: list[str] | None = None,
+    tables_timing_dir: str | None = None,
 ) -> None:
+    """The section, its tables and figures. ``summaries_timing`` (the runs' summaries with
+    their timing columns, under results/benchmarks/) feed the tables' time columns, written only
+    to ``tables_timing_dir``: the tables under ``tables_dir`` have none (byte-identical runs)."""
     tdir, fdir = Path(tables_dir), Path(figures_dir)
     tdir.mkdir(parents=True, exist_ok=True)
     fdir.mkdir(parents=True, exist_ok=True)
-    summary = pd.concat([pd.read_csv(p, sep="\t") for p in summaries], ignore_index=True)
+    tdir_t = Path(tables_timing_dir) if tables_timing_dir else None
+    if tdir_t is not None:
+        tdir_t.mkdir(parents=True, exist_ok=True)
+    summary = pd.concat(
+        [pd.read_csv(p, sep="\t") for p in (summaries_timing or summaries)], ignore_index=True
+    )
     history = pd.concat([pd.read_csv(p, sep="\t") for p in histories], ignore_index=True)
     cr = [pd.read_csv(p, sep="\t") for p in cross]
     crossdf = pd.concat(cr, ignore_index=True) if cr else pd.DataFrame()
     if len(crossdf):
         crossdf["dataset"] = crossdf.setting.str.replace("_dec", "", regex=False)
-    write_table(tdir / "runs.tsv", summary, index=False)
+    _write(tdir, tdir_t, "runs.tsv", summary)
     tables = build_tables(summary, cfg, crossdf)
     tables["calibration"] = calibration_rows(calibrations)
     tables["fig5"] = fig5_table(crossdf)
@@ -586,7 +612,7 @@ def build_section(
     tab_entries = []
     for name, df in tables.items():
         path = tdir / f"{name}.tsv"
-        write_table(path, df, index=False)
+        _write(tdir, tdir_t, f"{name}.tsv", df)
         if len(df):
             tab_entries.append({"path": str(path), "caption": captions[name], "max_rows": 40})
     fig_entries = []

@@ -82,3 +82,48 @@ def run_inputs(st: dict, calibrated: bool, exp: str, setting: str) -> dict[str, 
     if calibrated:
         out["calibration"] = f"results/fedcref/calibration/{ds}.json"
     return out
+
+
+#: classes of each glyph source (synthetic: its ``n_classes``; Kuzushiji-49: at most 49, those
+#: with ≥ ``min_count`` samples are kept)
+SOURCE_CLASSES = {"digits": 10, "mlxtend5k": 10, "emnist_digits": 10, "kmnist": 10}
+
+
+def check_config(config: dict[str, Any], where: str = "config") -> None:
+    """Config-time checks of the fedcref stage (:func:`fedclust.config.check_references`): the
+    experiments name datasets of ``fedcref.datasets`` (:func:`.settings.settings`) and every
+    setting's client system fits its dataset's classes (K_i range, issue 30 item 12)."""
+    from fedclust.errors import ConfigError
+
+    from .system import check_system_params
+
+    cfg = config.get("fedcref", {})
+    if not cfg.get("enabled", False):
+        return
+    for exp, ss in settings(cfg).items():
+        for name, setting in ss.items():
+            spec = cfg["datasets"][setting["dataset"]]
+            source = spec.get("source")
+            n_classes = (
+                int(spec.get("n_classes", 10))
+                if source == "synthetic"
+                else SOURCE_CLASSES.get(source)
+            )
+            if n_classes is None:  # kmnist49: the classes kept depend on the data
+                continue
+            sysc = {**cfg.get("system", {}), **(spec.get("system") or {})}
+            k_max = sysc.get("k_max")
+            try:
+                check_system_params(
+                    int(setting.get("n_clients", sysc.get("n_clients", 2))),
+                    int(sysc.get("k_min", 2)),
+                    n_classes // 2 if k_max is None else int(k_max),
+                    n_classes,
+                    int(sysc.get("samples_per_class", 1)),
+                )
+            except ConfigError as err:
+                raise ConfigError(
+                    f"fedcref dataset {setting['dataset']!r} ({exp} setting {name}): {err.what}",
+                    where=f"{where}: {err.where}",
+                    fix=err.fix,
+                ) from None

@@ -7,6 +7,7 @@ from fedclust.errors import DisclosureError
 
 from .engine import (
     Abstain,
+    EveryCentreAbstained,
     History,
     LedgerClientProxy,
     RoundLog,
@@ -67,6 +68,7 @@ __all__ = [
     "fit_all",
     "fit_protocol",
     "make_strategy",
+    "EveryCentreAbstained",
     "run_rounds",
     "secure_sum",
     "weighted_average",

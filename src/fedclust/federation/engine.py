@@ -44,6 +44,10 @@ class FitClient(TypingProtocol):
     def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]: ...
 
 
+class EveryCentreAbstained(RuntimeError):
+    """A round of :func:`run_rounds` with no reply: every centre abstained or was lost."""
+
+
 def fit_protocol(name: str, metrics: Sequence[str] = ("loss",), min_samples: int = 1) -> Protocol:
     """The protocol of a fit update: parameters, the number of training samples, metrics. Its
     server step is a (weighted) mean: ``summed`` (secure aggregation and central DP apply)."""
@@ -182,7 +186,9 @@ def run_rounds(
             results = [out for out in outs if out is not None]
             n_part = len(results)
         if not results:
-            raise RuntimeError(f"{label or kind} round {rnd}: every center abstained or was lost")
+            raise EveryCentreAbstained(
+                f"{label or kind} round {rnd}: every center abstained or was lost"
+            )
         parameters = strategy.aggregate_fit(rnd, results, parameters)
         if all("loss" in r[2] for r in results):
             tot = sum(r[1] for r in results)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from fedclust.config import data_mirror
 from fedclust.errors import ConfigError
 
 MODELS = ("savae", "dgd", "radialgan")
@@ -79,14 +78,12 @@ def all_outputs(model: str, unit_ids: list[str]) -> dict[str, list[str]]:
 
 
 def mds_source(config: dict[str, Any]) -> str:
-    """``ipssm`` (real) or ``simulated``; ``auto``: IPSS-M when a data mirror is set or the
-    data stage reads IPSS-M (as the survival stage decides)."""
+    """``ipssm`` (real) or ``simulated``; ``auto``: as the survival stage decides (IPSS-M when
+    the data stage reads it or the data mirror holds its files)."""
+    from fedclust.survival.workflow import auto_ipssm
+
     s = config["generative"]["mds"]["source"]
-    if s != "auto":
-        return s
-    if data_mirror(config) is not None or config["data"]["mds"]["source"] == "ipssm":
-        return "ipssm"
-    return "simulated"
+    return auto_ipssm(config) if s == "auto" else s
 
 
 def _datasets_of(config: dict[str, Any], model: str, unit_ids: list[str]) -> set[str]:

@@ -30,6 +30,7 @@ from .federated import (
 )
 from .genewise import gene_variances, genewise_clustering, pooled_gene_distances
 from .gradual import enforce_monotone, gradual_sharing
+from .nmin import nmin_grid  # noqa: F401  (re-exported: callers import it from here)
 from .pooled import EUCLIDEAN_ONLY, pooled_linkage
 from .simultaneous import simultaneous_run
 from .toy import bimodal, blobs, uniform
@@ -91,12 +92,6 @@ def _stacked(x: np.ndarray, centers: np.ndarray):
 
 def _methods(linkages: list[str], metric: str) -> list[str]:
     return [m for m in linkages if metric == "euclidean" or m not in EUCLIDEAN_ONLY]
-
-
-def nmin_grid(n: int, values: list[int], fraction: float) -> list[int]:
-    """Absolute n_min values ≤ fraction·n, plus ⌊fraction·n⌋ itself (spec §5.4: up to 10 %)."""
-    top = max(1, int(fraction * n))
-    return sorted({v for v in values if v <= top} | {top})
 
 
 def largest_center(centers: np.ndarray) -> int:

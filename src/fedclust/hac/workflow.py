@@ -20,6 +20,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from .nmin import nmin_grid
+
+
+def check_config(config: dict[str, Any], where: str = "config") -> None:
+    """Config-time checks of the hac stage (:func:`fedclust.config.check_references`): the
+    gradual n_min grid of every simulated cohort (its size is in the config) is not empty."""
+    hac, rnaseq = config.get("hac", {}), config.get("data", {}).get("rnaseq", {})
+    if not hac.get("enabled", False) or rnaseq.get("source") != "simulated":
+        return
+    g = hac.get("gradual", {})
+    over = rnaseq.get("simulate_cohorts") or {}
+    for cohort in hac.get("cohorts") or rnaseq.get("cohorts") or []:
+        sim = {**rnaseq.get("simulate", {}), **over.get(cohort, {})}
+        if "n_samples" in sim and g.get("n_min"):
+            nmin_grid(int(sim["n_samples"]), g["n_min"], float(g.get("fraction", 0.1)), cohort)
+
 
 VARIANTS = ("gradual", "simultaneous", "projection")
 ALL = "all"
@@ -264,7 +280,7 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
     cut_rows: list[dict] = []
     t = ex.gradual_table(
         data[unit.prep], centers, [unit.linkage], unit.metric,
-        ex.nmin_grid(n, g["n_min"], g["fraction"]), int(cfg["k_max"]), g["d_min"],
+        nmin_grid(n, g["n_min"], g["fraction"], cohort), int(cfg["k_max"]), g["d_min"],
         tuple(g["average_delta"]), cut_rows,
         logs=_logs_of(logs if cfg.get("release_log", True) else None, unit.prep, centers),
     )  # fmt: skip

@@ -31,6 +31,7 @@ Methods (headline metric):
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -55,6 +56,8 @@ from .records import (
     noise_multiplier,
     settings_for,
 )
+
+log = logging.getLogger(__name__)
 
 METHODS = ("dp_lloyd", "hac", "km", "survival", "heart", "dec", "known_io")
 #: per method: headline metric, whether higher is better, the "within 5 %" rule
@@ -573,13 +576,13 @@ def run_unit(
         obs = obs.set_axis(obs.index.astype(str)).loc[ids]
         centre = split.set_axis(split.index.astype(str)).loc[ids, "center"].astype(str).to_numpy()
         if method == "km":
-            return run_km(
-                obs[f"{m['endpoint']}_YEARS"].to_numpy(float),
-                obs[f"{m['endpoint']}_STATUS"].to_numpy(float),
-                centre,
-                cfg,
-                seed,
-            )
+            t = obs[f"{m['endpoint']}_YEARS"].to_numpy(float)
+            e = obs[f"{m['endpoint']}_STATUS"].to_numpy(float)
+            known = np.isfinite(t) & np.isfinite(e)  # the real IPSS-M lacks some outcomes
+            if not known.all():
+                log.info("KM: %d patients without %s time or status left out",
+                         int((~known).sum()), m["endpoint"])  # fmt: skip
+            return run_km(t[known], e[known], centre[known], cfg, seed)
         labels = obs["label"].astype(str).to_numpy()
         if method == "dp_lloyd":
             return run_dp_lloyd(features.to_numpy(np.float64), centre, labels, cfg, seed)

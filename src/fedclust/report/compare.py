@@ -41,7 +41,10 @@ _TIMING_RE = re.compile(
 
 def is_timing_column(name: object) -> bool:
     """True for a wall-clock column name (``seconds``, ``wall_s``, ``cpu_time``, ``elapsed``,
-    ``init_seconds``, ``eta``, ...); False for ``time`` (survival time), ``theta``, ``beta``."""
+    ``init_seconds``, ``eta``, Snakemake's ``s``, ...); False for ``time`` (survival time),
+    ``theta``, ``beta`` and an upper-case ``S``."""
+    if str(name) == "S":  # the source documents' S (top-S vote, size study); Snakemake's is "s"
+        return False
     text = str(name).lower()
     return text in TIMING_COLUMNS or bool(_TIMING_RE.search(text))
 

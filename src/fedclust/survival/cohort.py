@@ -21,44 +21,31 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fedclust.data.mds import _read, _require, ipssm_features
+from fedclust.data.mds import clinical_covariate, ipssm_features, read_ipssm
 from fedclust.data.simulate import simulate_mds
-from fedclust.errors import InputDataError
+from fedclust.errors import ConfigError, InputDataError
 from fedclust.seeds import rng as make_rng
 
+from .names import SIMULATED_COVARIATES
+
 ENDPOINTS = ("OS", "LFS")
-CYTO_ORDER = {"Very-Good": 0, "Good": 1, "Int": 2, "Poor": 3, "Very-Poor": 4}
-
-
-def _clinical_column(clin: pd.DataFrame, name: str) -> pd.Series:
-    col = clin[name]
-    if name == "SEX":
-        return col.map({"M": 1.0, "F": 0.0}).astype(float)
-    if name == "CYTO_IPSSR":
-        return col.map(CYTO_ORDER).astype(float)
-    if name == "complex":
-        return col.map({"complex": 1.0, "non-complex": 0.0}).astype(float)
-    return pd.to_numeric(col, errors="coerce").astype(float)
 
 
 def load_ipssm_survival(
     clinical_path: str, mut_path: str, cna_path: str, clinical: list[str], min_carriers: int = 0
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Covariates (NaN kept) and outcomes (OS/LFS years + status) of the IPSS-M patients.
+    """Covariates (NaN kept) and outcomes (OS/LFS years + status) of the IPSS-M patients, read
+    with the data stage's checks (:func:`fedclust.data.mds.read_ipssm`).
 
     Binary covariates with fewer than ``min_carriers`` ones are dropped (they would be constant
     in a training split).
     """
-    clin, mut, cna = _read(clinical_path), _read(mut_path), _read(cna_path)
     ends = [f"{e}_{k}" for e in ENDPOINTS for k in ("YEARS", "STATUS")]
-    _require(clin, list(clinical) + ends, clinical_path)
-    common = clin.index.intersection(mut.index).intersection(cna.index)
-    if len(common) == 0:
-        raise InputDataError("the IPSS-M files share no patient ID", where=clinical_path)
-    clin, mut, cna = clin.loc[common], mut.loc[common], cna.loc[common]
-    binary = ipssm_features(mut, cna, where=cna_path)
+    clin, mut, cna = read_ipssm(clinical_path, mut_path, cna_path, clinical=list(clinical))
+    binary = ipssm_features(mut, cna, mut_path, cna_path)
     binary = binary.loc[:, binary.sum(axis=0, skipna=True) >= min_carriers]
-    x = pd.concat([pd.DataFrame({c: _clinical_column(clin, c) for c in clinical}), binary], axis=1)
+    x = pd.DataFrame({c: clinical_covariate(clin, c) for c in clinical})
+    x = pd.concat([x, binary], axis=1)
     x.index = x.index.astype(str)
     x.index.name = "sample_id"
     obs = clin[ends].copy()
@@ -67,11 +54,13 @@ def load_ipssm_survival(
 
 
 def simulate_cohort(
-    seed: int, n: int = 2043, min_carriers: int = 0
+    seed: int, n: int = 2043, min_carriers: int = 0, clinical: list[str] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulated stand-in: MDS binaries (data stage simulator) + clinical covariates, OS/LFS from a
     Cox model with Weibull baseline (linear in BM_BLAST, AGE, HB, PLT, CYTO_IPSSR and 6 genes),
-    about 30 % OS events. Same column names as the IPSS-M cohort."""
+    about 30 % OS events. Same column names as the IPSS-M cohort; ``clinical`` (config
+    ``survival.clinical``; None = all of :data:`~.names.SIMULATED_COVARIATES`) selects the
+    covariates, as for IPSS-M (issue 30 item 2); the outcomes do not depend on it."""
     feats, _ = simulate_mds(seed=seed, n_samples=n, nan_rate=0.02)
     g = make_rng(seed, "survival", "simulate_cohort")
     clin = pd.DataFrame(
@@ -85,6 +74,13 @@ def simulate_cohort(
             "CYTO_IPSSR": g.choice(5, n, p=[0.05, 0.68, 0.12, 0.08, 0.07]).astype(float),
         },
         index=feats.index,
+    )
+    extra = make_rng(seed, "survival", "simulate_cohort", "extra")  # added later: own stream
+    clin = clin.assign(
+        PB_BLAST=np.round(np.clip(extra.gamma(0.6, 2.0, n), 0, 19), 0),
+        WBC=np.clip(extra.lognormal(1.2, 0.5, n), 0.2, 13),
+        MONOCYTES=np.clip(extra.lognormal(-1.2, 0.8, n), 0.0, 6.4),
+        complex=(extra.random(n) < 0.09).astype(float),
     )
     b = feats.fillna(0.0)
     genes = {"TP53": 1.0, "ASXL1": 0.5, "RUNX1": 0.5, "EZH2": 0.4, "SF3B1": -0.5, "SRSF2": 0.3}
@@ -111,7 +107,15 @@ def simulate_cohort(
         index=feats.index,
     )
     feats = feats.loc[:, feats.sum(axis=0, skipna=True) >= min_carriers]
-    x = pd.concat([clin, feats], axis=1)
+    wanted = list(SIMULATED_COVARIATES if clinical is None else clinical)
+    unknown = [c for c in wanted if c not in clin.columns]
+    if unknown:
+        raise ConfigError(
+            f"the simulated survival cohort has no covariate {', '.join(map(repr, unknown))}",
+            where="survival.clinical",
+            fix=f"use only: {', '.join(SIMULATED_COVARIATES)}",
+        )
+    x = pd.concat([clin[wanted], feats], axis=1)
     x.index.name = "sample_id"
     obs.index.name = "sample_id"
     return x, obs

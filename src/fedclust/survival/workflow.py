@@ -5,20 +5,38 @@ from __future__ import annotations
 from typing import Any
 
 from fedclust.config import data_mirror
+from fedclust.errors import ConfigError
 
-from .names import CENTRALIZED, SCENARIOS, STRATEGIES
+from .names import (
+    CENTRALIZED,
+    IPSSM_COVARIATES,
+    OUTCOME_SUFFIXES,
+    SCENARIOS,
+    SIMULATED_COVARIATES,
+    STRATEGIES,
+)
 
 # Centralized training does not depend on the scenario; its CV folds are the balanced IID centres.
 CENTRALIZED_SCENARIO = "iid_balanced"
+IPSSM_FILES = ("df_clinical.tsv", "df_mut.tsv", "df_cna.tsv")
 
 
 def source(config: dict[str, Any]) -> str:
-    """``ipssm`` (real) or ``simulated``. ``auto``: IPSS-M when a mirror is set or the data stage
-    reads IPSS-M, else the simulated fallback."""
+    """``ipssm`` (real) or ``simulated``. ``auto``: IPSS-M when the data mirror holds the IPSS-M
+    files or the data stage reads IPSS-M, else the simulated fallback (a mirror without
+    ``ipssm/``, e.g. one holding only TCGA files, is not a reason to need IPSS-M; issue 30 A)."""
     s = config["survival"]["source"]
-    if s != "auto":
-        return s
-    if data_mirror(config) is not None or config["data"]["mds"]["source"] == "ipssm":
+    return auto_ipssm(config) if s == "auto" else s
+
+
+def auto_ipssm(config: dict[str, Any]) -> str:
+    """What ``source: auto`` means in every stage that reads the MDS cohort (survival,
+    generative): ``ipssm`` when the data stage reads IPSS-M or the data mirror holds its three
+    files, else ``simulated`` (issue 30 A: a mirror without ``ipssm/`` needs no IPSS-M)."""
+    if config["data"]["mds"]["source"] == "ipssm":
+        return "ipssm"
+    mirror = data_mirror(config)
+    if mirror is not None and all((mirror / "ipssm" / f).is_file() for f in IPSSM_FILES):
         return "ipssm"
     return "simulated"
 
@@ -28,6 +46,39 @@ def cohort_inputs(config: dict[str, Any]) -> dict[str, str]:
         return {}
     dl = config["data"]["download_dir"]
     return {k: f"{dl}/ipssm/df_{k}.tsv" for k in ("clinical", "mut", "cna")}
+
+
+def check_config(config: dict[str, Any], where: str = "config") -> None:
+    """Config-time checks of the survival stage (:func:`fedclust.config.check_references`):
+    ``survival.clinical`` names no outcome column and only covariates the cohort the source
+    resolves to has (issue 30 item 2)."""
+    surv = config.get("survival", {})
+    if not surv.get("enabled", False):
+        return
+    clinical = list(surv.get("clinical") or [])
+    outcome = [c for c in clinical if str(c).endswith(OUTCOME_SUFFIXES)]
+    if outcome:
+        raise ConfigError(
+            f"survival.clinical names the outcome column(s) {', '.join(outcome)}: an outcome "
+            "used as a covariate makes every C-index meaningless",
+            where=f"{where}: survival.clinical",
+            fix="list only baseline covariates (AGE, SEX, BM_BLAST, HB, PLT, ...)",
+        )
+    src = source(config)
+    allowed = IPSSM_COVARIATES if src == "ipssm" else SIMULATED_COVARIATES
+    unknown = [c for c in clinical if c not in allowed]
+    if unknown:
+        cohort = (
+            "IPSS-M"
+            if src == "ipssm"
+            else "simulated stand-in (survival.source resolves to simulated)"
+        )
+        raise ConfigError(
+            f"survival.clinical names {', '.join(map(repr, unknown))}, which the {cohort} "
+            "cohort has no covariate for",
+            where=f"{where}: survival.clinical",
+            fix=f"use only: {', '.join(allowed)}",
+        )
 
 
 def jobs(surv: dict[str, Any]) -> list[tuple[str, str, str, int]]:
@@ -64,6 +115,8 @@ __all__ = [
     "SCENARIOS",
     "STRATEGIES",
     "source",
+    "auto_ipssm",
+    "check_config",
     "cohort_inputs",
     "jobs",
     "fanout",
