@@ -481,3 +481,24 @@ def test_group_whose_members_all_abstain_keeps_its_initial_weights():
     for a, b in zip(got, init, strict=True):
         np.testing.assert_array_equal(a, b)
     assert len(led.abstention_records) == 2 and not (led.table().kind == "group_update").any()
+
+
+def test_cross_method_federated_dec_not_run_when_every_centre_abstains(monkeypatch):
+    """Tiny FedCRef clients whose local clusters are all below their centres' floor: the
+    federated-DEC reference row says 'not run' with the reason (NaN accuracy), the job goes on."""
+    import fedclust.dec.pipeline as P
+    from fedclust.dec.federated import TooFewCentroids
+    from fedclust.fedcref.experiments import federated_dec
+
+    def abstained(*a, **k):
+        raise TooFewCentroids("only 0 centroids for k=7 (centers that abstain send none)")
+
+    monkeypatch.setattr(P, "run_federated", abstained)
+    cfg = {"global_dec": {"federated_strategy": "fedavg", "centroid_aggregation": "max_min"}}
+    stage = {"federated": {"strategies": [], "centroid_aggregation": []}}
+    from fedclust.fedcref.system import ClientData
+
+    clients = [ClientData("c0", np.arange(3), np.zeros(3, int)),
+               ClientData("c1", np.arange(3, 6), np.ones(3, int))]  # fmt: skip
+    row = federated_dec(cfg, stage, np.zeros((6, 2)), clients, 2, 0)
+    assert "not run, only 0 centroids" in row["method"] and np.isnan(row["acc_pooled"])

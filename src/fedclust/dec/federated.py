@@ -87,6 +87,11 @@ def set_dec_parameters(model: DECModel, parameters: Sequence[np.ndarray]) -> Non
 
 
 # ---------------------------------------------------------------- center side
+class TooFewCentroids(ConfigError):
+    """Fewer local centroids than k reached the server: the centres whose clusters are below
+    their own floor abstained (a privacy outcome at small sizes, not a crash to hide)."""
+
+
 class DECClient:
     """One center. ``fit`` mirrors Flower's ``NumPyClient.fit(parameters, config)``.
 
@@ -301,7 +306,7 @@ def aggregate_centroids(
     """
     n_all = sum(len(c) for c in centroids)
     if n_all < k:
-        raise ConfigError(
+        raise TooFewCentroids(
             f"only {n_all} centroids for k={k} (centers that abstain send none)",
             where="dec centroid aggregation",
             fix="fewer centers, a less skewed split or a smaller dec.federated.min_cluster_size",

@@ -4,6 +4,7 @@ on the same system and the same initial partition; evaluation against the true l
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -19,6 +20,8 @@ from .association import Node, ideal_edges, node_classes, wrong_clusters, wrong_
 from .init import initial_partition
 from .settings import EXPERIMENTS, settings  # noqa: F401  (re-exported)
 from .system import system_for
+
+log = logging.getLogger(__name__)
 
 
 def make_evaluator(ys: list[np.ndarray]):
@@ -196,6 +199,7 @@ def federated_dec(cfg: dict, dec_stage: dict, x_pool, clients, k: int, seed: int
     """Federated DEC of the dec stage (seed 000) on the FedCRef clients as centers."""
     import copy
 
+    from fedclust.dec.federated import TooFewCentroids
     from fedclust.dec.pipeline import run_federated
 
     g = cfg["global_dec"]
@@ -206,11 +210,23 @@ def federated_dec(cfg: dict, dec_stage: dict, x_pool, clients, k: int, seed: int
     x = np.concatenate([x_pool[c.idx] for c in clients])
     y = np.concatenate([c.y for c in clients])
     centers = np.concatenate([np.full(len(c.idx), i) for i, c in enumerate(clients)])
-    res = run_federated(x, y, centers, d, "fedcref", "clients", seed)
+    method = (
+        f"federated DEC ({g['federated_strategy']}, {g['centroid_aggregation']}; K = |U| given)"
+    )
+    try:
+        res = run_federated(x, y, centers, d, "fedcref", "clients", seed)
+    except TooFewCentroids as err:  # tiny clients: every local cluster below its centre's floor
+        log.warning("federated DEC not run on these clients: %s", err.what)
+        return {
+            "method": f"{method}: not run, {err.what}",
+            "paradigm": "federated",
+            "k_found": 0,
+            "acc_pooled": float("nan"),
+            "acc_client_mean": float("nan"),
+        }
     row = res.table.iloc[0]
     return {
-        "method": f"federated DEC ({g['federated_strategy']}, {g['centroid_aggregation']}; "
-        "K = |U| given)",
+        "method": method,
         "paradigm": "federated",
         "k_found": int(row.get("n_clusters_found", k)),
         "acc_pooled": float(row["accuracy"]),
