@@ -272,8 +272,11 @@ def test_issue30_item11_admm_floor_error_speaks_to_the_user(repo):
     x, y = g.normal(size=(40, 3)), g.normal(size=40)
     centers = np.array(["c00"] * 30 + ["c01"] * 10)
     data = TaskData(x, y, centers, ["c00", "c01"], "toy")
-    with pytest.raises(DisclosureError, match="c01 holds 10 rows.*admm.min_samples = 20") as e:
-        run_job(cfg, {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}, "distributed", data)
+    task = {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}
+    res = run_job(cfg, task, "distributed", data)[0]  # c01 (10 rows) abstains, c00 goes on
+    assert list(res.ledger.abstentions()["center"]) == ["c01"]
+    with pytest.raises(DisclosureError, match=r"admm.min_samples = 40 .*c00, holds 30") as e:
+        run_job(dict(cfg, min_samples=40), task, "distributed", data)
     assert "admm.min_samples" in e.value.fix and "Ledger" not in str(e.value)
 
 

@@ -98,15 +98,16 @@ def load_task(
 
 
 def check_floor(data: TaskData, min_samples: int, standardize: bool) -> None:
-    """Every center holds ≥ ``admm.min_samples`` rows (consensus ADMM needs every center, none
-    may abstain): the :class:`DisclosureError` the ledger would raise on the center's first
-    message, with a fix for the user (the config keys to change; issue 30 item 11)."""
+    """A center with fewer than ``admm.min_samples`` rows abstains at the center (issue 22: the
+    consensus is then over the others, the abstention recorded); when every center is below
+    the floor nothing can run: the :class:`DisclosureError` the ledger would raise, with a fix
+    for the user (the config keys to change; issue 30 item 11)."""
     names, counts = np.unique(data.centers, return_counts=True)
-    if len(counts) and counts.min() < min_samples:
-        i = int(np.argmin(counts))
+    if len(counts) and counts.max() < min_samples:
+        i = int(np.argmax(counts))
         raise DisclosureError(
-            f"center {names[i]} holds {counts[i]} rows, fewer than admm.min_samples = "
-            f"{min_samples}: consensus ADMM needs every center's update",
+            f"every center holds fewer rows than admm.min_samples = {min_samples} (the largest, "
+            f"{names[i]}, holds {counts[i]}): every center would abstain",
             center=str(names[i]),
             protocol="admm_standardize" if standardize else "admm_local_update",
             rule=f"min-samples>={min_samples}",
