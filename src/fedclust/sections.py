@@ -19,6 +19,7 @@ REPORT_MODULES: dict[str, str] = {
     "attacks": "fedclust.attacks.report",
     "dec": "fedclust.dec.report",
     "dec_figures": "fedclust.dec.figures_report",
+    "dec_d62": "fedclust.dec.d62.report",
     "decentral": "fedclust.decentral.report",
     "fedcref": "fedclust.fedcref.report",
     "survival": "fedclust.survival.report",
