@@ -22,11 +22,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from fedclust.dec.federated import DECClient, FedAvg, run_rounds
+from fedclust.dec.federated import DECClient, run_rounds
 from fedclust.dec.model import TSAE, DECModel, encoder_dims, get_parameters
 from fedclust.dec.optim import make_optimizer
 from fedclust.dec.train import ae_epoch, shuffle_generator
-from fedclust.federation import Ledger
+from fedclust.federation import FedAvg, Ledger
 
 
 def main() -> None:

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import torch
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -46,7 +45,9 @@ def main() -> None:
     if args.binarise:
         x = binarise(x)
     repo = Path(__file__).resolve().parents[1]
-    cfg = yaml.safe_load(open(repo / "config" / "thesis.yaml"))["dec"]
+    from fedclust.config import load_config_file, validate_config
+
+    cfg = validate_config(load_config_file(repo / "config" / "thesis.yaml"))["dec"]
     name = "bmnist" if args.binarise else "mnist"
     cfg["datasets"][name]["autoencoder_epochs"] = args.ae_epochs
     cfg["clustering"]["max_epochs"] = args.dec_epochs

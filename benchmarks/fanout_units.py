@@ -21,7 +21,13 @@ import resource
 import time
 
 import numpy as np
-import yaml
+
+
+def _thesis() -> dict:
+    """config/thesis.yaml as the workflow sees it (schema defaults filled)."""
+    from fedclust.config import load_config_file, validate_config
+
+    return validate_config(load_config_file("config/thesis.yaml"))
 
 
 def _peak_mb() -> float:
@@ -31,7 +37,7 @@ def _peak_mb() -> float:
 def hac(n: int, d: int, seeds: int, units: list[str]) -> None:
     from fedclust.hac import workflow as hw
 
-    cfg = yaml.safe_load(open("config/thesis.yaml"))["hac"]
+    cfg = _thesis()["hac"]
     cfg["projection"]["seeds"] = seeds
     cfg["fanout"] = {"per_unit": True, "seed_block": seeds}
     g = np.random.default_rng(0)
@@ -69,7 +75,7 @@ def pi(n: int, d: int, epochs: int, k: int) -> None:
     from fedclust.attacks.property_inference import TrainSpec, run_property_inference
 
     torch.set_num_threads(1)
-    cfg = yaml.safe_load(open("config/thesis.yaml"))["attacks"]["property_inference"]
+    cfg = _thesis()["attacks"]["property_inference"]
     g = np.random.default_rng(0)
     sex = g.choice(["female", "male"], size=n)
     counts = g.negative_binomial(5, 0.05, size=(n, d)) + 1

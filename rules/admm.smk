@@ -2,14 +2,13 @@
 # ridge / LASSO / logistic / linear SVM. One job per (task, mode), or one for all of them
 # (admm.fanout: all, issue 15); admm_report merges them.
 # (Issue 12 groups this under `survival`; it is its own stage so both fan out independently.)
-from fedclust.admm import pipeline as ADMM_P
+from fedclust.admm import workflow as ADMM_WF
 
 ADMM = config.get("admm", {})
 ADMM_TASKS = ADMM.get("tasks", {})
-ADMM_MODES = ADMM.get("modes", [])
-ADMM_RUNS = [f"{t}/{m}" for t in ADMM_TASKS for m in ADMM_MODES]
-ADMM_UNITS = [(t, m) for t in ADMM_TASKS for m in ADMM_MODES]
-ADMM_GROUPED = ADMM_P.fanout(ADMM) == "all"
+ADMM_UNITS = ADMM_WF.runs(ADMM)
+ADMM_RUNS = [f"{t}/{m}" for t, m in ADMM_UNITS]
+ADMM_GROUPED = ADMM_WF.fanout(ADMM) == "all"
 ADMM_RUN_DIRS = (
     [f"results/admm/runs/{r}" for r in ADMM_RUNS]
     if ADMM_GROUPED
@@ -22,7 +21,7 @@ ADMM_BENCH_DIRS = [
 ]
 if enabled("admm"):
     try:
-        ADMM_P.check_tasks(ADMM, config["data"])
+        ADMM_WF.check_tasks(ADMM, config["data"])
     except ConfigError as err:
         sys.exit(f"fedclust: invalid configuration\n{err}")
 ADMM_REPORT = {"caption": "../report/admm.rst", "category": "ADMM"}
@@ -32,9 +31,9 @@ rule admm_run:
     input:
         unpack(
             lambda wc: (
-                ADMM_P.group_inputs(ADMM_TASKS)
+                ADMM_WF.group_inputs(ADMM_TASKS)
                 if ADMM_GROUPED
-                else ADMM_P.task_inputs(ADMM_TASKS[wc.task])
+                else ADMM_WF.task_inputs(ADMM_TASKS[wc.task])
             )
         ),
     output:
@@ -57,7 +56,7 @@ rule admm_run:
         cfg=ADMM,
         units=lambda wc: ADMM_UNITS if ADMM_GROUPED else [(wc.task, wc.admm_mode)],
         seed=SEED,
-        mds_source=ADMM_P.mds_source(config["data"]),
+        mds_source=ADMM_WF.mds_source(config["data"]),
     script:
         "../scripts/admm_run.py"
 

@@ -2,7 +2,7 @@
 # (histogram protocol, D6.2's top-S vote, Flower-style bagging / cyclic) against pooled XGBoost.
 # One job for every unit (boosting.fanout: all), per dataset (dataset) or per (dataset, split,
 # scheme, repetition) (unit); boosting_report merges the job tables. See docs/ARCHITECTURE.md.
-from fedclust.admm import pipeline as BOOST_ADMM
+from fedclust.admm import workflow as BOOST_ADMM
 from fedclust.boosting import workflow as BOOST_W
 
 BOOST = config.get("boosting", {})

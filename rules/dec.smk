@@ -1,7 +1,7 @@
 # Stage: dec — federated deep embedded clustering (seed 000). See docs/ARCHITECTURE.md.
 # Fan-out (issue 14): dec.fanout picks one job per dataset/optimizer/configuration (centralized)
 # and per split/strategy/aggregation (federated); merges write the tables the report reads.
-from fedclust.dec import dag as DEC_DAG
+from fedclust.dec import workflow as DEC_WF
 from fedclust.dec import tuning_plots as DEC_TUNE_PLOTS
 
 DEC = config.get("dec", {})
@@ -21,7 +21,7 @@ rule dec_tsae:
     input:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
-        settings=lambda w: DEC_DAG.step1_settings(DEC, w),
+        settings=lambda w: DEC_WF.step1_settings(DEC, w),
     output:
         tsae="results/dec/{dataset}/centralized/tsae/{optimizer}.pt",
     log:
@@ -47,8 +47,8 @@ rule dec_train_unit:
     input:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
-        settings=lambda w: DEC_DAG.final_settings(DEC, w),
-        tsae=lambda w: DEC_DAG.unit_tsae(DEC, w),
+        settings=lambda w: DEC_WF.final_settings(DEC, w),
+        tsae=lambda w: DEC_WF.unit_tsae(DEC, w),
     output:
         table="results/dec/{dataset}/centralized/units/{unit}/results.parquet",
         ae_curves="results/dec/{dataset}/centralized/units/{unit}/ae_curves.parquet",
@@ -77,12 +77,12 @@ rule dec_train:
     input:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
-        settings=lambda w: DEC_DAG.final_settings(DEC, w),
-        tsae=lambda w: DEC_DAG.merge_tsae(DEC, w),
-        unit_tables=lambda w: DEC_DAG.central_unit_files(DEC, w, "results.parquet"),
-        unit_ae=lambda w: DEC_DAG.central_unit_files(DEC, w, "ae_curves.parquet"),
-        unit_dec=lambda w: DEC_DAG.central_unit_files(DEC, w, "dec_curves.parquet"),
-        unit_best=lambda w: DEC_DAG.central_unit_files(DEC, w, "best.pt"),
+        settings=lambda w: DEC_WF.final_settings(DEC, w),
+        tsae=lambda w: DEC_WF.merge_tsae(DEC, w),
+        unit_tables=lambda w: DEC_WF.central_unit_files(DEC, w, "results.parquet"),
+        unit_ae=lambda w: DEC_WF.central_unit_files(DEC, w, "ae_curves.parquet"),
+        unit_dec=lambda w: DEC_WF.central_unit_files(DEC, w, "dec_curves.parquet"),
+        unit_best=lambda w: DEC_WF.central_unit_files(DEC, w, "best.pt"),
     output:
         table=report("results/dec/{dataset}/centralized/results.tsv", **DEC_RUN),
         ae_curves="results/dec/{dataset}/centralized/ae_curves.tsv",
@@ -163,7 +163,7 @@ rule dec_fed_tsae:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
         split="results/data/{dataset}/splits/{split}.tsv",
-        settings=lambda w: DEC_DAG.step1_settings(DEC, w),
+        settings=lambda w: DEC_WF.step1_settings(DEC, w),
     output:
         state="results/dec/{dataset}/federated/{split}/tsae/{strategy}.pt",
     log:
@@ -190,8 +190,8 @@ rule dec_train_federated_unit:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
         split="results/data/{dataset}/splits/{split}.tsv",
-        settings=lambda w: DEC_DAG.final_settings(DEC, w),
-        tsae=lambda w: DEC_DAG.fed_unit_tsae(DEC, w),
+        settings=lambda w: DEC_WF.final_settings(DEC, w),
+        tsae=lambda w: DEC_WF.fed_unit_tsae(DEC, w),
     output:
         table="results/dec/{dataset}/federated/{split}/units/{unit}/results.parquet",
         curves="results/dec/{dataset}/federated/{split}/units/{unit}/curves.parquet",
@@ -216,9 +216,9 @@ rule dec_train_federated_unit:
 
 rule dec_train_federated:
     input:
-        unit_tables=lambda w: DEC_DAG.federated_unit_files(DEC, w, "results.parquet"),
-        unit_curves=lambda w: DEC_DAG.federated_unit_files(DEC, w, "curves.parquet"),
-        unit_ledgers=lambda w: DEC_DAG.federated_unit_files(DEC, w, "ledger.parquet"),
+        unit_tables=lambda w: DEC_WF.federated_unit_files(DEC, w, "results.parquet"),
+        unit_curves=lambda w: DEC_WF.federated_unit_files(DEC, w, "curves.parquet"),
+        unit_ledgers=lambda w: DEC_WF.federated_unit_files(DEC, w, "ledger.parquet"),
     output:
         table=report("results/dec/{dataset}/federated/{split}/results.tsv", **DEC_RUN),
         curves="results/dec/{dataset}/federated/{split}/curves.tsv",
@@ -243,8 +243,8 @@ rule dec_tune_point:
     input:
         features="results/data/{dataset}/features.parquet",
         obs="results/data/{dataset}/obs.tsv",
-        settings=lambda w: DEC_DAG.tune_previous(DEC, w),
-        tsae=lambda w: DEC_DAG.tune_tsae(DEC, w, SEED),
+        settings=lambda w: DEC_WF.tune_previous(DEC, w),
+        tsae=lambda w: DEC_WF.tune_tsae(DEC, w, SEED),
     output:
         table="results/dec/{dataset}/tuning/{grid}/{unit}.parquet",
     log:
@@ -269,8 +269,8 @@ rule dec_tune_point:
 
 rule dec_tune_select:
     input:
-        points=lambda w: DEC_DAG.tune_points(DEC, w, SEED),
-        settings=lambda w: DEC_DAG.tune_previous(DEC, w),
+        points=lambda w: DEC_WF.tune_points(DEC, w, SEED),
+        settings=lambda w: DEC_WF.tune_previous(DEC, w),
     output:
         table=report("results/dec/{dataset}/tuning/{grid}.tsv", **DEC_RUN),
         best=report("results/dec/{dataset}/tuning/{grid}_best.tsv", **DEC_RUN),
@@ -293,7 +293,7 @@ rule dec_tune_select:
 
 rule dec_tune_reuse:
     input:
-        unpack(lambda w: DEC_DAG.reuse_inputs(DEC, w)),
+        unpack(lambda w: DEC_WF.reuse_inputs(DEC, w)),
     output:
         settings="results/dec/{dataset}/tuning/{grid}_reused.json",
     log:
@@ -334,7 +334,7 @@ rule dec_tune_figure:
     params:
         cfg=DEC,
         thesis=lambda w: DEC_TUNE_PLOTS.thesis_caption(
-            w.dataset, w.grid, w.panel, DEC_DAG.data_source(config, w.dataset)
+            w.dataset, w.grid, w.panel, DEC_WF.data_source(config, w.dataset)
         ),
     script:
         "../scripts/dec_tune_figure.py"
@@ -370,7 +370,7 @@ rule dec_report:
         ),
         ledgers=[f"results/dec/{d}/federated/{s}/ledger.tsv" for d, s in DEC_FED],
         fed_figures=[f"results/dec/{d}/federated/{s}/curves.png" for d, s in DEC_FED],
-        tuning=DEC_DAG.tuning_targets(DEC),
+        tuning=DEC_WF.tuning_targets(DEC),
     output:
         section="results/report/sections/dec.json",
         cycle=report("results/dec/cycle_vs_recon.png", **DEC_REPORT),
@@ -387,7 +387,7 @@ rule dec_report:
         cfg=DEC,
         datasets=DEC_DATASETS,
         federated=DEC_FED,
-        sources={d: DEC_DAG.data_source(config, d) for d in DEC_DATASETS},
+        sources={d: DEC_WF.data_source(config, d) for d in DEC_DATASETS},
     script:
         "../scripts/dec_report.py"
 

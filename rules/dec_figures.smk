@@ -2,7 +2,7 @@
 # 5.10, 5.15–5.17, B.1 and issue 16's accuracy-vs-size curve. Reads the dec stage's result
 # tables by their paths (rules/dec.smk); its own outputs live under results/dec/figures/ and
 # results/dec/size_curve/.
-from fedclust.dec import figures_workflow as DFW
+from fedclust.dec import workflow as DEC_WF
 
 DECFIG = DEC.get("figures", {})
 DECFIG_SC = DEC.get("size_curve", {})
@@ -23,7 +23,7 @@ DECFIG_SIZE_REPORT = {
 
 rule dec_size_point:
     input:
-        unpack(lambda w: DFW.size_inputs(DECFIG_SC)),
+        unpack(lambda w: DEC_WF.size_inputs(DECFIG_SC)),
     output:
         "results/dec/size_curve/{schedule}/n{size}_r{rep}.tsv",
     log:
@@ -48,7 +48,7 @@ rule dec_size_point:
 
 rule dec_size_curve:
     input:
-        DFW.curve_inputs(DECFIG_SC, DECFIG_SC_ON, DECFIG_SC_MEASURED),
+        DEC_WF.curve_inputs(DECFIG_SC, DECFIG_SC_ON, DECFIG_SC_MEASURED),
     output:
         summary=report("results/dec/size_curve/summary.tsv", **DECFIG_SIZE_REPORT),
         points=report("results/dec/size_curve/points.tsv", **DECFIG_SIZE_REPORT),
@@ -85,7 +85,8 @@ rule dec_best_states:
         states="results/dec/figures/{dataset}/states.npz",
         table="results/dec/figures/{dataset}/states.tsv",
         density=report(
-            "results/dec/figures/{dataset}/density.png", **DFW.report_spec("density")
+            "results/dec/figures/{dataset}/density.png",
+            **DEC_WF.report_spec("density"),
         ),
     log:
         "results/logs/dec/dec_best_states_{dataset}.log",
@@ -124,7 +125,7 @@ rule dec_fed_best_states:
         table="results/dec/figures/{dataset}/federated_states.tsv",
         density=report(
             "results/dec/figures/{dataset}/federated_density.png",
-            **DFW.report_spec("fig5_17"),
+            **DEC_WF.report_spec("fig5_17"),
         ),
     log:
         "results/logs/dec/dec_fed_best_states_{dataset}.log",
@@ -150,11 +151,11 @@ rule dec_fig_confusion:
     output:
         figure=report(
             "results/dec/figures/{dataset}/confusion.png",
-            **DFW.report_spec("confusion"),
+            **DEC_WF.report_spec("confusion"),
         ),
         table=report(
             "results/dec/figures/{dataset}/confusion.tsv",
-            **DFW.report_spec("confusion"),
+            **DEC_WF.report_spec("confusion"),
         ),
     log:
         "results/logs/dec/dec_fig_confusion_{dataset}.log",
@@ -176,15 +177,15 @@ rule dec_fig_mnist:
     output:
         fours_nines=report(
             "results/dec/figures/{dataset}/fours_nines.png",
-            **DFW.report_spec("fig5_7"),
+            **DEC_WF.report_spec("fig5_7"),
         ),
         reconstruction=report(
             "results/dec/figures/{dataset}/reconstruction.png",
-            **DFW.report_spec("fig5_15"),
+            **DEC_WF.report_spec("fig5_15"),
         ),
         recon_original=report(
             "results/dec/figures/{dataset}/recon_original.png",
-            **DFW.report_spec("fig5_16"),
+            **DEC_WF.report_spec("fig5_16"),
         ),
     log:
         "results/logs/dec/dec_fig_mnist_{dataset}.log",
@@ -209,7 +210,9 @@ rule dec_fig_mnist_bmnist:
         bmnist_features="results/data/bmnist/features.parquet",
         bmnist_obs="results/data/bmnist/obs.tsv",
     output:
-        report("results/dec/figures/mnist_bmnist.png", **DFW.report_spec("fig3_1", "")),
+        report(
+            "results/dec/figures/mnist_bmnist.png", **DEC_WF.report_spec("fig3_1", "")
+        ),
     log:
         "results/logs/dec/dec_fig_mnist_bmnist.log",
     conda:
@@ -224,7 +227,7 @@ rule dec_fig_mnist_bmnist:
 rule dec_figures_report:
     input:
         unpack(
-            lambda w: DFW.section_inputs(
+            lambda w: DEC_WF.section_inputs(
                 DECFIG_CONFUSION,
                 DECFIG_STATES,
                 DECFIG_FED,
@@ -235,7 +238,7 @@ rule dec_figures_report:
     output:
         section="results/report/sections/dec_figures.json",
         headline=report(
-            "results/dec/figures/headline.tsv", **DFW.report_spec("headline", "")
+            "results/dec/figures/headline.tsv", **DEC_WF.report_spec("headline", "")
         ),
     log:
         "results/logs/dec/dec_figures_report.log",

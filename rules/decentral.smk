@@ -1,39 +1,12 @@
 # Stage: decentral (seed 004): federated vs decentralised learning on the heart hospitals.
+from fedclust.decentral import workflow as DECENTRAL_WF
+
 DECENTRAL = config.get("decentral", {})
-DECENTRAL_SERVER = ["FL", "FL_SMA"]
-DECENTRAL_RUNS = [
-    f"{s}/{m}" for s in DECENTRAL.get("splits", []) for m in DECENTRAL.get("modes", [])
-]
-# FL has no exchange bug: it runs once, in as_described when that mode is on.
-DECENTRAL_APPROACHES = {
-    m: [
-        a
-        for a in DECENTRAL.get("approaches", [])
-        if a not in DECENTRAL_SERVER
-        or m == "as_described"
-        or "as_described" not in DECENTRAL.get("modes", [])
-    ]
-    for m in DECENTRAL.get("modes", [])
-}
-
-# Fan-out (issue 14): one decentral_train job per unit. fanout "mode": one unit "all" per
-# split x mode (its approaches trained in lockstep groups when vectorise is on); "approach": one
-# unit per approach. Every copy has its own random streams (decentral.simulate.copy_seed), so a
-# unit's numbers do not depend on the grouping; decentral_merge concatenates the units.
-DECENTRAL_FANOUT = DECENTRAL.get("fanout", "mode")
-
-
-DECENTRAL_UNITS = {
-    run: (
-        DECENTRAL_APPROACHES[run.split("/")[1]]
-        if DECENTRAL_FANOUT == "approach"
-        else ["all"]
-    )
-    for run in DECENTRAL_RUNS
-}
-DECENTRAL_UNIT_RUNS = [
-    f"{r}/units/{u}" for r, us in DECENTRAL_UNITS.items() for u in us
-]
+DECENTRAL_RUNS = DECENTRAL_WF.runs(DECENTRAL)
+DECENTRAL_APPROACHES = DECENTRAL_WF.approaches(DECENTRAL)
+# Fan-out (issue 14): one decentral_train job per unit (fedclust.decentral.workflow.units).
+DECENTRAL_UNITS = DECENTRAL_WF.units(DECENTRAL)
+DECENTRAL_UNIT_RUNS = DECENTRAL_WF.unit_runs(DECENTRAL)
 
 DECENTRAL_TABLES = ["table_4_1_loss", "table_4_1b_loss_bce", "table_4_2_accuracy"]
 DECENTRAL_TABLES += ["table_4_3_auc", "table_4_3b_auc_keras", "table_4_4_divergence"]
@@ -82,17 +55,7 @@ rule decentral_eda:
         "../scripts/decentral_eda.py"
 
 
-DECENTRAL_CENTRAL = DECENTRAL.get("centralized", {})
-# grid search on: one job per (batch size, epochs) cell, batch sizes outer (the table's order)
-DECENTRAL_CELLS = (
-    [
-        f"results/decentral/centralized/grid/b{b}_e{e}.tsv"
-        for b in DECENTRAL_CENTRAL.get("batch_sizes", [])
-        for e in DECENTRAL_CENTRAL.get("epochs", [])
-    ]
-    if DECENTRAL_CENTRAL.get("grid_search")
-    else []
-)
+DECENTRAL_CELLS = DECENTRAL_WF.centralized_cells(DECENTRAL)
 
 
 rule decentral_centralized_cell:

@@ -193,7 +193,9 @@ rule hac_merge:
 
 rule hac_report:
     input:
-        toy=rules.hac_toy.output,
+        bimodal=rules.hac_toy.output.bimodal,
+        toy_projection=rules.hac_toy.output.projection,
+        min_sketch=rules.hac_toy.output.min_sketch,
         gradual=expand("results/hac/{cohort}/gradual.tsv", cohort=HAC_COHORTS),
         simultaneous=expand("results/hac/{cohort}/simultaneous.tsv", cohort=HAC_COHORTS),
         projection=expand("results/hac/{cohort}/projection.tsv", cohort=HAC_COHORTS),
@@ -230,7 +232,6 @@ rule hac_report:
     params:
         cfg=HAC,
         cohorts=HAC_COHORTS,
-        figure_names=HAC_FIGURES,
         seed=SEED,
         config_name=config["report"]["config_name"],
     script:

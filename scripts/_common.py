@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's library
+# the one place the matplotlib backend is set: every rule script imports this module first
+os.environ.setdefault("MPLBACKEND", "Agg")
 
 from fedclust.errors import FedclustError
 
@@ -39,3 +42,9 @@ def run(main: Callable[[], None], snakemake) -> None:
     except FedclustError as err:
         logging.error("%s", err)
         sys.exit(1)
+
+
+def files(namedlist) -> dict[str, str | list[str]]:
+    """A rule's named ``input``/``output`` as a plain dict (a list for a named list of files), for
+    the library's section builders, which look files up by name."""
+    return {k: str(v) if isinstance(v, str) else [str(x) for x in v] for k, v in namedlist.items()}

@@ -1,127 +1,20 @@
 """Rule `attacks_report`: Figs 4.14–4.19, the summary table and the report section."""
 
-import pandas as pd
-from _common import run
+from _common import files, run
 
-from fedclust.attacks import figures
-from fedclust.attacks.summary import summary_table
-from fedclust.io import save_figure, write_table
-from fedclust.report import Section, headlines, write_section
-
-
-def _read(path: str) -> pd.DataFrame:
-    return pd.read_csv(path, sep="\t")
+from fedclust.attacks.report import build_section
 
 
 def main() -> None:
-    inp, out, cfg = snakemake.input, snakemake.output, snakemake.params.cfg
-    known = pd.concat([_read(p) for p in inp.known_io], ignore_index=True)
-    acc = _read(inp.pi_accuracy)
-    err, pinv = _read(inp.rec_errors), _read(inp.rec_pinv)
-    combined = _read(inp.rec_combined)
-    write_table(out.known_io_ranking, figures.known_io_cohort_ranking(known), index=False)
-    picks = {}
-    for key, prep in (("fig4_14", "size_factors"), ("fig4_15", "vst")):
-        fig, picks[prep] = figures.fig_known_io(known, prep)
-        save_figure(fig, out[key])
-    save_figure(figures.fig_property_inference(acc), out.fig4_16)
-    save_figure(figures.fig_4_17(err), out.fig4_17)
-    save_figure(figures.fig_4_18(err, pinv), out.fig4_18)
-    save_figure(figures.fig_4_19(err), out.fig4_19)
-    write_table(out.summary, summary_table(known, acc, err, combined), index=False)
-    # tests written by the attack rules are shown as tables (keep relative paths)
-    kio, pi, rec = cfg["known_io"], cfg["property_inference"], cfg["reconstruction"]
-    n_known_genes = sorted(known.n_genes.unique())
-    cohorts = ", ".join(snakemake.params.cohorts)
-    size = (
-        f"Configuration {snakemake.params.config_name}; cohorts {cohorts}"
-        f" (sex attacks: {', '.join(snakemake.params.sex_cohorts)})."
+    p = snakemake.params
+    build_section(
+        files(snakemake.input),
+        files(snakemake.output),
+        cfg=p.cfg,
+        cohorts=list(p.cohorts),
+        sex_cohorts=list(p.sex_cohorts),
+        config_name=p.config_name,
     )
-    text = [
-        size,
-        "Threat models as in seed 001 §3.3.4.2: known input-output (attacker holds all of XQ and a"
-        " fraction of (x, xQ) pairs; orthogonal Q), property inference (attacker trains a sex"
-        " classifier on its own 60+20 % of samples, preprocessed apart from the centers' 20 %),"
-        " reconstruction (MMD distribution matching on a 50/50 attacker/server split).",
-        "Orthogonal Q in property inference (fixed and invariant training) and reconstruction"
-        " (Fig 4.17) is the exactly orthogonal fast map of the HAC perturbation (random signs ×"
-        " orthonormal DCT × random permutation, 3 rounds; fedclust.attacks.orthomap): it runs on"
-        " all genes without a dense d × d matrix (24 GB at 55,000 genes); the thesis drew a dense"
-        " random orthogonal matrix, a different distribution over orthogonal maps with the same"
-        " distance preservation.",
-        "In the default configuration the cohorts are simulated: the data stage's simulator draws"
-        " sex independently of expression, so sex accuracies there are at chance level by"
-        " construction; the tests plant a sex signal to check the classifier.",
-        f"Sizes used — known I/O: genes={kio['genes']}, max_genes={kio['max_genes']} (d ="
-        f" {n_known_genes}), {kio['n_seeds']} seeds per fraction. Property inference:"
-        f" {pi['n_runs']} runs, genes={pi['genes']}, max_genes={pi['max_genes']} (d ="
-        f" {sorted(acc.n_genes.unique())}), Gaussian k = {pi['gaussian_k']}, d_NN = {pi['d_nn']},"
-        f" {pi['epochs']} epochs, lr grid {pi['lrs']}. Reconstruction: {rec['n_runs']} runs,"
-        f" no-zero genes capped at {rec['max_genes_no_zero']}, all genes capped at"
-        f" {rec['max_genes_all']}, MLP d_NN = {rec['decoders']['mlp']['d_nn']}, linear/MLP"
-        f" epochs {rec['decoders']['linear']['epochs']}/{rec['decoders']['mlp']['epochs']}.",
-        "Choices the thesis leaves open [OURS]: the invariant classifier's validation set is"
-        " projected with a fresh random matrix (it never sees Q); the attacker picks the MMD"
-        " bandwidth by the MMD of its reconstructions at the median-distance σ; Fig 4.19 and the"
-        " combined attack use the linear decoder with pseudo-inverse init; the 'paired' t-tests"
-        " are reported both as ttest_rel and Welch (the thesis' fractional df imply Welch).",
-    ]
-    sf_lo, sf_hi = picks["size_factors"]
-    figs = [
-        (
-            out.fig4_14,
-            f"Known input-output attack, size factors: guaranteed max. relative error"
-            f" ε_x (eq. 3.2) vs known fraction, lowest-error cohort {sf_lo} (left)"
-            f" and highest {sf_hi} (right); mean, 25–75 % and 10–90 % quantiles",
-            "seed 001 Fig. 4.14",
-        ),
-        (
-            out.fig4_15,
-            f"As Fig. 4.14 with VST: {picks['vst'][0]} (left), {picks['vst'][1]} (right)",
-            "seed 001 Fig. 4.15",
-        ),
-        (
-            out.fig4_16,
-            "Sex prediction test accuracy per run: no projection (blue), projection-"
-            "invariant (orange) and fixed-projection (green) classifiers",
-            "seed 001 Fig. 4.16",
-        ),
-        (
-            out.fig4_17,
-            "Relative reconstruction error, linear vs MLP decoder, size factors, genes"
-            " without zero counts (boxes 25–75 %, whiskers 10–90 %)",
-            "seed 001 Fig. 4.17",
-        ),
-        (
-            out.fig4_18,
-            "Left: error of the pseudo-inverse decoder per cohort over"
-            f" {rec['n_projections']} Gaussian projections per k; right: linear decoder, random vs"
-            " pinv init (and untrained pinv)",
-            "seed 001 Fig. 4.18",
-        ),
-        (
-            out.fig4_19,
-            "Relative reconstruction error, size factors vs VST, all expressed genes,"
-            " Gaussian projections",
-            "seed 001 Fig. 4.19",
-        ),
-    ]
-    section = Section(
-        id="attacks",
-        title="Attacks on projected data (seed 001 §4.4)",
-        order=40,
-        text=text,
-        figures=[{"path": p, "caption": c + f". {size}", "reproduces": r} for p, c, r in figs],
-        tables=[
-            {"path": out.summary, "caption": "Measured numbers beside the thesis'"},
-            {"path": inp.pi_tests, "caption": "Property inference: t-tests between conditions"},
-            {"path": inp.rec_tests, "caption": "Reconstruction: VST vs size factors t-tests"},
-            {"path": inp.rec_combined, "caption": "Combined attack per run"},
-            {"path": out.known_io_ranking, "caption": "Known I/O: mean ε_x per cohort"},
-        ],
-    )
-    section.headline = headlines.attacks(section.tables, section.figures)
-    write_section(out.section, section)
 
 
 run(main, snakemake)

@@ -16,7 +16,7 @@ from fedclust.io import write_json, write_table
 
 def main() -> None:
     cfg, prep = snakemake.params.cfg, snakemake.params.prep
-    how = cfg.get("imputation", "median")
+    how = cfg["imputation"]
     mode = cfg.get("preprocess", "pooled")
     raw, uci = heart.load_from_config(cfg)
     pooled = heart.impute_class_conditional(raw, how)

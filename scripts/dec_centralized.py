@@ -8,6 +8,7 @@ import torch
 from _common import run
 
 from fedclust.dec.io import load_dataset
+from fedclust.dec.merge import load_pt, merge_central
 from fedclust.dec.pipeline import reference_scores
 from fedclust.dec.plots import (
     digits_grid,
@@ -16,7 +17,7 @@ from fedclust.dec.plots import (
     training_curves,
     tsne_panels,
 )
-from fedclust.dec.units import apply_settings, load_pt, merge_central, read_settings
+from fedclust.dec.units import apply_settings, read_settings
 from fedclust.io import read_table, save_figure, write_table
 
 
@@ -39,7 +40,7 @@ def main() -> None:
     write_table(out.dec_curves, res.dec_curves, index=False)
     pred, model = res.best["labels"], res.best["model"]
     write_table(out.labels, pd.DataFrame({"cluster": pred, "label": y}, index=obs.index))
-    ref = reference_scores(x, res.best["features"], y, cfg["evaluate"].get("silhouette_max_points"))
+    ref = reference_scores(x, res.best["features"], y, cfg["evaluate"]["silhouette_max_points"])
     write_table(out.reference, pd.DataFrame([{"labels": "reference", **ref}]), index=False)
     key = "{} α={:g} {}".format(*res.best["key"])
     save_figure(

@@ -5,13 +5,14 @@ from dataclasses import asdict
 
 from _common import run
 
-from fedclust.dec.dag import fed_job_inputs
+from fedclust.dec.merge import save_pt
 from fedclust.dec.pipeline import fed_tsae_stage
-from fedclust.dec.units import save_pt
+from fedclust.dec.workflow import fed_job_inputs
+from fedclust.transports import from_config
 
 
 def main() -> None:
-    job = fed_job_inputs(snakemake)
+    job = fed_job_inputs(snakemake, from_config(snakemake.config))
     w = job.wildcards
     _, state = fed_tsae_stage(
         job.x, job.centers, job.cfg, w.dataset, w.split, w.strategy, job.seed, job.transport

@@ -5,14 +5,16 @@ from pathlib import Path
 
 from _common import run
 
-from fedclust.dec.dag import fed_job_inputs
+from fedclust.dec.merge import load_pt
 from fedclust.dec.pipeline import FedTSAEState, run_federated_unit
-from fedclust.dec.units import federated_units, load_pt
+from fedclust.dec.units import federated_units
+from fedclust.dec.workflow import fed_job_inputs
 from fedclust.io import write_table
+from fedclust.transports import from_config
 
 
 def main() -> None:
-    job = fed_job_inputs(snakemake)
+    job = fed_job_inputs(snakemake, from_config(snakemake.config))
     w = job.wildcards
     states = {Path(p).stem: FedTSAEState(**load_pt(p)) for p in snakemake.input.get("tsae", [])}
     res = run_federated_unit(

@@ -3,9 +3,9 @@ tables, row for row) and the curves figure."""
 
 from _common import run
 
+from fedclust.dec.merge import concat
 from fedclust.dec.pipeline import sort_results
 from fedclust.dec.plots import federated_curves
-from fedclust.dec.units import concat
 from fedclust.io import read_table, save_figure, write_table
 
 

@@ -9,14 +9,14 @@ def main() -> None:
     p = snakemake.params
     build_figures_section(
         snakemake.output.section,
-        list(p.confusion),
-        list(p.states),
-        list(p.fed),
-        bool(p.mnist_bmnist),
-        str(p.size_curve),
-        bool(p.reduced),
-        str(p.source),
-        snakemake.output.headline,
+        confusion=list(p.confusion),
+        states=list(p.states),
+        fed=list(p.fed),
+        mnist_bmnist=bool(p.mnist_bmnist),
+        size_curve=str(p.size_curve),
+        reduced=bool(p.reduced),
+        source=str(p.source),
+        headline_path=snakemake.output.headline,
     )
 
 

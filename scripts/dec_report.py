@@ -6,18 +6,19 @@ from fedclust.dec.report import build_section
 
 
 def main() -> None:
+    out, p = snakemake.output, snakemake.params
     build_section(
-        snakemake.output.section,
-        snakemake.output.cycle,
-        snakemake.output.federated,
-        snakemake.output.ledger,
-        list(snakemake.params.datasets),
-        [tuple(x) for x in snakemake.params.federated],
-        bool(snakemake.input.survival),
-        bool(snakemake.params.cfg["reduced"]),
-        list(snakemake.input.tuning),
-        dict(snakemake.params.get("sources", {})),
-        cfg=dict(snakemake.params.cfg),
+        out.section,
+        cycle_figure=out.cycle,
+        federated_out=out.federated,
+        ledger_out=out.ledger,
+        datasets=list(p.datasets),
+        federated=[tuple(x) for x in p.federated],
+        survival=bool(snakemake.input.survival),
+        default_config=bool(p.cfg["reduced"]),
+        tuning=list(snakemake.input.tuning),
+        sources=dict(p.get("sources", {})),
+        cfg=dict(p.cfg),
     )
 
 

@@ -4,8 +4,9 @@ import torch
 from _common import run
 
 from fedclust.dec.io import load_dataset
+from fedclust.dec.merge import save_pt, tsae_record
 from fedclust.dec.pipeline import check_features, device, train_central_tsae
-from fedclust.dec.units import apply_settings, read_settings, save_pt, tsae_record
+from fedclust.dec.units import apply_settings, read_settings
 
 
 def main() -> None:

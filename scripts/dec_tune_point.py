@@ -8,8 +8,9 @@ import torch
 from _common import run
 
 from fedclust.dec.io import load_dataset
+from fedclust.dec.merge import load_pt, load_tsae
 from fedclust.dec.tuning import grid_points, point_ids, run_cluster_point, run_tsae_point
-from fedclust.dec.units import apply_settings, load_pt, load_tsae, read_settings
+from fedclust.dec.units import apply_settings, read_settings
 from fedclust.io import write_table
 
 

@@ -3,8 +3,9 @@ with the thesis' values beside ours, and the settings file the next rules read."
 
 from _common import run
 
+from fedclust.dec.merge import concat
 from fedclust.dec.tuning import select, with_thesis
-from fedclust.dec.units import concat, read_settings
+from fedclust.dec.units import read_settings
 from fedclust.io import read_table, write_json, write_table
 
 

@@ -7,16 +7,9 @@ import torch
 from _common import run
 
 from fedclust.dec.io import load_dataset
+from fedclust.dec.merge import best_record, load_pt, load_tsae, save_pt
 from fedclust.dec.pipeline import run_central_unit
-from fedclust.dec.units import (
-    apply_settings,
-    best_record,
-    central_units,
-    load_pt,
-    load_tsae,
-    read_settings,
-    save_pt,
-)
+from fedclust.dec.units import apply_settings, central_units, read_settings
 from fedclust.io import write_table
 
 

@@ -1,19 +1,13 @@
 """Rule `privacy_report`: run the attack suite (issue 22) and write the report's Privacy section."""
 
-from _common import run
+from _common import files, run
 
-from fedclust.io import save_figure, write_table
-from fedclust.privacy import report as R
+from fedclust.privacy.report import build_section
 from fedclust.privacy.suite import run_suite
-from fedclust.report import write_section
 
 
 def main() -> None:
-    out = snakemake.output
-    table = run_suite(snakemake.params.cfg.get("scenarios"))
-    write_table(out.table, table, index=False)
-    save_figure(R.figure(table), out.figure)
-    write_section(out.section, R.section(out.table, out.figure, table))
+    build_section(files(snakemake.output), table=run_suite(snakemake.params.cfg["scenarios"]))
 
 
 run(main, snakemake)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("MPLBACKEND", "Agg")  # figures without a display (as scripts/_common.py)
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,8 @@ from fedclust.admm import data as D
 from fedclust.admm import pipeline as PL
 from fedclust.admm import problems as P
 from fedclust.admm import reference as R
-from fedclust.config import load_yaml, validate_config
+from fedclust.admm import workflow as WF
+from fedclust.config import defaults_at, load_yaml, validate_config
 from fedclust.errors import ConfigError, DisclosureError, InputDataError
 from fedclust.federation import Ledger
 
@@ -268,6 +269,16 @@ def _mds_files(tmp_path, n=160):
     return str(f), str(o), str(s)
 
 
+def _cfg(**over):
+    """An ``admm`` section as the config loader fills it (schema defaults under ``over``)."""
+    return defaults_at(over, ["admm"])
+
+
+def _task(**task):
+    """An ``admm.tasks`` entry with its schema defaults."""
+    return defaults_at(task, ["admm", "tasks", "*"])
+
+
 def test_pipeline_mds_task_both_modes(tmp_path, monkeypatch):
     # 159 patients over 8 centres of ~20 rows: below the default glm floor for this model;
     # the test is about the pipeline, so its centres accept it (issue 22's floors tested apart)
@@ -275,9 +286,8 @@ def test_pipeline_mds_task_both_modes(tmp_path, monkeypatch):
 
     monkeypatch.setattr(disclosure, "_CONFIGURED", {"default": {"nfilter_glm": 10.0}})
     f, o, s = _mds_files(tmp_path)
-    cfg = {"rho": 0.1, "max_iter": 500, "eps_abs": 1e-8, "eps_rel": 1e-8}
-    task = {"problem": "logistic", "dataset": "mds", "lam": 0.05, "outcome": "OS_STATUS",
-            "positive": 1}  # fmt: skip
+    cfg = _cfg(rho=0.1, max_iter=500, eps_abs=1e-8, eps_rel=1e-8)
+    task = _task(problem="logistic", dataset="mds", lam=0.05, outcome="OS_STATUS", positive=1)
     data = PL.load_task(cfg, task, 1, "t", features=f, obs=o, split=s)
     assert len(data.y) == 159 and set(data.y) == {-1.0, 1.0} and len(data.names) == 8
     infos = {m: PL.run_job(cfg, task, m, data)[1] for m in PL.MODES}
@@ -288,8 +298,8 @@ def test_pipeline_mds_task_both_modes(tmp_path, monkeypatch):
 
 
 def test_sklearn_task_split_is_seeded():
-    cfg = {"n_blocks": 3}
-    task = {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}
+    cfg = _cfg(n_blocks=3)
+    task = _task(problem="ridge", dataset="diabetes", lam=0.1)
     a, b = PL.load_task(cfg, task, 7, "t"), PL.load_task(cfg, task, 7, "t")
     np.testing.assert_array_equal(a.centers, b.centers)
     assert sorted(pd.Series(a.centers).value_counts()) == [147, 147, 148]
@@ -301,8 +311,8 @@ def test_boston_housing_d62_data_reaches_the_library_optimum(problem, lam):
     ridge against the closed form, LASSO against scikit-learn's Lasso (alpha = lambda/2)."""
     from sklearn.linear_model import Lasso
 
-    cfg = {"n_blocks": 4, "max_iter": 2000, "eps_abs": 1e-9, "eps_rel": 1e-9}
-    task = {"problem": problem, "dataset": "boston", "lam": lam}
+    cfg = _cfg(n_blocks=4, max_iter=2000, eps_abs=1e-9, eps_rel=1e-9)
+    task = _task(problem=problem, dataset="boston", lam=lam)
     data = PL.load_task(cfg, task, 0, "t")
     assert data.X.shape == (506, 13) and data.y[:3].tolist() == [24.0, 21.6, 34.7]
     assert "Boston" in data.source or "boston" in data.source
@@ -354,22 +364,23 @@ def test_bad_input_errors(regression, classification, tmp_path):
     with pytest.raises(InputDataError, match="no samples"):
         D.federated_blocks(A[:, :-1], b, np.array(["c0"] * len(b)), ["c0", "c1"], "ridge", Ledger())
     f, o, sp = _mds_files(tmp_path)
-    data = PL.load_task({}, {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}, 1, "t")
+    ridge = _task(problem="ridge", dataset="diabetes", lam=0.1)
+    data = PL.load_task(_cfg(), ridge, 1, "t")
     with pytest.raises(ConfigError, match="unknown ADMM mode"):
-        PL.run_job({}, {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}, "gossip", data)
+        PL.run_job(_cfg(), ridge, "gossip", data)
     with pytest.raises(ConfigError, match="unknown ADMM dataset 'housing'"):
-        PL.load_task({}, {"problem": "ridge", "dataset": "housing", "lam": 0.1}, 1, "t")
+        PL.load_task(_cfg(), _task(problem="ridge", dataset="housing", lam=0.1), 1, "t")
     with pytest.raises(InputDataError, match="outcome column 'AML'"):
-        PL.load_task({}, {"problem": "logistic", "dataset": "mds", "lam": 0.1, "outcome": "AML"},
+        PL.load_task(_cfg(), _task(problem="logistic", dataset="mds", lam=0.1, outcome="AML"),
                      1, "t", features=f, obs=o, split=sp)  # fmt: skip
     with pytest.raises(InputDataError, match="both classes"):
-        PL.load_task({}, {"problem": "logistic", "dataset": "mds", "lam": 0.1, "positive": 7},
+        PL.load_task(_cfg(), _task(problem="logistic", dataset="mds", lam=0.1, positive=7),
                      1, "t", features=f, obs=o, split=sp)  # fmt: skip
 
 
 def test_config_admm_section(repo):
-    cfg = load_yaml(repo / "config" / "config.yaml")
-    PL.check_tasks(cfg["admm"], cfg["data"])
+    cfg = validate_config(load_yaml(repo / "config" / "config.yaml"))
+    WF.check_tasks(cfg["admm"], cfg["data"])
     bad = copy.deepcopy(cfg)
     bad["admm"]["rho"] = 0
     with pytest.raises(ConfigError, match="rho"):
@@ -381,13 +392,11 @@ def test_config_admm_section(repo):
     bad = copy.deepcopy(cfg)
     bad["data"]["splits"].pop("equal8")
     with pytest.raises(ConfigError, match="equal8"):
-        PL.check_tasks(bad["admm"], bad["data"])
+        WF.check_tasks(bad["admm"], bad["data"])
 
 
 def test_report_tables_and_figure(regression):
-    import matplotlib
 
-    matplotlib.use("Agg")
     from fedclust.admm import report as REP
 
     A, b = regression

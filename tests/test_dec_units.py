@@ -12,6 +12,15 @@ import torch
 from sklearn.datasets import make_blobs
 
 from fedclust.config import load_yaml, validate_config
+from fedclust.dec.merge import (
+    best_record,
+    concat,
+    load_pt,
+    load_tsae,
+    merge_central,
+    save_pt,
+    tsae_record,
+)
 from fedclust.dec.pipeline import (
     FedTSAEState,
     check_features,
@@ -25,18 +34,7 @@ from fedclust.dec.pipeline import (
     sort_results,
     train_central_tsae,
 )
-from fedclust.dec.units import (
-    apply_settings,
-    best_record,
-    central_units,
-    concat,
-    federated_units,
-    load_pt,
-    load_tsae,
-    merge_central,
-    save_pt,
-    tsae_record,
-)
+from fedclust.dec.units import apply_settings, central_units, federated_units
 from fedclust.errors import ConfigError
 
 

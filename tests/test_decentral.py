@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from fedclust.config import load_yaml, validate_config
-from fedclust.decentral.aggregation import FedAvgStrategy, aggregate, ave_weights_published
 from fedclust.decentral.clients import ClientData, make_client_data
 from fedclust.decentral.divergence import pairwise_divergence, weight_divergence
 from fedclust.decentral.experiment import run_approach
@@ -19,6 +18,7 @@ from fedclust.decentral.model import N_PARAMETERS, HeartNet, KerasAdam, count_pa
 from fedclust.decentral.simulate import weighted_summary
 from fedclust.decentral.topologies import derangement, fixed_topology, plan_round
 from fedclust.errors import ConfigError
+from fedclust.federation.strategy import FedAvg, aggregate, ave_weights_published
 
 N = [114, 219, 103, 113, 138]  # thesis n_train of clev, hung, long, stat, swit
 
@@ -80,8 +80,8 @@ def test_weighted_vs_simple_average_known_case():
     np.testing.assert_allclose(w[0], [2.5])
     np.testing.assert_allclose(w[1], [[3.0, 2.0]])
     res = [(a, 1, {}), (b, 3, {})]
-    np.testing.assert_allclose(FedAvgStrategy("weighted").aggregate_fit(1, res)[0][0], [2.5])
-    np.testing.assert_allclose(FedAvgStrategy("simple").aggregate_fit(1, res)[0][0], [2.0])
+    np.testing.assert_allclose(FedAvg("weighted").aggregate_fit(1, res)[0], [2.5])
+    np.testing.assert_allclose(FedAvg("simple").aggregate_fit(1, res)[0], [2.0])
     with pytest.raises(ValueError, match="2 weight sets but 3"):
         aggregate([a, b], [1, 2, 3])
     # the published ave_weights silently drops extra entries (spec §4.1)
@@ -92,7 +92,7 @@ def test_weighted_vs_simple_average_known_case():
 def test_fl_round_identical_clients_unchanged():
     w = HeartNet().get_weights()
     results = [(copy.deepcopy(w), n, {}) for n in N]
-    agg, _ = FedAvgStrategy().aggregate_fit(1, results)
+    agg = FedAvg().aggregate_fit(1, results)
     for x, y in zip(agg, w, strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
 

@@ -98,11 +98,13 @@ def admm_centres(n_centres: int = 3):
     from fedclust.admm import deployment as ad
     from fedclust.admm import pipeline as PL
     from fedclust.admm.admm import centres_from_rows
+    from fedclust.config import defaults_at
 
-    cfg = {**ADMM_CFG, "n_blocks": n_centres}
-    data = PL.load_task(cfg, ADMM_TASK, 5, "t")
-    params = ad.params_from_config(cfg, ADMM_TASK)
-    s = PL.settings_for(cfg, ADMM_TASK)
+    cfg = defaults_at({**ADMM_CFG, "n_blocks": n_centres}, ["admm"])  # the schema's defaults
+    task = defaults_at(ADMM_TASK, ["admm", "tasks", "*"])
+    data = PL.load_task(cfg, task, 5, "t")
+    params = ad.params_from_config(cfg, task)
+    s = PL.settings_for(cfg, task)
     return centres_from_rows(data.X, data.y, data.centers, data.names, s), params
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 
 from fedclust.admm import pipeline as ADMM
+from fedclust.admm import workflow as ADMM_WF
 from fedclust.config import load_yaml, validate_config
 from fedclust.data.glyphs import synthetic_glyphs
 from fedclust.fedcref import workflow as FW
@@ -121,9 +122,9 @@ def test_admm_grouped_equals_per_unit(repo):
     assert alone[0][1]["objective"] != alone[2][1]["objective"]  # distinct units
     assert [i["task"] for _, i in grouped] == [t for t, _ in units]
     # the default config runs all (task, mode) in one job, the thesis one job per run
-    assert ADMM.fanout(cfg["admm"]) == "all" and ADMM.fanout({}) == "unit"
+    assert ADMM_WF.fanout(cfg["admm"]) == "all" and ADMM_WF.fanout({}) == "unit"
     thesis = validate_config(load_yaml(repo / "config" / "thesis.yaml"), source="thesis.yaml")
-    assert ADMM.fanout(thesis["admm"]) == "unit"
-    assert ADMM.group_inputs(cfg["admm"]["tasks"])["split"] == [
+    assert ADMM_WF.fanout(thesis["admm"]) == "unit"
+    assert ADMM_WF.group_inputs(cfg["admm"]["tasks"])["split"] == [
         "results/data/mds/splits/equal8.tsv"
     ]

@@ -222,7 +222,7 @@ def test_property_inference_parts_merged_equal_all_in_one():
     assert parts == [f"{c}-b{r}" for c in ("none", "orthogonal", "gaussian4") for r in (0, 1)]
     merged = aw.merge_pi([acc(*aw.pi_part(ATT, p)) for p in reversed(parts)], pi)
     pd.testing.assert_frame_equal(merged, whole, check_exact=True)
-    grouped = {**ATT, "fanout": {}}
+    grouped = {**ATT, "fanout": {"per_projection": False, "run_block": None, "seed_block": None}}
     assert aw.pi_parts(grouped) == ["all-b0"]
     assert aw.pi_part(grouped, "all-b0") == (aw.pi_conditions(pi), range(0, 2))
     with pytest.raises(ConfigError, match="not defined"):

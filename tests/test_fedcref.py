@@ -212,7 +212,7 @@ def test_group_with_one_member_equals_plain_local_training():
 
 
 def test_fedavg_group_is_weighted_average_of_members():
-    from fedclust.dec.federated import weighted_average
+    from fedclust.federation.strategy import weighted_average
 
     clients = _clients()
     p = FedCRefParams(**{**TINY.__dict__, "rounds": 1})

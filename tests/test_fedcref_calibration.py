@@ -25,9 +25,9 @@ from fedclust.fedcref.calibrate import (
     theta_for,
 )
 from fedclust.fedcref.experiments import resolve_theta, run_setting, settings
-from fedclust.fedcref.report import build_tables
+from fedclust.fedcref.report import HEADLINE, build_tables
 from fedclust.io import write_json
-from fedclust.report import headlines
+from fedclust.report import build
 from fedclust.report.headline import verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,7 +174,7 @@ def test_headline_compares_only_the_papers_setting(tmp_path, source, n, s, compa
     for name, df in tables.items():
         df.to_csv(tmp_path / f"{name}.tsv", sep="\t", index=False)
         entries.append({"path": str(tmp_path / f"{name}.tsv")})
-    h = headlines.fedcref(entries, [])
+    h = build(HEADLINE, entries, [])
     rows = {r["quantity"]: r for r in h["rows"]}
     paper_rows = [r for q, r in rows.items() if "local-only" not in q]
     assert len(paper_rows) == 5

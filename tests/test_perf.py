@@ -5,11 +5,21 @@ from __future__ import annotations
 import numpy as np
 
 from fedclust.hac.toy import cohort_like
-from fedclust.perf import METHODS, hac_benchmark, machine
+from fedclust.perf.hac import METHODS, hac_benchmark
+from fedclust.perf.machine import machine
 
 
 def test_hac_benchmark_rows_and_floats_per_center():
-    t = hac_benchmark(3, n=80, genes=150, sketch=20, gene_objects=30, repeat=1).set_index("method")
+    t = hac_benchmark(
+        3,
+        n=80,
+        genes=150,
+        linkage_method="average",
+        n_min_fraction=0.1,
+        sketch=20,
+        gene_objects=30,
+        repeat=1,
+    ).set_index("method")
     assert list(t.index) == list(METHODS)
     assert (t["seconds"] > 0).all() and (t["pooled_seconds"] > 0).all()
     np.testing.assert_allclose(t["ratio"], t["seconds"] / t["pooled_seconds"])

@@ -17,6 +17,7 @@ from fedclust.federation import privacy as PV
 from fedclust.hac.simultaneous import center_simultaneous
 from fedclust.privacy_utility import experiment as E
 from fedclust.privacy_utility import pooled as R
+from fedclust.privacy_utility import records as RC
 from fedclust.privacy_utility import report as RP
 from fedclust.privacy_utility import server as S
 from fedclust.privacy_utility import workflow as W
@@ -111,7 +112,7 @@ def test_numeric_methods_run_and_spend_their_budget():
         "known_io": E.run_known_io(x, _cfg(), 1),
     }
     for method, (curve, budget) in runs.items():
-        assert list(curve.columns) == E.CURVE_COLUMNS
+        assert list(curve.columns) == RC.CURVE_COLUMNS
         assert set(curve["epsilon"]) >= {1.0, math.inf}
         finite = budget[np.isfinite(budget["epsilon"])]
         assert len(finite) and np.allclose(finite["epsilon_spent"], 1.0, rtol=1e-3), method
@@ -138,8 +139,7 @@ def test_thresholds_pick_the_smallest_epsilon_from_which_on_it_holds():
     assert thr.loc["heart", "epsilon_spent"] == 3.99
     assert thr.loc["heart", "at_epsilon_max"] == 0.99
     assert thr.loc["km", "epsilon_within"] == 1.0  # 0.06 ≤ 0.02 + 0.05
-    h = headlines.build(headlines.PRIVACY_UTILITY, [{"path": _tsv(thr.reset_index()),
-                                                     "caption": "t"}])  # fmt: skip
+    h = headlines.build(RP.HEADLINE, [{"path": _tsv(thr.reset_index()), "caption": "t"}])
     notes = {r["quantity"]: r["note"] for r in h["rows"]}
     assert notes["heart (federated): auc at ε = 8"] == "within 5 % from ε = 4"
     assert len(notes) == 2

@@ -19,9 +19,7 @@ pytestmark = pytest.mark.skipif(find_browser() is None, reason="no Chromium/Chro
 
 
 def _png(path: Path) -> str:
-    import matplotlib
 
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(3, 2))

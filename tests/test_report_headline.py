@@ -7,6 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedclust.admm.report import HEADLINE as ADMM
+from fedclust.dec.figures_report import HEADLINE as DEC_FIGURES
+from fedclust.hac.report import HEADLINE as HAC
+from fedclust.perf.report import HEADLINE as PERF
 from fedclust.report import Section, build_report, headline, row, write_section
 from fedclust.report import headlines as H
 from fedclust.report.headline import (
@@ -18,6 +22,7 @@ from fedclust.report.headline import (
     verdict,
 )
 from fedclust.report.html import shared_captions
+from fedclust.survival.report import HEADLINE as SURVIVAL
 
 
 def test_difference_is_ours_minus_source_for_numbers():
@@ -97,9 +102,7 @@ def test_shared_captions_said_once():
 
 
 def _fig(path):
-    import matplotlib
 
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(2, 1))
@@ -166,14 +169,14 @@ def test_stage_headline_reads_its_tables_and_survives_missing_ones(tmp_path):
             "relative_gap": [1e-10, 2.4e-9],
         }
     )
-    h = H.admm([_write(tmp_path / "summary.tsv", summ)], [])
+    h = H.build(ADMM, [_write(tmp_path / "summary.tsv", summ)], [])
     (r,) = h["rows"]
     assert r["source"] == pytest.approx(0.499047875227) and r["ours"] == pytest.approx(
         0.499047876415
     )
     assert table_rows(h)[0]["difference"] == "+1.19e−09" and verdict(r) == "match"
     # a missing table: every row is 'not in this run', nothing raises
-    h = H.hac([{"path": str(tmp_path / "absent_table41.tsv")}], [])
+    h = H.build(HAC, [{"path": str(tmp_path / "absent_table41.tsv")}], [])
     assert h["rows"] and all(r["ours"] is None for r in h["rows"])
     assert all(t["ours"] == MISSING_OURS for t in table_rows(h))
     # survival: D6.2's SD is the tolerance
@@ -189,7 +192,7 @@ def test_stage_headline_reads_its_tables_and_survives_missing_ones(tmp_path):
         }
     )
     tabs = [_write(tmp_path / "table_8_1.tsv", t81), _write(tmp_path / "table_8_2.tsv", t82)]
-    rows = {r["quantity"]: r for r in H.survival(tabs, [])["rows"]}
+    rows = {r["quantity"]: r for r in H.build(SURVIVAL, tabs, [])["rows"]}
     assert verdict(rows["IID balanced: Weights Averaging"]) == "match"
     assert verdict(rows["IID balanced: Isolated nodes"]) == "differs"
     assert rows["IID balanced: Isolated nodes"]["tol"] == 0.06
@@ -213,13 +216,11 @@ def test_referenced_values_are_read_at_render_time_and_stay_out_of_the_json(tmp_
     shown = table_rows(h)
     assert shown[0]["ours"] == "2.15" and shown[0]["difference"] == "+0.15"
     assert shown[1]["ours"] == MISSING_OURS
-    assert H.perf([{"path": str(bench)}])["rows"][0]["ours"]["column"] == "ratio"
+    assert H.build(PERF, [{"path": str(bench)}])["rows"][0]["ours"]["column"] == "ratio"
 
 
 def test_dec_figures_headline_reads_the_rerun_tables(tmp_path):
     """Fig 5.5 / B.1 / 5.15 rows: accuracies from the re-run and the confusion matrix."""
-    from fedclust.report import headlines
-
     states = tmp_path / "mnist" / "states.tsv"
     states.parent.mkdir()
     states.write_text(
@@ -229,7 +230,7 @@ def test_dec_figures_headline_reads_the_rerun_tables(tmp_path):
     conf.parent.mkdir()
     conf.write_text("true\t0\t1\n0\t8\t2\n1\t1\t9\n")  # 17 of 20 on the diagonal
     tables = [{"path": str(states)}, {"path": str(conf)}]
-    h = headlines.dec_figures(tables, [{"path": "x/mnist/confusion.png"}])
+    h = H.build(DEC_FIGURES, tables, [{"path": "x/mnist/confusion.png"}])
     ours = {r["quantity"].split(":")[0]: r["ours"] for r in h["rows"]}
     assert ours["Fig 5.5"] == 0.75 and ours["Fig B.1"] == 0.85
     assert [r["ours"] for r in h["rows"][2:4]] == [0.02, 0.2]
@@ -237,5 +238,5 @@ def test_dec_figures_headline_reads_the_rerun_tables(tmp_path):
     trend = tmp_path / "size_curve" / "trend.tsv"
     trend.parent.mkdir()
     trend.write_text("schedule\tpoints\taccuracy_at\na\t9\t0.71\nb\t6\t0.65\n")
-    h = headlines.dec_figures([*tables, {"path": str(trend)}], [])
+    h = H.build(DEC_FIGURES, [*tables, {"path": str(trend)}], [])
     assert h["rows"][4]["ours"] == 0.71  # the schedule with the most points

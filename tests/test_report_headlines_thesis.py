@@ -1,7 +1,8 @@
 """Section headlines on thesis-shaped inputs (issue 16): the declared lines of every section
-(fedclust.report.headlines.SECTIONS) read the tables the thesis config writes (eight TCGA cohorts,
-the real IPSS-M / MNIST data, OS and LFS endpoints, every per-unit table merged), the sentence
-follows the rows, and a table a config does not write gives a "not run in this config" row.
+(each stage's ``report.HEADLINE``, listed by fedclust.sections) read the tables the thesis
+config writes (eight TCGA cohorts, the real IPSS-M / MNIST data, OS and LFS endpoints, every
+per-unit table merged), the sentence follows the rows, and a table a config does not write gives
+a "not run in this config" row.
 
 The tables are small synthetic ones with the paths and columns the stage rules declare (those
 of a thesis-smoke run, config/thesis-smoke.yaml, whose report inputs have these shapes)."""
@@ -15,6 +16,7 @@ import pytest
 from fedclust.hac.figures import NMIN10_COLUMNS
 from fedclust.report import headlines as H
 from fedclust.report.headline import MISSING_OURS, table_rows, verdict
+from fedclust.sections import headline_specs
 
 COHORTS = ["BRCA", "COAD", "PRAD", "LUAD", "LUSC", "KIRC", "THCA", "SKCM"]  # thesis: 8 cohorts
 
@@ -144,6 +146,40 @@ def _dec():
         {"dataset": ["mds", "mds", "mnist"], "split": "uniform10", "accuracy": [0.6, 0.61, 0.9]}
     )
     return out
+
+
+def _dec_d62():
+    """D6.2 ch. 7 at Table 7.1's sizes: every configuration, 1-10 clients, HDP at k = 6, 8."""
+    rows = [
+        [
+            "G metric (clustering): mean without UnitNorm − with UnitNorm, 1 client",
+            "not reported",
+            0.12,
+            "n",
+            "c",
+        ],
+        ["cycle accuracy: 10 clients − 1 client(s), mean over k", "> -0.05", -0.01, "n", "c"],
+        [
+            "silhouette (feature space): 10 clients − 1 client(s), mean over k",
+            "> -0.05",
+            -0.02,
+            "n",
+            "c",
+        ],
+    ]
+    for k in (6, 8):
+        rows += [
+            [
+                f"silhouette (Hamming) DEC − HDP, k = {k}, mean over client counts",
+                "> 0",
+                0.05,
+                "n",
+                "c",
+            ],
+            [f"ARI(DEC, HDP), k = {k}: max − min over client counts", "< 0.1", 0.04, "n", "c"],
+        ]
+    cols = ["quantity", "source", "value", "note", "cause"]
+    return {"results/dec/d62/tables/headline.tsv": pd.DataFrame(rows, columns=cols)}
 
 
 def _dec_figures():
@@ -313,6 +349,22 @@ def _perf():
     }
 
 
+def _privacy():
+    """The attack suite's table (issue 22): made non-disclosive rows and a by-design one."""
+    return {
+        "results/privacy/attack_suite.tsv": pd.DataFrame(
+            {
+                "protocol": ["survival_km_counts", "hac.projection"],
+                "attack": ["differencing", "known inputs"],
+                "records": [40, 20],
+                "recovered": [0, 20],
+                "recovered_unprotected": [12, 20],
+                "by_design": ["", "random projections send one row per sample (opt-in)"],
+            }
+        )
+    }
+
+
 def _boosting():
     schemes = ["pooled", "pooled_raw", "histogram", "histogram_nofloor"]
     schemes += [f"vote_{v}_s{t}" for v in ("zero", "union") for t in (1, 5, 10, "all")]
@@ -459,6 +511,7 @@ THESIS = {
     "attacks": _attacks,
     "dec": _dec,
     "dec_figures": _dec_figures,
+    "dec_d62": _dec_d62,
     "decentral": _decentral,
     "fedcref": _fedcref,
     "survival": _survival,
@@ -467,6 +520,7 @@ THESIS = {
     "boosting": _boosting,
     "generative": _generative,
     "bayes": _bayes,
+    "privacy": _privacy,
     "privacy_utility": _privacy_utility,
 }
 
@@ -481,15 +535,17 @@ def _write(root, frames):
     return tables
 
 
+SPECS = headline_specs()
+
+
 def _build(section, tables):
-    fn = getattr(H, section)
-    return fn(tables) if section == "perf" else fn(tables, [])
+    return H.build(SPECS[section], tables, [])
 
 
-def test_every_section_has_a_builder_and_every_line_a_documented_cause():
-    assert set(THESIS) == set(H.SECTIONS)
-    for name, spec in H.SECTIONS.items():
-        assert callable(getattr(H, name))
+def test_every_section_has_a_spec_and_every_line_a_documented_cause():
+    assert set(THESIS) == set(SPECS)
+    for name, spec in SPECS.items():
+        assert isinstance(spec, H.Spec)
         for line in spec.lines:
             assert line.cause, f"{name}: {line.quantity} declares no cause"
 

@@ -55,37 +55,25 @@ from ..federation import (
     Abstain,
     Ledger,
     Message,
-    Protocol,
     Transport,
     call_all,
     federate,
 )
 from ..federation.disclosure import DisclosurePolicy
 from ..federation.guard import centre_policy
-from ..privacy.centre import glm_floor
 from . import problems as P
-from .data import STANDARDIZE, center_moments, design, server_moments
-
-LOCAL_UPDATE = Protocol(
-    "admm_local_update", {"x": "parameters", "w": "aggregate", "n": "count"}, glm=True
-)
-CONSENSUS = Protocol("admm_consensus", {"z": "parameters"})
-OBJECTIVE = Protocol("admm_objective", {"loss": "aggregate", "n": "count"})
-#: round 0 after the moments: the pooled mean / SD (standardising) and N_total (the loss
-#: weight 1/N_total), from the centres' messages only; the centre acknowledges with n_i
-DESIGN = Protocol(
-    "admm_design",
-    {"mean": "aggregate", "sd": "aggregate", "y_mean": "aggregate", "y_sd": "aggregate",
-     "n_total": "count"},
-)  # fmt: skip
-DESIGN_ACK = Protocol("admm_design_ack", {"n": "count"})
-#: requests that carry nothing: the centre answers from its own rows and state
-MOMENTS_REQUEST = Protocol("admm_standardize_request", {})
-LOCAL_REQUEST = Protocol("admm_local_update_request", {})
-PROTOCOLS = (
-    MOMENTS_REQUEST, STANDARDIZE, DESIGN, DESIGN_ACK, LOCAL_REQUEST, LOCAL_UPDATE, CONSENSUS,
+from .data import center_moments, design, server_moments
+from .protocols import (
+    CONSENSUS,
+    DESIGN,
+    DESIGN_ACK,
+    LOCAL_REQUEST,
+    LOCAL_UPDATE,
+    MOMENTS_REQUEST,
     OBJECTIVE,
-)  # fmt: skip
+    STANDARDIZE,
+    takes_part,
+)
 
 HISTORY_COLUMNS = [
     "iteration",
@@ -401,11 +389,6 @@ def server_objective(messages: Sequence[Message], z: np.ndarray, settings: AdmmS
     return float(sum(m["loss"] for m in messages)) + P.regularizer(
         s.problem, z, s.lam, s.penalize_bias
     )
-
-
-def takes_part(policy: DisclosurePolicy, n: int, d: int, min_samples: int = 1) -> bool:
-    """Whether a center of ``n`` rows may release a ``d``-parameter model (module docstring)."""
-    return int(n) >= glm_floor(policy, int(d), int(min_samples))
 
 
 def consensus_server(settings: AdmmSettings, min_samples: int = 1):

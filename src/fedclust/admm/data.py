@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, InputDataError
-from ..federation import Ledger, Message, Protocol
+from ..federation import Ledger, Message
 from . import problems as P
+from .protocols import LOCAL_UPDATE, STANDARDIZE, STANDARDIZE_GLOBAL, takes_part
 
 SKLEARN_DATASETS = ("diabetes", "breast_cancer")
 #: data sets that ship with a dependency (no download): scikit-learn's two and D6.2's own
@@ -112,13 +113,6 @@ def encode_target(problem: str, y: np.ndarray) -> np.ndarray:
 # ---- standardisation: pooled (one data holder) and federated (per-center sums) ------------
 
 
-STANDARDIZE = Protocol("admm_standardize", {"n": "count", "sum": "aggregate", "sumsq": "aggregate"})
-STANDARDIZE_GLOBAL = Protocol(
-    "admm_standardize_global",
-    {"mean": "aggregate", "sd": "aggregate", "y_mean": "aggregate", "y_sd": "aggregate"},
-)
-
-
 def center_moments(V: np.ndarray) -> Message:
     """Center side: n, column sums and sums of squares (nothing row-level)."""
     V = np.asarray(V, dtype=float)
@@ -172,7 +166,6 @@ def federated_blocks(
     same computation on blocks in one process (the tests' reference)."""
     from ..federation.disclosure import configured_policy
     from ..privacy.centre import centre_send, server_send
-    from .admm import LOCAL_UPDATE, takes_part
 
     X, y, centers = np.asarray(X, float), np.asarray(y, float), np.asarray(centers)
     parts = [(c, X[centers == c], y[centers == c]) for c in names]

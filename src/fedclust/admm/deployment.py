@@ -31,12 +31,13 @@ def settings(params: Mapping[str, Any]) -> AdmmSettings:
 
 
 def params_from_config(cfg: Mapping[str, Any], task: Mapping[str, Any]) -> dict[str, Any]:
-    """The run parameters of one task of the workflow's ``admm`` config (its distributed mode)."""
+    """The run parameters of one task of the workflow's ``admm`` config (its distributed mode;
+    ``cfg`` and ``task`` filled with the schema's defaults)."""
     from .pipeline import settings_for
 
     return {"settings": asdict(settings_for(dict(cfg), dict(task))),
-            "standardize": bool(cfg.get("standardize", True)),
-            "min_samples": int(cfg.get("min_samples", 1))}  # fmt: skip
+            "standardize": bool(cfg["standardize"]),
+            "min_samples": int(cfg["min_samples"])}  # fmt: skip
 
 
 def save(centre: AdmmCentre, path: Path) -> None:
@@ -46,8 +47,8 @@ def save(centre: AdmmCentre, path: Path) -> None:
 def load(path: Path, params: Mapping[str, Any]) -> AdmmCentre:
     d = load_npz(path)
     return AdmmCentre(str(d["cid"]), d["x"], d["y"], settings(params),
-                      standardize=bool(params.get("standardize", True)),
-                      min_samples=int(params.get("min_samples", 1)))  # fmt: skip
+                      standardize=bool(params["standardize"]),
+                      min_samples=int(params["min_samples"]))  # fmt: skip
 
 
 def describe(centre: AdmmCentre) -> dict[str, Any]:
@@ -57,7 +58,7 @@ def describe(centre: AdmmCentre) -> dict[str, Any]:
 def serve(proxies: Sequence[Any], params: Mapping[str, Any],
           schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
     same_schema(schema, "n_features", NAME)
-    server = consensus_server(settings(params), int(params.get("min_samples", 1)))
+    server = consensus_server(settings(params), int(params["min_samples"]))
     res = server(list(proxies))
     return {"z": res.z, "history": res.history, "converged": bool(res.converged),
             "iterations": int(res.iterations)}  # fmt: skip

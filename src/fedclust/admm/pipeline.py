@@ -15,29 +15,28 @@ from . import data as D
 from . import problems as P
 from .admm import AdmmResult, AdmmSettings, admm_centralized, admm_federated, centres_from_rows
 from .reference import reference_solution
-from .workflow import check_tasks  # noqa: F401  (rules/admm.smk calls it from here)
+from .workflow import task_inputs
 
 MODES = ("centralized", "distributed")
 
 
 def settings_for(cfg: dict[str, Any], task: dict[str, Any]) -> AdmmSettings:
     """AdmmSettings from the ``admm`` config section and one ``admm.tasks`` entry."""
-    svm, inner = cfg.get("svm", {}), cfg.get("inner", {})
-    eps_abs = task.get("eps_abs", cfg.get("eps_abs"))
+    svm, inner, eps_abs = cfg["svm"], cfg["inner"], cfg["eps_abs"]
     return AdmmSettings(
-        problem=P.check_problem(task.get("problem", "?")),
+        problem=P.check_problem(task["problem"]),
         lam=float(task["lam"]),
-        rho=float(task.get("rho", cfg.get("rho", 1.0))),
-        max_iter=int(task.get("max_iter", cfg.get("max_iter", 500))),
+        rho=float(task.get("rho", cfg["rho"])),  # a task may override the section's value
+        max_iter=int(task.get("max_iter", cfg["max_iter"])),
         eps_abs=None if eps_abs is None else float(eps_abs),
-        eps_rel=float(task.get("eps_rel", cfg.get("eps_rel", 1e-3))),
-        penalize_bias=bool(cfg.get("penalize_bias", True)),
-        scaling=cfg.get("scaling", "total"),
-        inner_tol=float(inner.get("tol", 1e-10)),
-        max_inner=int(inner.get("max_iter", 100)),
-        svm_method=svm.get("x_update", "dual"),
-        svm_step=float(svm.get("step", 0.01)),
-        svm_substeps=int(svm.get("substeps", 10)),
+        eps_rel=float(cfg["eps_rel"]),
+        penalize_bias=bool(cfg["penalize_bias"]),
+        scaling=cfg["scaling"],
+        inner_tol=float(inner["tol"]),
+        max_inner=int(inner["max_iter"]),
+        svm_method=svm["x_update"],
+        svm_step=float(svm["step"]),
+        svm_substeps=int(svm["substeps"]),
     )
 
 
@@ -61,10 +60,10 @@ def load_task(
     source: str = "",
 ) -> TaskData:
     """Features, target (±1 for classification) and each sample's center for one task."""
-    problem, dataset = P.check_problem(task.get("problem", "?")), task.get("dataset", "?")
+    problem, dataset = P.check_problem(task["problem"]), task["dataset"]
     if dataset in D.BUNDLED_DATASETS:
         X, y = D.load_sklearn(dataset)
-        k = int(task.get("n_blocks", cfg.get("n_blocks", 4)))
+        k = int(task.get("n_blocks", cfg["n_blocks"]))
         names = center_names(k)
         centers = np.array(names)[make_split(len(y), "equal", k, seed, raw_seed=False)]
         src = D.BUNDLED_SOURCES[dataset]
@@ -77,8 +76,8 @@ def load_task(
         Xdf, y = D.load_table_task(
             features,
             obs,
-            task.get("outcome", "OS_STATUS"),
-            task.get("positive", 1) if problem in P.CLASSIFICATION else None,
+            task["outcome"],
+            task["positive"] if problem in P.CLASSIFICATION else None,
         )
         X = Xdf.to_numpy(dtype=float)
         tab = pd.read_csv(split, sep="\t", dtype={"sample_id": str}).set_index("sample_id")
@@ -131,13 +130,13 @@ def run_job(
             f"unknown ADMM mode '{mode}'", where="admm.modes", fix=f"use {', '.join(MODES)}"
         )
     s = settings_for(cfg, task)
-    std = bool(cfg.get("standardize", True))
+    std = bool(cfg["standardize"])
     A, b = D.pooled_blocks(data.X, data.y, s.problem, std)
     if mode == "centralized":
         res = admm_centralized(A, b, s)
     else:
         ledger = Ledger()
-        m = int(cfg.get("min_samples", 1))  # admm.min_samples: the ledger's rule
+        m = int(cfg["min_samples"])  # admm.min_samples: the ledger's rule
         check_floor(data, m, std)
         centres = centres_from_rows(data.X, data.y, data.centers, data.names, s, std, m)
         res = admm_federated(centres, s, ledger, m, transport)
@@ -180,45 +179,6 @@ def run_job(
     return res, info
 
 
-MDS_SOURCES = {
-    "ipssm": "IPSS-M cohort (real; the public stand-in for D6.2's private MDS cohort)",
-    "simulated": "SIMULATED MDS-like cohort (default config; config/thesis.yaml uses real IPSS-M)",
-}
-
-
-def mds_source(data_cfg: dict[str, Any]) -> str:
-    """Honest label of the MDS data the data stage builds (real IPSS-M or simulated)."""
-    src = data_cfg["mds"]["source"]
-    return MDS_SOURCES.get(src, str(src))
-
-
-def task_inputs(task: dict[str, Any]) -> dict[str, str]:
-    """Rule inputs of a task: the MDS tables and center split, nothing for scikit-learn sets."""
-    if task.get("dataset") != "mds":
-        return {}
-    return {
-        "features": "results/data/mds/features.parquet",
-        "obs": "results/data/mds/obs.tsv",
-        "split": f"results/data/mds/splits/{task.get('split', 'equal8')}.tsv",
-    }
-
-
-def fanout(admm: dict[str, Any]) -> str:
-    """``unit`` (one admm_run job per (task, mode)) or ``all`` (one job running every run;
-    issue 15). The runs are deterministic and independent: the numbers do not depend on it."""
-    return str(admm.get("fanout", "unit")) if admm else "unit"
-
-
-def group_inputs(tasks: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
-    """Union of :func:`task_inputs` over every task: the inputs of the one grouped job."""
-    out: dict[str, list[str]] = {}
-    for task in tasks.values():
-        for k, v in task_inputs(task).items():
-            if v not in out.setdefault(k, []):
-                out[k].append(v)
-    return out
-
-
 def run_units(
     cfg: dict[str, Any], units: list[tuple[str, str]], seed: int, source: str = "",
     transport: Transport = INPROCESS,
@@ -226,7 +186,7 @@ def run_units(
     """Run every (task name, mode) of ``units`` in order (one job of any ``fanout``), reading each
     task's data once from the files :func:`task_inputs` names; a run's numbers depend on its own
     (task, mode) only. ``transport``: what carries the distributed runs' messages."""
-    tasks, data, out = cfg.get("tasks", {}), {}, []
+    tasks, data, out = cfg["tasks"], {}, []
     for name, mode in units:
         task = tasks[name]
         if name not in data:

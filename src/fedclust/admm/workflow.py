@@ -1,5 +1,6 @@
-"""Parse-time helpers of the admm stage: the config checks that need only the config and the
-data shapes (issue 30 items 10-12), run by :func:`fedclust.config.check_references` so that
+"""Parse-time helpers of rules/admm.smk: the runs and jobs of the ``admm`` section, each job's
+input files, the MDS data's honest label, and the config checks that need only the config and
+the data shapes (issue 30 items 10-12), run by :func:`fedclust.config.check_references` so that
 ``fedclust check-config`` and the Snakefile refuse a config before anything runs. No heavy
 imports (numpy only)."""
 
@@ -16,17 +17,49 @@ SKLEARN_SIZES = {"diabetes": 442, "breast_cancer": 569}
 MDS_OUTCOMES = ("OS_YEARS", "OS_STATUS", "LFS_YEARS", "LFS_STATUS", "AMLt_YEARS", "AMLt_STATUS")
 
 
+def runs(admm: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every (task, mode) of the section, tasks first (the report's order)."""
+    return [(t, m) for t in admm.get("tasks", {}) for m in admm.get("modes", [])]
+
+
+def task_inputs(task: dict[str, Any]) -> dict[str, str]:
+    """Rule inputs of a task: the MDS tables and center split, nothing for scikit-learn sets."""
+    if task["dataset"] != "mds":
+        return {}
+    return {
+        "features": "results/data/mds/features.parquet",
+        "obs": "results/data/mds/obs.tsv",
+        "split": f"results/data/mds/splits/{task['split']}.tsv",
+    }
+
+
+def fanout(admm: dict[str, Any]) -> str:
+    """``unit`` (one admm_run job per (task, mode)) or ``all`` (one job running every run;
+    issue 15). The runs are deterministic and independent: the numbers do not depend on it."""
+    return str(admm["fanout"]) if admm else "unit"
+
+
+def group_inputs(tasks: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """Union of :func:`task_inputs` over every task: the inputs of the one grouped job."""
+    out: dict[str, list[str]] = {}
+    for task in tasks.values():
+        for k, v in task_inputs(task).items():
+            if v not in out.setdefault(k, []):
+                out[k].append(v)
+    return out
+
+
 def check_tasks(admm: dict[str, Any], data_cfg: dict[str, Any]) -> None:
     """Config checks the schema cannot make: an MDS task's split exists and covers mds, its
     outcome is an obs.tsv column and, for a classifier on a ``*_STATUS`` outcome, ``positive``
     is 0 or 1."""
-    for name, task in admm.get("tasks", {}).items():
-        problem = check_problem(task.get("problem", "?"), where=f"admm.tasks.{name}.problem")
-        if task.get("dataset") != "mds":
+    for name, task in admm["tasks"].items():
+        problem = check_problem(task["problem"], where=f"admm.tasks.{name}.problem")
+        if task["dataset"] != "mds":
             continue
-        split = task.get("split", "equal8")
-        spec = data_cfg.get("splits", {}).get(split)
-        if spec is None or "mds" not in spec.get("datasets", []):
+        split = task["split"]
+        spec = data_cfg["splits"].get(split)
+        if spec is None or "mds" not in spec["datasets"]:
             raise ConfigError(
                 f"admm.tasks.{name}.split = {split!r}, which is not a data.splits entry "
                 "for the mds dataset",
@@ -34,14 +67,14 @@ def check_tasks(admm: dict[str, Any], data_cfg: dict[str, Any]) -> None:
                 fix="add e.g. `equal8: {kind: equal, n_centers: 8, datasets: [mds]}` to "
                 "data.splits, or name an existing mds split",
             )
-        outcome = task.get("outcome", "OS_STATUS")
+        outcome = task["outcome"]
         if outcome not in MDS_OUTCOMES:
             raise ConfigError(
                 f"admm.tasks.{name}.outcome = {outcome!r} is not a column of the mds obs.tsv",
                 where=f"admm.tasks.{name}.outcome",
                 fix=f"use one of: {', '.join(MDS_OUTCOMES)}",
             )
-        positive = task.get("positive", 1)
+        positive = task["positive"]
         if problem in CLASSIFICATION and outcome.endswith("_STATUS"):
             if str(positive) not in ("0", "1", "0.0", "1.0"):
                 raise ConfigError(
@@ -57,12 +90,13 @@ def center_sizes(
 ) -> list[int] | None:
     """Rows per center of one task when the config fixes them (scikit-learn sets: an equal split
     into ``n_blocks``; mds: the split's sizes), else None."""
-    dataset = task.get("dataset")
+    dataset = task["dataset"]
     if dataset in SKLEARN_SIZES:
-        n, k = SKLEARN_SIZES[dataset], int(task.get("n_blocks", admm.get("n_blocks", 4)))
+        # a task may override the section's n_blocks
+        n, k = SKLEARN_SIZES[dataset], int(task.get("n_blocks", admm["n_blocks"]))
         return [n // k + (i < n % k) for i in range(k)]
     if dataset == "mds":
-        return split_sizes.get(task.get("split", "equal8"), {}).get("mds")
+        return split_sizes.get(task["split"], {}).get("mds")
     return None
 
 
@@ -76,10 +110,10 @@ def check_config(
     if not admm.get("enabled", False):
         return
     check_tasks(admm, config["data"])
-    m = int(admm.get("min_samples", 1))
-    if "distributed" not in admm.get("modes", []) or m <= 1:
+    m = int(admm["min_samples"])
+    if "distributed" not in admm["modes"] or m <= 1:
         return
-    for name, task in admm.get("tasks", {}).items():
+    for name, task in admm["tasks"].items():
         sizes = center_sizes(admm, task, split_sizes)
         if sizes and min(sizes) < m:
             raise ConfigError(
@@ -89,3 +123,15 @@ def check_config(
                 fix=f"lower admm.min_samples to ≤ {min(sizes)}, or use fewer centers "
                 "(admm.n_blocks, or n_centers of the task's split)",
             )
+
+
+MDS_SOURCES = {
+    "ipssm": "IPSS-M cohort (real; the public stand-in for D6.2's private MDS cohort)",
+    "simulated": "SIMULATED MDS-like cohort (default config; config/thesis.yaml uses real IPSS-M)",
+}
+
+
+def mds_source(data_cfg: dict[str, Any]) -> str:
+    """Honest label of the MDS data the data stage builds (real IPSS-M or simulated)."""
+    src = data_cfg["mds"]["source"]
+    return MDS_SOURCES.get(src, str(src))

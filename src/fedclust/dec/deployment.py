@@ -56,10 +56,10 @@ def build_model(model_cfg: Mapping[str, Any], n_features: int, k: int, alpha: fl
 def params_from_config(cfg: dict, dataset: str, split: str, strategy: str, method: str,
                        seed: int) -> dict[str, Any]:  # fmt: skip
     """The run parameters of one (strategy, aggregation) of the workflow's ``dec`` config."""
-    from .pipeline import MIN_CLUSTER_SIZE, PAIRING, dataset_setting
+    from .pipeline import PAIRING, dataset_setting
 
     f, opt = cfg["federated"], PAIRING[strategy]
-    shuffle = bool(cfg.get("shuffle_batches", True))
+    shuffle = bool(cfg["shuffle_batches"])
     return {
         "strategy": strategy, "centroid_aggregation": method,
         "k": int(cfg["datasets"][dataset]["k"]), "alpha": float(f["alpha"]),
@@ -70,14 +70,14 @@ def params_from_config(cfg: dict, dataset: str, split: str, strategy: str, metho
                "lr": dataset_setting(cfg, dataset, "autoencoder.lr", opt),
                "batch_size": int(dataset_setting(cfg, dataset, "federated.ae_batch_size")),
                "epochs": int(f["local_epochs"]), "loss": cfg["autoencoder"]["loss"],
-               "beta": float(cfg["autoencoder"].get("dice_bce_beta", 0.5)), "shuffle": shuffle},
+               "beta": float(cfg["autoencoder"]["dice_bce_beta"]), "shuffle": shuffle},
         "dec": {"stage": "dec", "optimizer": opt,
                 "lr": dataset_setting(cfg, dataset, "clustering.lr", opt),
                 "batch_size": int(dataset_setting(cfg, dataset, "federated.dec_batch_size")),
                 "epochs": int(f["local_epochs"]),
                 "target_update": cfg["clustering"]["target_update"], "shuffle": shuffle},
         "n_init": int(cfg["clustering"]["n_init"]),
-        "min_cluster_size": int(f.get("min_cluster_size", MIN_CLUSTER_SIZE)),
+        "min_cluster_size": int(f["min_cluster_size"]),
         "tsae_seed": derive_seed(seed, "dec", dataset, "fed", split, strategy),
         "kmeans_seed": derive_seed(seed, "dec", dataset, split, strategy, "kmeans"),
         # the pipeline's rng(seed, "dec", dataset, split, strategy, method)

@@ -223,12 +223,7 @@ class DECClient:
 
 
 # ---------------------------------------------------------------- server side
-# The strategies live once in the federation core; these names stay importable from here.
-FedAvg = _core.FedAvg
-FedOpt = _core.FedOpt
-weighted_average = _core.weighted_average
-
-
+# The strategies live once in the federation core (fedclust.federation.strategy).
 def make_strategy(name: str, server: dict[str, float]) -> _core.Strategy:
     """``fedavg`` | ``fedadam`` | ``fedyogi`` (seed 000 §1.8) from the core."""
     if name not in STRATEGIES:
@@ -236,6 +231,60 @@ def make_strategy(name: str, server: dict[str, float]) -> _core.Strategy:
             f"unknown strategy {name!r}", where="dec.federated", fix=f"one of {STRATEGIES}"
         )
     return _core.make_strategy(name, server)
+
+
+def _max_min(
+    allc: np.ndarray, alln: np.ndarray, k: int, rng: np.random.Generator, n_init: int
+) -> np.ndarray:
+    chosen = [int(rng.integers(len(allc)))]
+    dmin = np.linalg.norm(allc - allc[chosen[0]], axis=1)
+    while len(chosen) < k:
+        nxt = int(np.argmax(dmin))
+        chosen.append(nxt)
+        dmin = np.minimum(dmin, np.linalg.norm(allc - allc[nxt], axis=1))
+    return allc[chosen]
+
+
+def _random(
+    allc: np.ndarray, alln: np.ndarray, k: int, rng: np.random.Generator, n_init: int
+) -> np.ndarray:
+    return allc[rng.permutation(len(allc))[:k]]
+
+
+def _random_weighted(
+    allc: np.ndarray, alln: np.ndarray, k: int, rng: np.random.Generator, n_init: int
+) -> np.ndarray:
+    if np.count_nonzero(alln) < k:
+        raise ConfigError("fewer than k non-empty clusters", where="dec random_weighted")
+    return allc[rng.choice(len(allc), size=k, replace=False, p=alln / alln.sum())]
+
+
+def _random_weighted_dup(
+    allc: np.ndarray, alln: np.ndarray, k: int, rng: np.random.Generator, n_init: int
+) -> np.ndarray:
+    """The thesis code: every centroid repeated by its cluster size; duplicates possible."""
+    expanded = np.repeat(np.arange(len(allc)), alln.astype(np.int64))
+    return allc[expanded[rng.permutation(len(expanded))[:k]]]
+
+
+def _double_kmeans(
+    allc: np.ndarray, alln: np.ndarray, k: int, rng: np.random.Generator, n_init: int
+) -> np.ndarray:
+    from sklearn.cluster import KMeans  # here: a deployed centre answers without sklearn
+
+    seed = int(rng.integers(2**31 - 1))
+    km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(allc, sample_weight=alln)
+    return km.cluster_centers_
+
+
+#: centroid aggregation -> (all centroids, their sizes, k, rng, n_init) -> k centroids
+_CENTROID_AGGREGATIONS = {
+    "max_min": _max_min,
+    "random": _random,
+    "random_weighted": _random_weighted,
+    "random_weighted_dup": _random_weighted_dup,
+    "double_kmeans": _double_kmeans,
+}
 
 
 def aggregate_centroids(
@@ -262,37 +311,15 @@ def aggregate_centroids(
             where="dec centroid aggregation",
             fix="fewer centers, a less skewed split or a smaller dec.federated.min_cluster_size",
         )
-    allc = np.concatenate([np.asarray(c, dtype=np.float64) for c in centroids])
-    alln = np.concatenate([np.asarray(n, dtype=np.float64) for n in counts])
-    if method == "max_min":
-        chosen = [int(rng.integers(len(allc)))]
-        dmin = np.linalg.norm(allc - allc[chosen[0]], axis=1)
-        while len(chosen) < k:
-            nxt = int(np.argmax(dmin))
-            chosen.append(nxt)
-            dmin = np.minimum(dmin, np.linalg.norm(allc - allc[nxt], axis=1))
-        out = allc[chosen]
-    elif method == "random":
-        out = allc[rng.permutation(len(allc))[:k]]
-    elif method == "random_weighted":
-        if np.count_nonzero(alln) < k:
-            raise ConfigError("fewer than k non-empty clusters", where="dec random_weighted")
-        out = allc[rng.choice(len(allc), size=k, replace=False, p=alln / alln.sum())]
-    elif method == "random_weighted_dup":  # the thesis code: duplicates possible
-        expanded = np.repeat(np.arange(len(allc)), alln.astype(np.int64))
-        out = allc[expanded[rng.permutation(len(expanded))[:k]]]
-    elif method == "double_kmeans":
-        from sklearn.cluster import KMeans  # here: a deployed centre answers without sklearn
-
-        seed = int(rng.integers(2**31 - 1))
-        km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(allc, sample_weight=alln)
-        out = km.cluster_centers_
-    else:
+    if method not in _CENTROID_AGGREGATIONS:
         raise ConfigError(
             f"unknown centroid aggregation {method!r}",
             where="dec.federated.centroid_aggregation",
             fix=f"one of {CENTROID_METHODS}",
         )
+    allc = np.concatenate([np.asarray(c, dtype=np.float64) for c in centroids])
+    alln = np.concatenate([np.asarray(n, dtype=np.float64) for n in counts])
+    out = _CENTROID_AGGREGATIONS[method](allc, alln, k, rng, n_init)
     return out.astype(np.float32)
 
 

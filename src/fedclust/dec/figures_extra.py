@@ -14,9 +14,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

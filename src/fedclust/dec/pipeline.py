@@ -44,11 +44,10 @@ from .train import (
     shuffle_generator,
     train_dec,
 )
+from .units import central_configs, skip_dec_draws
 
 log = logging.getLogger(__name__)
 
-#: Default m: the fewest samples a shared local centroid may summarise (dec.federated).
-MIN_CLUSTER_SIZE = 5
 #: Server strategy ↔ local optimizer pairing (seed 000 §1.8).
 PAIRING = {"fedavg": "sgd", "fedadam": "adam", "fedyogi": "yogi"}
 
@@ -219,12 +218,12 @@ def train_central_tsae(
         int(dataset_setting(cfg, dataset, "autoencoder.epochs")),
         int(dataset_setting(cfg, dataset, "autoencoder.batch_size", opt_name)),
         cfg["autoencoder"]["loss"],
-        bool(cfg.get("shuffle_batches", True)),
+        bool(cfg["shuffle_batches"]),
         shuffle_generator(derive_seed(seed, "dec", dataset, "shuffle", "tsae", opt_name)),
-        beta=float(cfg["autoencoder"].get("dice_bce_beta", 0.5)),
-        noise_sigma=float(cfg["autoencoder"].get("gaussian_sigma", 0.0)),
-        clean_epochs=int(cfg["autoencoder"].get("clean_epochs", 150)),
-        scheduler=cfg["autoencoder"].get("lr_scheduler", "none"),
+        beta=float(cfg["autoencoder"]["dice_bce_beta"]),
+        noise_sigma=float(cfg["autoencoder"]["gaussian_sigma"]),
+        clean_epochs=int(cfg["autoencoder"]["clean_epochs"]),
+        scheduler=cfg["autoencoder"]["lr_scheduler"],
         noise_seed=derive_seed(seed, "dec", dataset, "noise", "tsae", opt_name),
     )
     log.info("%s TSAE %s: %d epochs in %.1fs, MSE %.4g", dataset, opt_name, len(curve),
@@ -248,7 +247,7 @@ def central_dec_run(
     opt_name, alpha, scaler = config
     k = int(cfg["datasets"][dataset]["k"])
     dev = xt.device
-    shuffle = bool(cfg.get("shuffle_batches", True))
+    shuffle = bool(cfg["shuffle_batches"])
     s = derive_seed(seed, "dec", dataset, "kmeans", opt_name, alpha, scaler)
     mu, init_labels = kmeans_centroids(z, k, scaler, cfg["clustering"]["n_init"], s)
     model = DECModel(copy.deepcopy(tsae), k, float(alpha)).to(dev)
@@ -271,7 +270,7 @@ def central_dec_run(
             derive_seed(seed, "dec", dataset, "shuffle", "dec", opt_name, alpha, scaler)
         ),
     )
-    metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
+    metrics, pred = evaluate(model, x, y, cfg["evaluate"]["silhouette_max_points"])
     row = {
         "optimizer": opt_name,
         "alpha": float(alpha),
@@ -348,8 +347,6 @@ def run_centralized(
     """TSAE once per optimizer, then DEC for every α × scaler (Tables B.4/B.5 layout).
     ``keep`` (optional): receives each optimizer's Step-1 TSAE parameters under
     ``("tsae", optimizer)`` (the extra figures' end-of-TSAE embedding, Figs 5.8/5.10/5.15)."""
-    from .units import central_configs
-
     res = run_central_unit(x, y, cfg, dataset, seed, central_configs(cfg), keep=keep)
     res.table = sort_results(res.table, cfg["datasets"][dataset]["selection"])
     return res
@@ -404,7 +401,7 @@ def _fed_clients(x, centers, cfg, dataset, split, strategy, seed):
     clients = [
         DECClient(f"center_{c}", parts[c], make_model, device(),
                   derive_seed(seed, "dec", dataset, split, strategy, "shuffle", c), k=k,
-                  min_cluster_size=int(f.get("min_cluster_size", MIN_CLUSTER_SIZE)))
+                  min_cluster_size=int(f["min_cluster_size"]))
         for c in parts
     ]  # fmt: skip
     return clients, make_model
@@ -434,8 +431,8 @@ def fed_tsae_stage(
         "batch_size": int(dataset_setting(cfg, dataset, "federated.ae_batch_size")),
         "epochs": int(f["local_epochs"]),
         "loss": cfg["autoencoder"]["loss"],
-        "beta": float(cfg["autoencoder"].get("dice_bce_beta", 0.5)),
-        "shuffle": bool(cfg.get("shuffle_batches", True)),
+        "beta": float(cfg["autoencoder"]["dice_bce_beta"]),
+        "shuffle": bool(cfg["shuffle_batches"]),
     }
     torch.manual_seed(tsae_seed)
     ae_params = run_rounds(
@@ -461,7 +458,7 @@ def fed_tsae_stage(
         ledger,
         int(cfg["clustering"]["n_init"]),
         derive_seed(seed, "dec", dataset, split, strategy, "kmeans"),
-        min_cluster_size=int(f.get("min_cluster_size", MIN_CLUSTER_SIZE)),
+        min_cluster_size=int(f["min_cluster_size"]),
         transport=transport,
     )
     state = FedTSAEState(strategy, ae_params, [c.gen.get_state() for c in clients], local,
@@ -475,8 +472,6 @@ def restore_clients(
 ) -> list[DECClient]:  # fmt: skip
     """The clients as they stand after :func:`fed_tsae_stage` (generator state, received TSAE)
     and after ``skip_runs`` DEC runs of earlier aggregations (their minibatch draws replayed)."""
-    from .units import skip_dec_draws
-
     x = check_features(x, f"results/data/{dataset}/features.parquet")
     f = cfg["federated"]
     clients, _ = _fed_clients(x, centers, cfg, dataset, split, state.strategy, seed)
@@ -488,7 +483,7 @@ def restore_clients(
     for c, g in zip(clients, state.gen_states, strict=True):
         c.gen.set_state(g)
         c.tsae = [np.array(p, copy=True) for p in state.ae_params]
-        skip_dec_draws(c.gen, len(c.x), draws, bool(cfg.get("shuffle_batches", True)))
+        skip_dec_draws(c.gen, len(c.x), draws, bool(cfg["shuffle_batches"]))
     return clients
 
 
@@ -527,7 +522,7 @@ def fed_dec_run(
         "batch_size": int(dataset_setting(cfg, dataset, "federated.dec_batch_size")),
         "epochs": int(f["local_epochs"]),
         "target_update": cfg["clustering"]["target_update"],
-        "shuffle": bool(cfg.get("shuffle_batches", True)),
+        "shuffle": bool(cfg["shuffle_batches"]),
     }
     dec_losses: list[float] = []
     torch.manual_seed(derive_seed(tsae_seed, method))
@@ -546,7 +541,7 @@ def fed_dec_run(
         keep[(strategy, method)] = {"ae": state.ae_params, "model": model}
     # Evaluation on the pooled data, not part of the protocol: it uses the decoder of
     # the federated TSAE stage (cycle accuracy, reconstruction) and every sample.
-    metrics, pred = evaluate(model, x, y, cfg["evaluate"].get("silhouette_max_points"))
+    metrics, pred = evaluate(model, x, y, cfg["evaluate"]["silhouette_max_points"])
     row = {
         "split": split,
         "strategy": strategy,

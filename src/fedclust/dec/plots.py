@@ -3,9 +3,6 @@ from decoded centroids (seed 000 Figs 5.6, 5.9, 3.2); KM panels are in :mod:`.su
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

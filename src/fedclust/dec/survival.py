@@ -72,9 +72,7 @@ def km_panels(
     none) and ``n_unknown_excluded`` (patients without a reference category, left out of the
     reference panel and test).
     """
-    import matplotlib
 
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from fedclust.metrics.survival import km_by_group, plot_km, survival_summary

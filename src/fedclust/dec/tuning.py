@@ -119,7 +119,7 @@ def selected_architecture(cfg: dict, dataset: str) -> str:
 def point_ids(cfg: dict, dataset: str, grid: str, seed: int) -> dict[str, list[int]]:
     """unit id → point indices: ``all`` (``dec.fanout.tuning: grid``) or ``p<i>`` per point."""
     n = len(grid_points(cfg, dataset, grid, seed))
-    if (cfg.get("fanout") or {}).get("tuning", "grid") == "grid":
+    if cfg["fanout"]["tuning"] == "grid":
         return {"all": list(range(n))}
     return {f"p{i:04d}": [i] for i in range(n)}
 

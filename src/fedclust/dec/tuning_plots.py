@@ -6,9 +6,6 @@ optimizer's colour at its best loss, the best point ringed, and the thesis' best
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

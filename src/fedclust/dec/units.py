@@ -1,7 +1,8 @@
 """The DEC stage cut into independent units (issue 14): one TSAE per (dataset, optimizer), one
 DEC run per (dataset, optimizer, α, scaler); one federated TSAE per (dataset, split, strategy),
-one federated DEC per (dataset, split, strategy, centroid aggregation). Merges rebuild the tables
-the all-in-one runs (:mod:`fedclust.dec.pipeline`) write, row for row.
+one federated DEC per (dataset, split, strategy, centroid aggregation). Merges
+(:mod:`fedclust.dec.merge`) rebuild the tables the all-in-one runs (:mod:`fedclust.dec.pipeline`)
+write, row for row.
 
 ``dec.fanout`` picks the job granularity (the default config keeps one job per dataset / split;
 the thesis config one per configuration). A unit's numbers depend only on its identity and the
@@ -15,11 +16,8 @@ aggregations before it (:func:`skip_dec_draws`).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import torch
 
 from fedclust.errors import ConfigError
@@ -42,7 +40,7 @@ def config_id(opt: str, alpha: float, scaler: str) -> str:
 
 
 def central_level(cfg: dict) -> str:
-    level = (cfg.get("fanout") or {}).get("centralized", "dataset")
+    level = cfg["fanout"]["centralized"]
     if level not in CENTRAL_LEVELS:
         raise ConfigError(f"unknown level {level!r}", where="dec.fanout.centralized",
                           fix=f"one of {CENTRAL_LEVELS}")  # fmt: skip
@@ -50,7 +48,7 @@ def central_level(cfg: dict) -> str:
 
 
 def federated_level(cfg: dict) -> str:
-    level = (cfg.get("fanout") or {}).get("federated", "split")
+    level = cfg["fanout"]["federated"]
     if level not in FEDERATED_LEVELS:
         raise ConfigError(f"unknown level {level!r}", where="dec.fanout.federated",
                           fix=f"one of {FEDERATED_LEVELS}")  # fmt: skip
@@ -112,86 +110,6 @@ def skip_dec_draws(gen: torch.Generator, n: int, draws: int, shuffle: bool) -> N
     if shuffle:
         for _ in range(draws):
             torch.randperm(n, generator=gen)
-
-
-@dataclass
-class UnitOutput:
-    """What one unit hands to its merge (tables in loop order)."""
-
-    table: pd.DataFrame
-    curves: pd.DataFrame
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    frames = [f for f in frames if f is not None and len(f.columns)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def save_pt(path: str, obj: Any) -> None:
-    """``torch.save`` through :func:`fedclust.io.atomic_path` (TSAE / model hand-over files)."""
-    from fedclust.io import atomic_path
-
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
-
-
-def load_pt(path: str) -> Any:
-    """A hand-over file written by :func:`save_pt` (our own files: full unpickling)."""
-    return torch.load(path, map_location="cpu", weights_only=False)
-
-
-# ------------------------------------------------------------------ centralized hand-over
-def tsae_record(tsae: torch.nn.Module, curve: list[float]) -> dict[str, Any]:
-    return {"state": {k: v.detach().cpu() for k, v in tsae.state_dict().items()},
-            "curve": list(curve)}  # fmt: skip
-
-
-def load_tsae(record: dict[str, Any], cfg: dict, n_features: int) -> tuple[torch.nn.Module, list]:
-    from .pipeline import make_tsae
-
-    tsae = make_tsae(cfg, n_features)
-    tsae.load_state_dict(record["state"])
-    return tsae, list(record["curve"])
-
-
-def best_record(res: Any) -> dict[str, Any]:
-    """The unit's best model (key + state) for the merge's figures and labels."""
-    model = res.best["model"]
-    return {"key": tuple(res.best["key"]), "alpha": float(model.alpha),
-            "state": {k: v.detach().cpu() for k, v in model.state_dict().items()}}  # fmt: skip
-
-
-def merge_central(
-    units: list[dict[str, pd.DataFrame]],
-    tsae_records: dict[str, dict[str, Any]],
-    bests: list[dict[str, Any]],
-    x: np.ndarray,
-    cfg: dict,
-    dataset: str,
-) -> Any:
-    """The all-in-one :class:`~fedclust.dec.pipeline.CentralizedResult` from unit outputs in loop
-    order (``units``: ``table``, ``ae_curves``, ``dec_curves``; TSAE curves of per-configuration
-    units from ``tsae_records``; ``bests``: each unit's best model)."""
-    from .model import DECModel
-    from .pipeline import CentralizedResult, embed, make_tsae, predict, sort_results
-
-    table = sort_results(concat([u["table"] for u in units]), cfg["datasets"][dataset]["selection"])
-    ae = concat([u["ae_curves"] for u in units] + [
-        pd.DataFrame({"optimizer": o, "epoch": np.arange(1, len(r["curve"]) + 1),
-                      "loss": r["curve"]}) for o, r in tsae_records.items()
-    ])  # fmt: skip
-    order = {o: i for i, o in enumerate(cfg["grid"]["optimizers"])}
-    ae = ae.sort_values("optimizer", key=lambda s: s.map(order), kind="mergesort")
-    key = tuple(table.iloc[0][["optimizer", "alpha", "scaler"]])
-    rec = next(b for b in bests if tuple(b["key"]) == key)
-    model = DECModel(make_tsae(cfg, x.shape[1]), int(cfg["datasets"][dataset]["k"]), rec["alpha"])
-    model.load_state_dict(rec["state"])
-    xt = torch.as_tensor(x)
-    best = {"key": key, "model": model, "labels": predict(model, xt),
-            "features": embed(model.tsae, xt)}  # fmt: skip
-    return CentralizedResult(table, ae.reset_index(drop=True),
-                             concat([u["dec_curves"] for u in units]), best)  # fmt: skip
 
 
 def read_settings(inp: Any) -> dict | None:

@@ -7,21 +7,21 @@ from itertools import combinations
 
 import numpy as np
 
-from .aggregation import Weights
+from fedclust.federation.strategy import NDArrays
 
 
-def flatten(weights: Weights) -> np.ndarray:
+def flatten(weights: NDArrays) -> np.ndarray:
     """All arrays (incl. BN moving statistics) flattened and concatenated, float64."""
     return np.concatenate([np.asarray(w, dtype=np.float64).ravel() for w in weights])
 
 
-def weight_divergence(wm: Weights, wn: Weights) -> float:
+def weight_divergence(wm: NDArrays, wn: NDArrays) -> float:
     """``‖w_m − w_n‖ / (½(‖w_m‖ + ‖w_n‖))`` with the Euclidean norm of all parameters."""
     fm, fn = flatten(wm), flatten(wn)
     return float(np.linalg.norm(fm - fn) / (0.5 * (np.linalg.norm(fm) + np.linalg.norm(fn))))
 
 
-def pairwise_divergence(states: Sequence[Weights]) -> dict[str, float]:
+def pairwise_divergence(states: Sequence[NDArrays]) -> dict[str, float]:
     """All pairs in ``itertools.combinations`` order, keys ``"1-2"`` (1-based clients)."""
     flats = [flatten(w) for w in states]
     norms = [np.linalg.norm(f) for f in flats]

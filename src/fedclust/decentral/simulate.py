@@ -22,10 +22,10 @@ import pandas as pd
 from fedclust.errors import ConfigError
 from fedclust.federation import FedAvg, Ledger, Protocol, RoundLog, aggregate
 from fedclust.federation.disclosure import configured_policy
+from fedclust.federation.strategy import NDArrays
 from fedclust.privacy.centre import centre_send, server_send
 from fedclust.seeds import derive_seed, seed_torch
 
-from .aggregation import Weights
 from .clients import ClientData, HeartClient
 from .divergence import pairwise_divergence
 from .topologies import (
@@ -41,7 +41,7 @@ from .training import Trainer
 
 log = logging.getLogger(__name__)
 SERVER = ("FL", "FL_SMA")
-#: The heart protocols (what crosses the ledger). Weights are trained on the sender's samples and
+#: The heart protocols (what crosses the ledger). NDArrays are trained on the sender's samples and
 #: carry their count; evaluation metrics carry the test-set size.
 HEART_GLOBAL = Protocol("heart_fl_global", {"weights": "parameters"})
 HEART_UPDATE = Protocol("heart_fl_update", {"weights": "parameters", "n": "count"})
@@ -87,7 +87,7 @@ def copy_seed(seed: int, approach: str, mode: str) -> int:
     return derive_seed(seed, "decentral", "dropout", approach, mode)
 
 
-def initial_weights(n_features: int, seed: int) -> Weights:
+def initial_weights(n_features: int, seed: int) -> NDArrays:
     """The common start of every approach (thesis: all clients start from the same model)."""
     from .model import HeartNet
 
@@ -104,7 +104,7 @@ def validation_split(approach: str, mode: str, published_validation_split: bool)
 class ApproachRun:
     """Protocol state of one approach × mode: who holds which weights, the ledger, the records."""
 
-    def __init__(self, approach: str, mode: str, names: list[str], n: list[int], w0: Weights,
+    def __init__(self, approach: str, mode: str, names: list[str], n: list[int], w0: NDArrays,
                  seed: int, split: float):  # fmt: skip
         if approach not in APPROACHES:
             raise ValueError(f"approach must be one of {APPROACHES}")
@@ -127,11 +127,11 @@ class ApproachRun:
             self.order = list(range(1, k + 1))
             self.rnd = random.Random(derive_seed(seed, "decentral", "gl_random"))
 
-    def start_weights(self) -> list[Weights]:
+    def start_weights(self) -> list[NDArrays]:
         """The weights each client trains from this round (its own current model)."""
         return list(self.states)
 
-    def finish_round(self, t: int, new: list[Weights]) -> list[Weights]:
+    def finish_round(self, t: int, new: list[NDArrays]) -> list[NDArrays]:
         """Exchange this round's trained weights and aggregate (server or peers)."""
         led, names, n = self.ledger, self.names, self.n
         if self.approach in SERVER:
@@ -155,7 +155,7 @@ class ApproachRun:
             spec = fixed_topology(self.approach, k)
         self.topology.append(str(spec))
         plan = plan_round(spec, n, self.mode)
-        inbox: dict[tuple[int, int], Weights] = {}
+        inbox: dict[tuple[int, int], NDArrays] = {}
         for s, r, used in plan.messages:
             kind = "weights" if used else "weights_unused"
             # peer to peer: checked at the sending hospital with its own policy (issue 22)
@@ -280,7 +280,7 @@ def run_group(
         cfg = {"epochs": epochs, "batch_size": batch_size, "validation_split": split}
         for t in range(1, rounds + 1):
             starts = [r.start_weights() for r in state]
-            new: list[list[Weights]] = [[] for _ in state]
+            new: list[list[NDArrays]] = [[] for _ in state]
             for k, c in enumerate(clients):
                 fitted = c.fit_many([s[k] for s in starts], cfg)
                 for j, (w, _, _) in enumerate(fitted):

@@ -13,6 +13,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from fedclust.errors import ConfigError
+from fedclust.metrics.assignment import hungarian_mapping
 
 Node = tuple[int, int]
 POLICIES = ("all", "first", "best")
@@ -148,4 +149,13 @@ def wrong_clusters(groups: Sequence[Sequence[Node]], node_class: dict[Node, int]
         cls = [node_class.get(n, -1) for n in g]
         vals, cnt = np.unique(cls, return_counts=True)
         out += len(g) - int(cnt.max())
+    return out
+
+
+def node_classes(labels: list[np.ndarray], ys: list[np.ndarray]) -> dict[Node, int]:
+    """Evaluation only: each local cluster's Hungarian-mapped true class."""
+    out: dict[Node, int] = {}
+    for i, (lab, y) in enumerate(zip(labels, ys, strict=True)):
+        for q, c in hungarian_mapping(lab, y).items():
+            out[(i, int(q))] = int(c)
     return out

@@ -31,12 +31,12 @@ from fedclust.seeds import derive_seed
 from fedclust.seeds import rng as make_rng
 
 from .algorithm import Client, FedCRefParams
-from .association import direction_statistic
-from .experiments import node_classes, system_for
+from .association import direction_statistic, node_classes
 from .init import initial_partition
 from .model import errors_many, generator, make_ae
 from .parallel import Job, run_jobs
 from .settings import level_of  # noqa: F401  (re-exported)
+from .system import system_for
 
 
 def pair_statistics(

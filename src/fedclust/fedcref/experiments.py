@@ -12,38 +12,16 @@ import numpy as np
 import pandas as pd
 
 from fedclust.errors import ConfigError
-from fedclust.metrics.assignment import hungarian_accuracy, hungarian_mapping
+from fedclust.metrics.assignment import hungarian_accuracy
 from fedclust.seeds import derive_seed
 
 from .algorithm import Client, FedCRefParams, run_fedcref
-from .association import Node, ideal_edges, wrong_clusters, wrong_links
+from .association import Node, ideal_edges, node_classes, wrong_clusters, wrong_links
 from .init import initial_partition
 from .settings import EXPERIMENTS, settings  # noqa: F401  (re-exported)
-from .system import ClientData, build_system
+from .system import system_for
 
 log = logging.getLogger(__name__)
-
-
-def system_for(cfg: dict, setting: dict, y_pool: np.ndarray, seed: int) -> list[ClientData]:
-    sysc = {**cfg["system"], **cfg["datasets"][setting["dataset"]].get("system", {})}
-    return build_system(
-        y_pool,
-        int(setting.get("n_clients", sysc["n_clients"])),
-        int(sysc["samples_per_class"]),
-        seed,
-        int(sysc["k_min"]),
-        None if sysc.get("k_max") is None else int(sysc["k_max"]),
-        float(setting.get("overlap", sysc.get("overlap", 0.0))),
-    )
-
-
-def node_classes(labels: list[np.ndarray], ys: list[np.ndarray]) -> dict[Node, int]:
-    """Evaluation only: each local cluster's Hungarian-mapped true class."""
-    out: dict[Node, int] = {}
-    for i, (lab, y) in enumerate(zip(labels, ys, strict=True)):
-        for q, c in hungarian_mapping(lab, y).items():
-            out[(i, int(q))] = int(c)
-    return out
 
 
 def make_evaluator(ys: list[np.ndarray]):

@@ -157,3 +157,16 @@ def dirty_uniform(y: np.ndarray, dirtiness: float, rng: np.random.Generator) -> 
     flip = rng.random(len(lab)) < dirtiness
     shift = rng.integers(1, max(k, 2), size=len(lab))
     return np.where(flip, (lab + shift) % max(k, 1), lab).astype(int)
+
+
+def system_for(cfg: dict, setting: dict, y_pool: np.ndarray, seed: int) -> list[ClientData]:
+    sysc = {**cfg["system"], **cfg["datasets"][setting["dataset"]].get("system", {})}
+    return build_system(
+        y_pool,
+        int(setting.get("n_clients", sysc["n_clients"])),
+        int(sysc["samples_per_class"]),
+        seed,
+        int(sysc["k_min"]),
+        None if sysc.get("k_max") is None else int(sysc["k_max"]),
+        float(setting.get("overlap", sysc.get("overlap", 0.0))),
+    )

@@ -17,6 +17,7 @@ from typing import Any
 from typing import Protocol as TypingProtocol
 
 from .abstain import Abstain
+from .calls import call_all
 from .guard import reply
 from .ledger import Ledger, Message, Protocol
 from .privacy import PrivacySettings, PrivateRounds
@@ -112,24 +113,6 @@ def fit_all(
         if push is not None:
             push(parameters, config, server_round, kind, protocol)
     return [p.fit(w, cfg, server_round, kind, protocol) for p, w, cfg in jobs]
-
-
-def call_all(
-    proxies: Sequence[Any], method: str, requests: Message | Sequence[Message],
-    server_round: int, kind: str, protocol: Protocol, down_protocol: Protocol | None = None,
-) -> list[Message | None]:  # fmt: skip
-    """``proxy.call(method, request, ...)`` for every proxy (one request for all, or one each),
-    sent all at once where the transport can (``push_call``), answers in ``proxies``' order
-    (``None`` for a centre that abstained or was dropped)."""
-    reqs = [requests] * len(proxies) if isinstance(requests, Mapping) else list(requests)
-    if len(reqs) != len(proxies):
-        raise ValueError(f"{len(reqs)} requests for {len(proxies)} centres")
-    for proxy, req in zip(proxies, reqs, strict=True):
-        push = getattr(proxy, "push_call", None)
-        if push is not None:
-            push(method, req, server_round, kind, protocol, down_protocol)
-    return [p.call(method, r, server_round, kind, protocol, down_protocol)
-            for p, r in zip(proxies, reqs, strict=True)]  # fmt: skip
 
 
 @dataclass

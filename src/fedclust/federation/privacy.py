@@ -53,6 +53,7 @@ import numpy as np
 from fedclust.errors import ConfigError, DisclosureError
 
 from . import secagg
+from .calls import call_all
 from .ledger import Message, Protocol
 from .strategy import FedAvg, NDArrays, PublishedAverage, Strategy
 
@@ -500,8 +501,6 @@ def secure_sum(
     declared ``summed=True`` so that a centre requiring secure aggregation can insist on it."""
     s = settings if settings is not None else current()
     if not s.secure_aggregation:
-        from .engine import call_all  # the engine imports this module
-
         replies = call_all(proxies, method, request, rnd, kind, protocol, down_protocol)
         msgs = {str(p.cid): m for p, m in zip(proxies, replies, strict=True)}
         alive = [c for c, m in msgs.items() if m is not None]

@@ -8,11 +8,16 @@ bound ("> 0"), and the rest as "not reported"."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from ..io import read_json, save_figure, write_table
+from ..report import StageSection
+from ..report.headlines import Col, Line, Spec
 
 ARMS = ("good_isolated", "poor_isolated", "federated", "virtual", "pooled", "mean_imputation")
 ARM_LABEL = {
@@ -146,7 +151,7 @@ def headline_table(
     dgd: pd.DataFrame | None = None,
     radialgan: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """The rows the section headline reads (``fedclust.report.headlines.GENERATIVE``):
+    """The rows the section headline reads (:data:`HEADLINE`):
     ``row`` (its kind), ``quantity``, ``value``."""
     rows: list[dict[str, Any]] = []
     if savae is not None and not savae.empty:
@@ -455,3 +460,268 @@ def text(models: Sequence[str], infos: Mapping[str, list[dict]]) -> list[str]:
             + "."
         )
     return out
+
+
+# ------------------------------------------------------------------------- headline, section
+GEN_FIRST = "first measurement: D6.2 prints no number for these models (figures only)"
+
+
+def _gen(kind: str) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    return lambda t: t[t["row"] == kind]
+
+
+def _gen_line(kind: str, source: str, cause: str, quantity: str) -> Line:
+    return Line(
+        quantity,
+        source=source,
+        ours=Col("value", float),
+        table="generative/tables/headline",
+        where=_gen(kind),
+        each=True,
+        label=lambda s: str(s.row["quantity"]),
+        cause=cause,
+        note=GEN_FIRST,
+    )
+
+
+HEADLINE = Spec(
+    doc="Seed 003 ch. 5, 6, 9 print no number: D6.2's qualitative claims become bounds; the "
+    "rest are first measurements (source 'not reported').",
+    lines=(
+        _gen_line(
+            "savae_above_lower",
+            "> 0",
+            "at this size the federated poor node does not beat its isolated lower bound "
+            "(D6.2 Figs 6.13-6.16 show it above, as curves without numbers)",
+            "SAVAE: federated - isolated poor node",
+        ),
+        _gen_line(
+            "savae_below_upper",
+            "> 0",
+            "the federated poor node reaches the good node's upper bound here (D6.2: between "
+            "the bounds)",
+            "SAVAE: good node upper bound - federated",
+        ),
+        _gen_line(
+            "savae_virtual",
+            "> 0",
+            "the virtual patients do not help the poor node at this size (D6.2 §6.5.2 expects "
+            "them to; its MNIST test used the good node's real samples instead)",
+            "SAVAE: virtual patients - isolated poor node",
+        ),
+        _gen_line("savae_pooled", "not reported", GEN_FIRST, "SAVAE: federated - pooled"),
+        _gen_line("savae_cindex", "not reported", GEN_FIRST, "SAVAE: C-index, federated"),
+        _gen_line("dgd_nll", "not reported", GEN_FIRST, "DGD: held-out NLL, federated - pooled"),
+        _gen_line(
+            "dgd_nll_isolated",
+            "< 0",
+            "at this size the federated decoder does not fit held-out samples better than the "
+            "centres' own models",
+            "DGD: held-out NLL, federated - isolated",
+        ),
+        _gen_line(
+            "dgd_vae",
+            "< 0",
+            "the same-size VAE imputes better at this size (D6.2 §9.2 reports the DGD ahead of "
+            "a VAE on CIFAR10 reconstruction after 50 epochs, from the DGD paper)",
+            "DGD: imputation error, federated DGD - VAE",
+        ),
+        _gen_line("dgd_ari", "not reported", GEN_FIRST, "DGD: ARI of the representations"),
+        _gen_line(
+            "radialgan_gain",
+            "> 0",
+            "augmentation does not raise the centres' mean AUC at this size (Yoon et al. 2018 "
+            "report gains; D6.2 has no RadialGAN result)",
+            "RadialGAN: AUC gain from augmentation",
+        ),
+    ),
+    source_label="D6.2 (qualitative)",
+    figure=("savae_bounds",),
+)
+
+
+SECTION = StageSection(
+    "generative",
+    "Federated generative models: SAVAE, DGD, RadialGAN (seed 003 ch. 5, 6, 9)",
+    65,
+    HEADLINE,
+)
+
+
+def build_section(
+    inputs: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    *,
+    models: list[str],
+    units: Mapping[str, list[str]],
+    digit_units: list[str],
+) -> None:
+    """Rule ``generative_report``: the merged tables, the figures and the generative section.
+    ``inputs`` / ``outputs``: the rule's named files (``<model>_<key>`` per-unit lists, in the
+    order of ``units[<model>]``; ``savae_digits`` in the order of ``digit_units``)."""
+    out, models = SimpleNamespace(**outputs), list(models)
+
+    def _units(model: str) -> list[str]:
+        return list(units[model])
+
+    def _read(model: str, key: str) -> list[pd.DataFrame]:
+        return [pd.read_csv(p, sep="\t") for p in inputs[f"{model}_{key}"]]
+
+    infos = {m: [read_json(p) for p in inputs[f"{m}_info"]] for m in models}
+    ledgers = {}
+    for m in models:
+        for u, t in zip(_units(m), _read(m, "ledger"), strict=True):
+            ledgers[(m, u)] = t
+    write_table(out.ledger, ledger_summary(ledgers), index=False)
+    tables = [
+        {
+            "path": out.ledger,
+            "caption": "Every message of every unit by protocol and "
+            "sender: messages, abstentions (a centre below generative.min_samples sends "
+            "nothing) and floats. What leaves a centre is declared in "
+            "fedclust.generative.protocols.",
+        }
+    ]
+    figures = []
+    savae = None
+    if "savae" in models:
+        savae = savae_table(_read("savae", "metrics"))
+        write_table(out.savae, savae, index=False)
+        tables.insert(
+            0,
+            {
+                "path": out.savae,
+                "caption": "SAVAE good node / poor node test (D6.2 "
+                "§6.6): one row per data set, corruption rate r, evaluation set "
+                "(clean / corrupted like the poor node) and arm. latent_* / "
+                "recovered_*: the poor node's downstream logistic regression on latent"
+                " means / recovered samples (the good node's own for the upper bound);"
+                " recon_error on observed, impute_error on the corrupted entries "
+                "(|error| in units of the test set's SD for Gaussian columns); c_index"
+                " and ibs (integrated Brier score) of the Weibull time decoder.",
+            },
+        )
+        save_figure(savae_figure(savae), out.savae_figure)
+        figures.append(
+            {
+                "path": out.savae_figure,
+                "reproduces": "D6.2 Figs 6.13-6.16 (bounds)",
+                "caption": "Poor node's downstream classifier on the corrupted test set "
+                "per arm vs corruption rate r: latent space (solid) and recovered samples"
+                " (dashed); the good node's on clean images is the upper bound and the "
+                "isolated poor node the lower bound. D6.2 shows these as curves only (no "
+                "numbers). Data: " + "; ".join(sorted({i["source"] for i in infos["savae"]})) + ".",
+            }
+        )
+        curves = pd.concat(_read("savae", "curves"), ignore_index=True)
+        save_figure(curves_figure(curves, "SAVAE"), out.savae_curves)
+        figures.append(
+            {
+                "path": out.savae_curves,
+                "caption": "SAVAE training loss (-ELBO per "
+                "sample) per epoch (isolated, virtual, pooled) or FedAvg round "
+                "(federated, sample-weighted mean of the centres' last local epoch).",
+            }
+        )
+        for path, unit in zip(out.savae_digits, digit_units, strict=True):
+            i = _units("savae").index(unit)
+            ex = dict(np.load(inputs["savae_examples"][i]))
+            save_figure(digits_figure(ex, f"SAVAE {unit}: test digits"), path)
+            figures.append(
+                {
+                    "path": path,
+                    "reproduces": "D6.2 Figs 6.13-6.15 (digit panels)",
+                    "caption": f"Unit {unit}: original test digits, the poor node's "
+                    "corrupted input, and each arm's reconstruction (good node: from "
+                    "the clean digit). Data: " + infos["savae"][i]["source"] + ".",
+                }
+            )
+    dgd = None
+    if "dgd" in models:
+        dgd = dgd_table(_read("dgd", "metrics"))
+        write_table(out.dgd, dgd, index=False)
+        tables.insert(
+            1 if savae is not None else 0,
+            {
+                "path": out.dgd,
+                "caption": "Deep Generative Decoder: one row per unit, arm and centre (isolated "
+                "centres one by one and their mean). nll_per_entry / nll_per_sample: held-out "
+                "-log p(x_observed, z) at the MAP representation; impute_error: hidden test "
+                "entries (|error| in units of the test set's SD); kmeans_* / train_*: ARI / FMI "
+                "of k-means / the mixture's components on the training representations vs the "
+                "reference clusters; test_*: the mixture's components on the test "
+                "representations; parameters: the VAE's size (the DGD's is in the text).",
+            },
+        )
+        reps = {
+            u: dict(np.load(p))
+            for u, p in zip(_units("dgd"), inputs["dgd_representations"], strict=True)
+        }
+        save_figure(representations_figure(reps), out.dgd_figure)
+        figures.append(
+            {
+                "path": out.dgd_figure,
+                "reproduces": "D6.2 Fig. 9.1 D-F (representation space)",
+                "caption": "Federated DGD: the training representations (they never left their "
+                "centres; gathered here for the figure only) coloured by reference cluster, "
+                "with the mixture's component means. Data: "
+                + "; ".join(sorted({i["source"] for i in infos["dgd"]}))
+                + ".",
+            }
+        )
+        curves = pd.concat(_read("dgd", "curves"), ignore_index=True)
+        curves = curves[curves["centre"].fillna("").astype(str).isin(["", "nan"])]
+        save_figure(curves_figure(curves, "DGD"), out.dgd_curves)
+        figures.append(
+            {
+                "path": out.dgd_curves,
+                "caption": "DGD training loss (-log posterior per sample) per epoch (pooled, VAE:"
+                " -ELBO) or FedAvg round (federated).",
+            }
+        )
+    rg = None
+    if "radialgan" in models:
+        rg = radialgan_table(_read("radialgan", "metrics"))
+        write_table(out.radialgan, rg, index=False)
+        tables.insert(
+            len(tables) - 1,
+            {
+                "path": out.radialgan,
+                "caption": "RadialGAN: one row per unit (test bed x alpha rule) and centre: "
+                "training / test rows, features it records (missing_features: what it lacks), "
+                "share of positive labels, test AUC of its logistic regression on its own rows "
+                "(auc_local) and with the decoded rows of the other centres (auc_augmented), "
+                "the gain, and the virtual rows with their share of positives.",
+            },
+        )
+        save_figure(radialgan_figure(rg), out.radialgan_figure)
+        figures.append(
+            {
+                "path": out.radialgan_figure,
+                "reproduces": "D6.2 ch. 5 / Yoon et al. 2018 (per-centre AUC with augmentation;"
+                " D6.2: 'not yet completely operative', no figure)",
+                "caption": "Each centre's test AUC trained on its own rows vs with the "
+                "RadialGAN-augmented set D~_i = D_i + G_i(F_j(D_j)) (eq. 5.8). Data: "
+                + "; ".join(sorted({i["source"] for i in infos["radialgan"]}))
+                + ".",
+            }
+        )
+        curves = pd.concat(_read("radialgan", "curves"), ignore_index=True)
+        save_figure(curves_figure(curves, "RadialGAN"), out.radialgan_curves)
+        figures.append(
+            {
+                "path": out.radialgan_curves,
+                "caption": "RadialGAN: sum over centres of the F/G objective (adversarial + "
+                "lambda x cycle) per iteration.",
+            }
+        )
+    head = headline_table(savae=savae, dgd=dgd, radialgan=rg)
+    write_table(out.headline, head, index=False)
+    tables.append(
+        {
+            "path": out.headline,
+            "caption": "The values the headline reads (differences"
+            " between arms on the poor node's task, corrupted test set).",
+        }
+    )
+    SECTION.write(out.section, text=text(models, infos), figures=figures, tables=tables)

@@ -30,10 +30,10 @@ from .federated import (
 )
 from .genewise import gene_variances, genewise_clustering, pooled_gene_distances
 from .gradual import enforce_monotone, gradual_sharing
+from .nmin import nmin_grid  # noqa: F401  (re-exported: callers import it from here)
 from .pooled import EUCLIDEAN_ONLY, pooled_linkage
 from .simultaneous import simultaneous_run
 from .toy import bimodal, blobs, uniform
-from .workflow import nmin_grid  # noqa: F401  (re-exported: callers import it from here)
 
 PREPROCESSINGS = ("sf", "vst")
 

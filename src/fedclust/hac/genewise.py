@@ -14,6 +14,7 @@ from scipy.spatial.distance import pdist, squareform
 
 from ..errors import ConfigError, InputDataError
 from ..federation import Ledger
+from ..stats import combine_moments
 from .boundary import (
     Policies,
     abstain,
@@ -49,15 +50,6 @@ def center_gene_stats(x_k: np.ndarray) -> dict:
         "sumsq": (x_k**2).sum(axis=0),
         "constant": const.astype(float),
     }
-
-
-def combine_moments(
-    n_a: float, mean_a: np.ndarray, m2_a: np.ndarray, n_b: float, mean_b: np.ndarray, m2_b
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """Parallel-variance update (Chan, Golub & LeVeque 1979): moments of the union of A and B."""
-    n = n_a + n_b
-    delta = mean_b - mean_a
-    return n, mean_a + delta * (n_b / n), m2_a + m2_b + delta**2 * (n_a * n_b / n)
 
 
 def server_gene_stats(messages: list[dict]) -> dict:

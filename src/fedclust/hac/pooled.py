@@ -12,6 +12,7 @@ from scipy.spatial.distance import pdist
 
 from ..errors import ConfigError, InputDataError
 
+Arr = np.ndarray
 LINKAGES = ("single", "complete", "average", "centroid", "ward")
 METRICS = ("euclidean", "cityblock", "cosine", "correlation")
 EUCLIDEAN_ONLY = ("centroid", "ward")
@@ -59,6 +60,40 @@ def pooled_linkage(x: np.ndarray, method: str, metric: str = "euclidean") -> np.
     return linkage(pdist(x, metric), method=method)
 
 
+def _single(d_il: Arr, d_jl: Arr, d_ij: float, n_i: float, n_j: float, n_l: Arr) -> Arr:
+    return np.minimum(d_il, d_jl)
+
+
+def _complete(d_il: Arr, d_jl: Arr, d_ij: float, n_i: float, n_j: float, n_l: Arr) -> Arr:
+    return np.maximum(d_il, d_jl)
+
+
+def _average(d_il: Arr, d_jl: Arr, d_ij: float, n_i: float, n_j: float, n_l: Arr) -> Arr:
+    return (n_i * d_il + n_j * d_jl) / (n_i + n_j)
+
+
+def _centroid_sq(d_il: Arr, d_jl: Arr, d_ij: float, n_i: float, n_j: float, n_l: Arr) -> Arr:
+    n = n_i + n_j
+    return (n_i * d_il**2 + n_j * d_jl**2) / n - n_i * n_j * d_ij**2 / n**2
+
+
+def _ward_sq(d_il: Arr, d_jl: Arr, d_ij: float, n_i: float, n_j: float, n_l: Arr) -> Arr:
+    n = n_i + n_j
+    return ((n_i + n_l) * d_il**2 + (n_j + n_l) * d_jl**2 - n_l * d_ij**2) / (n + n_l)
+
+
+#: Lance–Williams update d(I ∪ J, L) per linkage (spec §3 table); centroid and Ward give the
+#: squared distance (``SQUARED``), whose square root is taken after clipping.
+LANCE_WILLIAMS = {
+    "single": _single,
+    "complete": _complete,
+    "average": _average,
+    "centroid": _centroid_sq,
+    "ward": _ward_sq,
+}
+SQUARED = frozenset({"centroid", "ward"})
+
+
 def lance_williams(
     method: str,
     d_il: np.ndarray,
@@ -73,19 +108,11 @@ def lance_williams(
     Returns the distances and the number of radicands below ``-1e-9`` (clipped to 0) for
     centroid/Ward: with approximate federated distances that must never happen (spec §5.2).
     """
-    n = n_i + n_j
-    if method == "single":
-        return np.minimum(d_il, d_jl), 0
-    if method == "complete":
-        return np.maximum(d_il, d_jl), 0
-    if method == "average":
-        return (n_i * d_il + n_j * d_jl) / n, 0
-    if method == "centroid":
-        r = (n_i * d_il**2 + n_j * d_jl**2) / n - n_i * n_j * d_ij**2 / n**2
-    elif method == "ward":
-        r = ((n_i + n_l) * d_il**2 + (n_j + n_l) * d_jl**2 - n_l * d_ij**2) / (n + n_l)
-    else:
+    if method not in LANCE_WILLIAMS:
         raise ConfigError(f"unknown linkage {method!r}", fix=f"use one of {LINKAGES}")
+    r = LANCE_WILLIAMS[method](d_il, d_jl, d_ij, n_i, n_j, n_l)
+    if method not in SQUARED:
+        return r, 0
     with np.errstate(invalid="ignore"):
         bad = int(np.sum(r < -1e-9 * np.maximum(1.0, np.abs(d_il) ** 2)))
     return np.sqrt(np.maximum(r, 0.0)), bad

@@ -15,39 +15,12 @@ standard library and :mod:`fedclust.hac.pooled`'s constants.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-
-
-def nmin_grid(n: int, values: list[int], fraction: float, cohort: str | None = None) -> list[int]:
-    """The n_min values gradual sharing runs for a cohort of ``n`` samples (spec §5.4: up to
-    10 %): the configured ``values`` ≤ ⌊fraction·n⌋, plus ⌊fraction·n⌋ itself when it is not
-    below the smallest configured value. A disclosure floor is never lowered (issue 30 item 3):
-    values above ⌊fraction·n⌋ are not run (logged); when none is left, :class:`ConfigError`."""
-    import logging
-
-    top = int(fraction * n)
-    keep = {int(v) for v in values if v <= top}
-    above = sorted(int(v) for v in values if v > top)
-    of = f"cohort {cohort}, " if cohort else ""
-    if not keep:
-        raise ConfigError(
-            f"hac.gradual: n_min {', '.join(map(str, above))} all lie above ⌊fraction × n⌋ = "
-            f"{top} ({of}n = {n} samples, fraction {fraction:g}): none can run, and a floor is "
-            "never lowered to fit",
-            where="hac.gradual.n_min, hac.gradual.fraction",
-            fix=f"raise hac.gradual.fraction or list an n_min ≤ {top}",
-        )
-    if above:
-        logging.warning(
-            "hac.gradual: n_min %s above ⌊fraction × n⌋ = %d (%sn = %d) not run (the grid stops "
-            "at %g %% of the samples)", ", ".join(map(str, above)), top, of, n, 100 * fraction,
-        )  # fmt: skip
-    if top >= min(keep):
-        keep.add(top)
-    return sorted(keep)
+from .nmin import nmin_grid
 
 
 def check_config(config: dict[str, Any], where: str = "config") -> None:
@@ -86,11 +59,14 @@ class Unit:
 
     @property
     def name(self) -> str:
-        if self.variant == "simultaneous":
-            return str(self.linkage)
-        if self.variant == "gradual":
-            return f"{self.prep}-{self.metric}-{self.linkage}"
-        return f"{self.prep}-{self.metric}-{self.estimator}"
+        return _UNIT_NAMES[self.variant](self)
+
+
+_UNIT_NAMES: dict[str, Callable[[Unit], str]] = {
+    "simultaneous": lambda u: str(u.linkage),
+    "gradual": lambda u: f"{u.prep}-{u.metric}-{u.linkage}",
+    "projection": lambda u: f"{u.prep}-{u.metric}-{u.estimator}",
+}
 
 
 def _panels(panels: list, metrics: tuple[str, ...], where: str) -> list[tuple[str, str]]:
@@ -113,14 +89,14 @@ def linkages_for(linkages: list[str], metric: str) -> list[str]:
 
 def fanout(cfg: dict[str, Any]) -> tuple[bool, int | None]:
     """``(per_unit, seed_block)`` of ``hac.fanout`` (defaults: grouped, one seed block)."""
-    f = cfg.get("fanout") or {}
-    block = f.get("seed_block")
+    f = cfg["fanout"]
+    block = f["seed_block"]
     if block is not None and int(block) < 1:
         raise ConfigError(
             f"hac.fanout.seed_block = {block} must be ≥ 1 or null",
             where="config hac.fanout.seed_block",
         )
-    return bool(f.get("per_unit", False)), None if block is None else int(block)
+    return bool(f["per_unit"]), None if block is None else int(block)
 
 
 def seed_blocks(n_seeds: int, block: int | None) -> list[tuple[int, int]]:
@@ -129,29 +105,45 @@ def seed_blocks(n_seeds: int, block: int | None) -> list[tuple[int, int]]:
     return [(a, min(a + size, n_seeds)) for a in range(0, max(n_seeds, 1), max(size, 1))]
 
 
+def _gradual_units(cfg: dict[str, Any]) -> list[Unit]:
+    panels = _panels(cfg["gradual"]["panels"], GRADUAL_METRICS, "hac.gradual.panels")
+    links = list(cfg["linkages"])
+    return [Unit("gradual", p, m, link) for p, m in panels for link in linkages_for(links, m)]
+
+
+def _simultaneous_units(cfg: dict[str, Any]) -> list[Unit]:
+    prep = cfg["simultaneous"]["preprocessing"]
+    return [Unit("simultaneous", prep, "euclidean", link) for link in cfg["linkages"]]
+
+
+def _projection_units(cfg: dict[str, Any]) -> list[Unit]:
+    p = cfg["projection"]
+    panels = _panels(p["panels"], PROJECTION_METRICS, "hac.projection.panels")
+    _, block = fanout(cfg)
+    out = []
+    for prep, metric in panels:
+        ests = [p["estimator"]]
+        if metric == "cityblock" and p["compare_median"] and p["estimator"] != "median":
+            ests.append("median")
+        for est in ests:
+            for seeds in seed_blocks(int(p["seeds"]), block):
+                out.append(Unit("projection", prep, metric, None, est, seeds))
+    return out
+
+
+#: variant -> its units in the order of the all-in-one tables
+_UNITS: dict[str, Callable[[dict[str, Any]], list[Unit]]] = {
+    "gradual": _gradual_units,
+    "simultaneous": _simultaneous_units,
+    "projection": _projection_units,
+}
+
+
 def units(cfg: dict[str, Any], variant: str) -> list[Unit]:
     """Every unit of ``variant`` in the order of the all-in-one tables."""
-    links = list(cfg["linkages"])
-    if variant == "gradual":
-        panels = _panels(cfg["gradual"]["panels"], GRADUAL_METRICS, "hac.gradual.panels")
-        return [Unit("gradual", p, m, link) for p, m in panels for link in linkages_for(links, m)]
-    if variant == "simultaneous":
-        prep = cfg["simultaneous"]["preprocessing"]
-        return [Unit("simultaneous", prep, "euclidean", link) for link in links]
-    if variant == "projection":
-        p = cfg["projection"]
-        panels = _panels(p["panels"], PROJECTION_METRICS, "hac.projection.panels")
-        _, block = fanout(cfg)
-        out = []
-        for prep, metric in panels:
-            ests = [p["estimator"]]
-            if metric == "cityblock" and p["compare_median"] and p["estimator"] != "median":
-                ests.append("median")
-            for est in ests:
-                for seeds in seed_blocks(int(p["seeds"]), block):
-                    out.append(Unit("projection", prep, metric, None, est, seeds))
-        return out
-    raise ValueError(f"unknown hac variant {variant!r}: use one of {VARIANTS}")
+    if variant not in _UNITS:
+        raise ValueError(f"unknown hac variant {variant!r}: use one of {VARIANTS}")
+    return _UNITS[variant](cfg)
 
 
 def _block_index(cfg: dict[str, Any], seeds: tuple[int, int]) -> int:
@@ -288,8 +280,8 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
     cut_rows: list[dict] = []
     t = ex.gradual_table(
         data[unit.prep], centers, [unit.linkage], unit.metric,
-        nmin_grid(n, g["n_min"], g["fraction"], cohort), int(cfg["k_max"]), g.get("d_min", 0.0),
-        tuple(g.get("average_delta", ["stored"])), cut_rows,
+        nmin_grid(n, g["n_min"], g["fraction"], cohort), int(cfg["k_max"]), g["d_min"],
+        tuple(g["average_delta"]), cut_rows,
         logs=_logs_of(logs if cfg.get("release_log", True) else None, unit.prep, centers),
     )  # fmt: skip
     ran = t.loc[~t.skipped, "n_min"]
@@ -325,8 +317,8 @@ def run_projection(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort:
     t = ex.projection_table(
         data[unit.prep], centers, list(cfg["linkages"]), unit.metric, p["sketch_sizes"],
         range(*unit.seeds), seed, int(cfg["k_max"]), unit.estimator,
-        kind=p.get("kind", "gaussian"), density=p.get("density"),
-        dtype=p.get("dtype", "float32"), threads=int(p.get("threads", 1)),
+        kind=p["kind"], density=p["density"],
+        dtype=p["dtype"], threads=int(p["threads"]),
     )  # fmt: skip
     return t.assign(cohort=cohort, prep=unit.prep)
 

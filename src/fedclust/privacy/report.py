@@ -4,13 +4,15 @@ recovered)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from fedclust.report import Section
-from fedclust.report.headlines import Col, Line, Sel, Spec, build
+from fedclust.io import save_figure, write_table
+from fedclust.report import Section, StageSection
+from fedclust.report.headlines import Col, Line, Sel, Spec
 
 THREAT_MODEL = (
     "Threat model: an honest-but-curious server. It runs every protocol as written and sees "
@@ -53,7 +55,7 @@ def _cause(s: Sel) -> str:
     return _design(s) or "the protocol released an individual record: a defect to report"
 
 
-PRIVACY = Spec(
+HEADLINE = Spec(
     doc="Issue 22: every protocol attacked by an honest-but-curious server.",
     lines=(
         Line(
@@ -85,6 +87,10 @@ PRIVACY = Spec(
     figure=("attack_suite",),
 )
 
+SECTION = StageSection(
+    "privacy", "Privacy: what an honest-but-curious server recovers", 95, HEADLINE
+)
+
 
 def figure(table: pd.DataFrame):
     """Records recovered per protocol, protections off vs as the protocols run now."""
@@ -107,7 +113,12 @@ def figure(table: pd.DataFrame):
     return fig
 
 
-def section(table_path: str, figure_path: str, table: pd.DataFrame) -> Section:
+def build_section(outputs: Mapping[str, Any], *, table: pd.DataFrame) -> Section:
+    """Rule ``privacy_report``: write the attack-suite table, its figure and the Privacy section
+    (``outputs``: the rule's named files ``table``, ``figure``, ``section``); return it."""
+    write_table(outputs["table"], table, index=False)
+    save_figure(figure(table), outputs["figure"])
+    table_path, figure_path = outputs["table"], outputs["figure"]
     safe = table[table["by_design"].fillna("").astype(str) == ""]
     text = [
         f"Every protocol of the workflow was run on small generated centres and attacked by an "
@@ -137,12 +148,4 @@ def section(table_path: str, figure_path: str, table: pd.DataFrame) -> Section:
             "the centres' policy now (blue); generated data (a few hundred patients).",
         }
     ]
-    return Section(
-        id="privacy",
-        title="Privacy: what an honest-but-curious server recovers",
-        order=95,
-        text=text,
-        figures=figures,
-        tables=tables,
-        headline=build(PRIVACY, tables, figures),
-    )
+    return SECTION.write(outputs["section"], text=text, figures=figures, tables=tables)

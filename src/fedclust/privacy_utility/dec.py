@@ -34,6 +34,8 @@ from fedclust.federation.dpsgd import DPSGD
 from fedclust.metrics.assignment import hungarian_accuracy
 from fedclust.seeds import derive_seed, rng
 
+from .records import budget_rows, curve_row, epsilons, frames, noise_multiplier, settings_for
+
 
 class DPKMeansClient(DECClient):
     """A DEC centre whose stage-B message is privatised at the centre (module docstring):
@@ -132,8 +134,6 @@ def run_dec(
     cfg: dict[str, Any],
     seed: int,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from .experiment import _budget, _frames, _row, _z, epsilons, settings_for
-
     m, delta = cfg["dec"], float(cfg["delta"])
     x = np.asarray(x, np.float32)
     k = int(dec_cfg["datasets"]["mds"]["k"])
@@ -169,7 +169,7 @@ def run_dec(
             for mech in m["mechanisms"] if not math.isinf(eps) else ["central"]:
                 arm = "federated" if mech == "central" else "federated_local"
                 eps_fit = math.inf if math.isinf(eps) else (1.0 - share) * eps
-                z_rel = _z(math.inf if math.isinf(eps) else share * eps, delta, 2)
+                z_rel = noise_multiplier(math.inf if math.isinf(eps) else share * eps, delta, 2)
 
                 def dpsgd(n: int, eps_fit=eps_fit, mech=mech) -> DPSGD | None:
                     if mech != "local" or math.isinf(eps_fit):
@@ -226,14 +226,14 @@ def run_dec(
                 )
                 set_parameters(init.tsae, params)
                 acc, lr_stat = evaluate(init, np.asarray(mu, np.float64))
-                curve.append(_row("dec", arm, eps, s, "accuracy", acc))
-                curve.append(_row("dec", arm, eps, s, "logrank", lr_stat))
+                curve.append(curve_row("dec", arm, eps, s, "accuracy", acc))
+                curve.append(curve_row("dec", arm, eps, s, "logrank", lr_stat))
                 if math.isinf(eps):
                     continue
                 if mech == "central":
                     z_fit = spent[-1]["noise_multiplier"] if spent else 0.0
                     acc_ = Accountant().gaussian(z_fit, rounds).gaussian(z_rel, 2)
-                    budget += _budget(
+                    budget += budget_rows(
                         "dec",
                         eps,
                         s,
@@ -247,7 +247,7 @@ def run_dec(
                 else:
                     for c in clients:
                         acc_ = Accountant().extend(c.dpsgd.accountant).gaussian(z_rel, 2)
-                        budget += _budget(
+                        budget += budget_rows(
                             "dec",
                             eps,
                             s,
@@ -263,8 +263,8 @@ def run_dec(
             embed(pooled.tsae, torch.as_tensor(x)), k, "none", n_init, derive_seed(sd, "kmeans")
         )
         acc, lr_stat = evaluate(pooled, np.asarray(mu, np.float64))
-        curve.append(_row("dec", "pooled", math.inf, s, "accuracy", acc))
-        curve.append(_row("dec", "pooled", math.inf, s, "logrank", lr_stat))
+        curve.append(curve_row("dec", "pooled", math.inf, s, "accuracy", acc))
+        curve.append(curve_row("dec", "pooled", math.inf, s, "logrank", lr_stat))
         accs, w = [], []
         for c in ids:
             sel = centre == c
@@ -283,6 +283,8 @@ def run_dec(
                 accs.append(hungarian_accuracy(lab[keep], labels[sel][keep]))
                 w.append(keep.sum())
         curve.append(
-            _row("dec", "isolated", math.inf, s, "accuracy", float(np.dot(w, accs) / np.sum(w)))
+            curve_row(
+                "dec", "isolated", math.inf, s, "accuracy", float(np.dot(w, accs) / np.sum(w))
+            )
         )
-    return _frames(curve, budget)
+    return frames(curve, budget)

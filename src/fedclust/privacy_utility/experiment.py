@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -42,30 +42,26 @@ import pandas as pd
 from fedclust.errors import ConfigError
 from fedclust.federation import Ledger, PrivacySettings, federate
 from fedclust.federation import privacy as PV
-from fedclust.federation.dp import Accountant, calibrate_gaussian, clip_rows
+from fedclust.federation.dp import Accountant, clip_rows
 from fedclust.seeds import derive_seed, rng
 
 from . import pooled as R
 from . import server as S
 from .centre import Centre
+from .records import (
+    budget_rows,
+    curve_row,
+    epsilons,
+    frames,
+    noise_multiplier,
+    settings_for,
+)
 
 log = logging.getLogger(__name__)
 
 METHODS = ("dp_lloyd", "hac", "km", "survival", "heart", "dec", "known_io")
-CURVE_COLUMNS = ["method", "arm", "epsilon", "seed", "metric", "value"]
-BUDGET_COLUMNS = [
-    "method",
-    "epsilon",
-    "seed",
-    "centre",
-    "mechanism",
-    "releases",
-    "noise_multiplier",
-    "epsilon_spent",
-    "delta",
-]
 #: per method: headline metric, whether higher is better, the "within 5 %" rule
-HEADLINE = {
+HEADLINE_METRICS = {
     "dp_lloyd": ("fmi", True),
     "hac": ("fmi", True),
     "km": ("sup_distance", False),
@@ -74,22 +70,6 @@ HEADLINE = {
     "dec": ("accuracy", True),
     "known_io": ("median_rel_error", True),
 }
-
-
-def epsilons(values: Sequence[float | None]) -> list[float]:
-    """The config's ε list with ``null`` as ∞."""
-    return [math.inf if v is None else float(v) for v in values]
-
-
-def settings_for(eps: float, cfg: dict[str, Any], seed: int, clip: float) -> PrivacySettings:
-    """Secure aggregation on; central DP at ε (none at ∞)."""
-    return PrivacySettings(
-        secure_aggregation=bool(cfg.get("secure_aggregation", True)),
-        epsilon=None if math.isinf(eps) else eps,
-        delta=float(cfg["delta"]),
-        clip=float(clip),
-        seed=int(seed),
-    )
 
 
 def secure(cfg: dict[str, Any]) -> PrivacySettings:
@@ -104,50 +84,14 @@ def _fed(centres, server, cfg: dict[str, Any]):
         return federate(centres, server, ledger=Ledger())
 
 
-def _z(eps: float, delta: float, releases: int) -> float:
-    return 0.0 if math.isinf(eps) else calibrate_gaussian(eps, delta, releases)
-
-
 def _spent(z: float, releases: int, delta: float) -> float:
     return math.inf if z == 0 else Accountant().gaussian(z, releases).epsilon(delta)
-
-
-def _row(method, arm, eps, s, metric, value) -> dict[str, Any]:
-    return {
-        "method": method,
-        "arm": arm,
-        "epsilon": eps,
-        "seed": s,
-        "metric": metric,
-        "value": float(value),
-    }
-
-
-def _budget(method, eps, s, centres, mechanism, releases, z, spent, delta) -> list[dict]:
-    return [
-        {
-            "method": method,
-            "epsilon": eps,
-            "seed": s,
-            "centre": c,
-            "mechanism": mechanism,
-            "releases": int(releases),
-            "noise_multiplier": float(z),
-            "epsilon_spent": spent,
-            "delta": delta,
-        }
-        for c in centres
-    ]
 
 
 def _fmi(a, b) -> float:
     from sklearn.metrics import fowlkes_mallows_score
 
     return float(fowlkes_mallows_score(np.asarray(a).astype(str), np.asarray(b).astype(str)))
-
-
-def _frames(curve: list[dict], budget: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    return pd.DataFrame(curve, columns=CURVE_COLUMNS), pd.DataFrame(budget, columns=BUDGET_COLUMNS)
 
 
 # ---------------------------------------------------------------- DP-Lloyd
@@ -171,7 +115,7 @@ def run_dp_lloyd(
         init = rng(seed, "privacy_utility", "lloyd", "init", s).uniform(0.0, 1.0, (k, x.shape[1]))
         init = clip_rows(init, bound)
         for eps in epsilons(cfg["epsilons"]):
-            z = _z(eps, delta, 2 * iters)
+            z = noise_multiplier(eps, delta, 2 * iters)
             noise = S.lloyd_noise(
                 k,
                 x.shape[1],
@@ -185,9 +129,11 @@ def run_dp_lloyd(
             ]
             c = _fed(cs, lambda ps, init=init, noise=noise: S.dp_lloyd(ps, init, noise, bound), cfg)
             lab = np.argmin(((x[:, None, :] - c[None]) ** 2).sum(-1), axis=1)  # evaluation
-            curve.append(_row("dp_lloyd", "federated", eps, s, "fmi", _fmi(lab, ref)))
-            curve.append(_row("dp_lloyd", "federated", eps, s, "fmi_reference", _fmi(lab, labels)))
-            budget += _budget(
+            curve.append(curve_row("dp_lloyd", "federated", eps, s, "fmi", _fmi(lab, ref)))
+            curve.append(
+                curve_row("dp_lloyd", "federated", eps, s, "fmi_reference", _fmi(lab, labels))
+            )
+            budget += budget_rows(
                 "dp_lloyd",
                 eps,
                 s,
@@ -198,10 +144,12 @@ def run_dp_lloyd(
                 _spent(z, 2 * iters, delta),
                 delta,
             )
-        curve.append(_row("dp_lloyd", "pooled", math.inf, s, "fmi", 1.0))
-        curve.append(_row("dp_lloyd", "pooled", math.inf, s, "fmi_reference", _fmi(ref, labels)))
+        curve.append(curve_row("dp_lloyd", "pooled", math.inf, s, "fmi", 1.0))
         curve.append(
-            _row(
+            curve_row("dp_lloyd", "pooled", math.inf, s, "fmi_reference", _fmi(ref, labels))
+        )
+        curve.append(
+            curve_row(
                 "dp_lloyd",
                 "isolated",
                 math.inf,
@@ -217,7 +165,7 @@ def run_dp_lloyd(
                 ),
             )
         )
-    return _frames(curve, budget)
+    return frames(curve, budget)
 
 
 def _isolated(x, centre, labels, fit: Callable[[np.ndarray], np.ndarray]) -> float:
@@ -248,7 +196,7 @@ def run_hac(
     curve, budget = [], []
     for s in range(int(cfg["seeds"])):
         for eps in epsilons(cfg["epsilons"]):
-            z = _z(eps, delta, 3)
+            z = noise_multiplier(eps, delta, 3)
             cs = [
                 Centre(
                     f"centre_{c}",
@@ -275,7 +223,7 @@ def run_hac(
                     got.append(cl.sample_labels(lab))
                     ref.append(labels[centre == c])
             curve.append(
-                _row(
+                curve_row(
                     "hac",
                     "federated",
                     eps,
@@ -284,7 +232,7 @@ def run_hac(
                     _fmi(np.concatenate(got), np.concatenate(ref)),
                 )
             )
-            budget += _budget(
+            budget += budget_rows(
                 "hac",
                 eps,
                 s,
@@ -295,9 +243,9 @@ def run_hac(
                 _spent(z, 3, delta),
                 delta,
             )
-        curve.append(_row("hac", "pooled", math.inf, s, "fmi", 1.0))
+        curve.append(curve_row("hac", "pooled", math.inf, s, "fmi", 1.0))
         curve.append(
-            _row(
+            curve_row(
                 "hac",
                 "isolated",
                 math.inf,
@@ -306,7 +254,7 @@ def run_hac(
                 _isolated(x, centre, labels, lambda xc: R.hac_labels(xc, min(k, len(xc)), meth)),
             )
         )
-    return _frames(curve, budget)
+    return frames(curve, budget)
 
 
 # ---------------------------------------------------------------- Kaplan–Meier counts
@@ -323,15 +271,17 @@ def run_km(
     curve, budget = [], []
     for s in range(int(cfg["seeds"])):
         for eps in epsilons(cfg["epsilons"]):
-            z = _z(eps, delta, 1)
+            z = noise_multiplier(eps, delta, 1)
             cs = [
                 Centre(f"centre_{c}", t=t[centre == c], e=e[centre == c], privacy=secure(cfg))
                 for c in ids
             ]
             r = rng(seed, "privacy_utility", "km", eps, s)
             surv = _fed(cs, lambda ps, z=z, r=r: S.dp_km(ps, edges, z, r), cfg)
-            curve.append(_row("km", "federated", eps, s, "sup_distance", np.abs(surv - ref).max()))
-            budget += _budget(
+            curve.append(
+                curve_row("km", "federated", eps, s, "sup_distance", np.abs(surv - ref).max())
+            )
+            budget += budget_rows(
                 "km",
                 eps,
                 s,
@@ -342,13 +292,15 @@ def run_km(
                 _spent(z, 1, delta),
                 delta,
             )
-        curve.append(_row("km", "pooled", math.inf, s, "sup_distance", 0.0))
+        curve.append(curve_row("km", "pooled", math.inf, s, "sup_distance", 0.0))
         each = [np.abs(R.km_pooled(t[centre == c], e[centre == c], ends) - ref).max() for c in ids]
         w = np.array([(centre == c).sum() for c in ids], float)
         curve.append(
-            _row("km", "isolated", math.inf, s, "sup_distance", float(np.dot(w, each) / w.sum()))
+            curve_row(
+                "km", "isolated", math.inf, s, "sup_distance", float(np.dot(w, each) / w.sum())
+            )
         )
-    return _frames(curve, budget)
+    return frames(curve, budget)
 
 
 # ---------------------------------------------------------------- the known input-output attack
@@ -371,16 +323,20 @@ def run_known_io(
         perm = g.permutation(n)
         known, unknown = perm[: int(round(frac * n))], perm[int(round(frac * n)) :]
         for eps in epsilons(cfg["epsilons"]):
-            z = _z(eps, delta, 1)
+            z = noise_multiplier(eps, delta, 1)
             y = x @ q + rng(seed, "privacy_utility", "known_io", "noise", eps, s).normal(
                 0.0, z * bound, (n, d)
             )
             u, _, vt = np.linalg.svd(x[known].T @ y[known])
             xh = y[unknown] @ (u @ vt).T
             err = np.linalg.norm(xh - x[unknown], axis=1) / np.linalg.norm(x[unknown], axis=1)
-            curve.append(_row("known_io", "attack", eps, s, "median_rel_error", np.median(err)))
-            curve.append(_row("known_io", "attack", eps, s, "breach_rate", np.mean(err <= 0.2)))
-            budget += _budget(
+            curve.append(
+                curve_row("known_io", "attack", eps, s, "median_rel_error", np.median(err))
+            )
+            curve.append(
+                curve_row("known_io", "attack", eps, s, "breach_rate", np.mean(err <= 0.2))
+            )
+            budget += budget_rows(
                 "known_io",
                 eps,
                 s,
@@ -391,7 +347,7 @@ def run_known_io(
                 _spent(z, 1, delta),
                 delta,
             )
-    return _frames(curve, budget)
+    return frames(curve, budget)
 
 
 # ---------------------------------------------------------------- survival Weights Averaging
@@ -438,13 +394,15 @@ def run_survival(
             with PV.using(st):
                 model = _train_survival("weights_averaging", clients(), init, hp, mc, fed)
             curve.append(
-                _row("survival", "federated", eps, s, "c_index", score("weights_averaging", model))
+                curve_row(
+                    "survival", "federated", eps, s, "c_index", score("weights_averaging", model)
+                )
             )
             budget += _from_spend("survival", eps, s, delta, hp.fe)
         for arm, strategy in (("pooled", "centralized"), ("isolated", "isolated")):
             model = _train_survival(strategy, clients(), init, hp, mc, fed)
-            curve.append(_row("survival", arm, math.inf, s, "c_index", score(strategy, model)))
-    return _frames(curve, budget)
+            curve.append(curve_row("survival", arm, math.inf, s, "c_index", score(strategy, model)))
+    return frames(curve, budget)
 
 
 def _train_survival(strategy, clients, init, hp, mc, fed):
@@ -459,7 +417,7 @@ def _from_spend(method: str, eps: float, s: int, delta: float, rounds: int) -> l
     if math.isinf(eps) or not rows:
         return []
     r = rows[-1]
-    return _budget(
+    return budget_rows(
         method,
         eps,
         s,
@@ -538,13 +496,13 @@ def run_heart(
                     ),
                     ledger=Ledger(),
                 )
-            curve.append(_row("heart", "federated", eps, s, "auc", auc(w, trainer)))
+            curve.append(curve_row("heart", "federated", eps, s, "auc", auc(w, trainer)))
             budget += _from_spend("heart", eps, s, delta, rounds)
         trainer = Trainer(n_feat, lr, "per_client", derive_seed(sd, "shuffle"), drop)
         xs = torch.from_numpy(np.concatenate([c.X_train for c in data]))
         ys = torch.from_numpy(np.concatenate([c.y_train for c in data]))
         w, _ = trainer.fit(w0, xs, ys, rounds * epochs, bs, owner="pooled")
-        curve.append(_row("heart", "pooled", math.inf, s, "auc", auc(w, trainer)))
+        curve.append(curve_row("heart", "pooled", math.inf, s, "auc", auc(w, trainer)))
         each = []
         for c in data:
             trainer = Trainer(n_feat, lr, "per_client", derive_seed(sd, "shuffle"), drop)
@@ -557,8 +515,8 @@ def run_heart(
                 owner=c.name,
             )
             each.append(auc(w, trainer))
-        curve.append(_row("heart", "isolated", math.inf, s, "auc", float(np.mean(each))))
-    return _frames(curve, budget)
+        curve.append(curve_row("heart", "isolated", math.inf, s, "auc", float(np.mean(each))))
+    return frames(curve, budget)
 
 
 # ---------------------------------------------------------------- DEC stages A-B

@@ -6,6 +6,17 @@ sentence); the report rule turns all sections into one self-contained ``index.ht
 """
 
 from .headline import headline, row
-from .html import Section, build_report, write_section
+from .headlines import Spec, StageSection, build
+from .html import Section, build_report, by_name, write_section
 
-__all__ = ["Section", "build_report", "headline", "row", "write_section"]
+__all__ = [
+    "Section",
+    "Spec",
+    "StageSection",
+    "build",
+    "build_report",
+    "by_name",
+    "headline",
+    "row",
+    "write_section",
+]

@@ -6,6 +6,7 @@ import base64
 import html
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,20 @@ def write_section(path: str | os.PathLike, section: Section) -> None:
     write_json(path, asdict(section))
 
 
+def by_name(paths: Iterable[str | os.PathLike], parts: int = 1) -> dict[str, str]:
+    """Files keyed by their name: the last ``parts`` path components without the suffix
+    (``results/survival/OS/table_8_1.tsv`` -> ``OS/table_8_1`` with ``parts=2``), so a report
+    finds a rule's outputs by name, never by their order in the rule's list."""
+    out: dict[str, str] = {}
+    for p in paths:
+        path = Path(p)
+        key = "/".join([*path.parent.parts[len(path.parent.parts) - parts + 1 :], path.stem])
+        if key in out:
+            raise ValueError(f"two files named {key!r}: {out[key]} and {p}")
+        out[key] = str(p)
+    return out
+
+
 def _img(path: Path) -> str:
     mime = {"png": "image/png", "svg": "image/svg+xml", "jpg": "image/jpeg"}[path.suffix[1:]]
     data = base64.b64encode(path.read_bytes()).decode()
@@ -52,9 +67,6 @@ def _chart(h: dict[str, Any]) -> str | None:
     """A headline without a figure: bars of the numeric 'ours' values (source as a tick)."""
     import io
 
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from .headline import as_number, resolve

@@ -5,9 +5,6 @@ The blind test set is one site; its KM and log-rank are that site's own exact an
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

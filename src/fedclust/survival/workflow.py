@@ -95,7 +95,7 @@ def jobs(surv: dict[str, Any]) -> list[tuple[str, str, str, int]]:
 def fanout(surv: dict[str, Any]) -> str:
     """``unit`` (one job per (endpoint, scenario, strategy, rep)) or ``repetition`` (one job per
     (endpoint, rep) running every (scenario, strategy); issue 15). Numbers do not depend on it."""
-    return str(surv.get("fanout", "unit"))
+    return str(surv["fanout"])
 
 
 def unit_pairs(surv: dict[str, Any]) -> list[tuple[str, str]]:

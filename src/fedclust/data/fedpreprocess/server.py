@@ -38,7 +38,7 @@ import pandas as pd
 
 from fedclust.errors import InputDataError
 
-from ...hac.genewise import combine_moments
+from ...stats import combine_moments
 from ..preprocess import VST_MIN_MEAN, vst_fit_candidates, vst_fit_subset
 from . import protocols as P
 from .lbfgsb import minimize_lockstep

@@ -1,5 +1,6 @@
-"""Input functions of rules/dec.smk (file lists from the config and a job's wildcards), kept in
-the library so the rule file holds only rules (snakemake --lint) and tests can call them."""
+"""Parse-time helpers of rules/dec.smk and rules/dec_figures.smk (file lists from the config and
+a job's wildcards), kept in the library so the rule files hold only rules (snakemake --lint) and
+tests can call them; and :func:`fed_job_inputs`, what the federated DEC scripts unpack."""
 
 from __future__ import annotations
 
@@ -83,9 +84,10 @@ class FedJobInputs:
     transport: Any
 
 
-def fed_job_inputs(smk: Any) -> FedJobInputs:
-    """Unpack a federated DEC job (``smk``: the script's ``snakemake`` object); also sets torch's
-    thread count to the job's ``threads``."""
+def fed_job_inputs(smk: Any, transport: Any) -> FedJobInputs:
+    """Unpack a federated DEC job (``smk``: the script's ``snakemake`` object; ``transport``: the
+    one the script built with :func:`fedclust.transports.from_config`); also sets torch's thread
+    count to the job's ``threads``."""
     import torch
 
     from .io import load_centers, load_dataset
@@ -96,9 +98,7 @@ def fed_job_inputs(smk: Any) -> FedJobInputs:
     cfg = apply_settings(smk.params.cfg, w.dataset, read_settings(smk.input))
     x, obs, _ = load_dataset(smk.input.features, smk.input.obs)
     centers = load_centers(smk.input.split, obs.index)
-    from fedclust.transports import from_config
-
-    return FedJobInputs(cfg, x, obs, centers, int(smk.params.seed), w, from_config(smk.config))
+    return FedJobInputs(cfg, x, obs, centers, int(smk.params.seed), w, transport)
 
 
 # ------------------------------------------------------------------ tuning (issue 16)
@@ -123,14 +123,14 @@ def final_settings(cfg: dict, w: Any) -> list[str]:
     """The settings file the training rules read: the last tuning selection, when the dataset
     is tuned and ``dec.tuning.apply`` is on (the default config runs the grids but keeps its
     settings, so its tables stay those of the all-in-one run)."""
-    if w.dataset in tuned_datasets(cfg) and cfg["tuning"].get("apply", True):
+    if w.dataset in tuned_datasets(cfg) and cfg["tuning"]["apply"]:
         return [selected_file(cfg, w.dataset, "cluster")]
     return []
 
 
 def step1_settings(cfg: dict, w: Any) -> list[str]:
     """dec_tsae reads only the Step-1 selection (its TSAE then serves the Step-2 grid too)."""
-    if w.dataset in tuned_datasets(cfg) and cfg["tuning"].get("apply", True):
+    if w.dataset in tuned_datasets(cfg) and cfg["tuning"]["apply"]:
         return [selected_file(cfg, w.dataset, "batch")]
     return []
 
@@ -184,3 +184,63 @@ def tuning_targets(cfg: dict) -> list[str]:
             out += [f"{TUNING.format(dataset=d)}/figures/{g}_{p}.png"
                     for p in figure_panels(cfg, d, g)]  # fmt: skip
     return out
+
+
+# ------------------------------------------------------------------ rules/dec_figures.smk
+def size_points(sc: dict[str, Any]) -> list[str]:
+    """One size-curve result file per (schedule, size, repetition)."""
+    out = []
+    for name, sched in sc.get("schedules", {}).items():
+        for size in sched.get("sizes") or sc.get("sizes", []):
+            for rep in range(int(sc.get("repetitions", 1))):
+                out.append(f"results/dec/size_curve/{name}/n{size}_r{rep}.tsv")
+    return out
+
+
+def curve_inputs(sc: dict[str, Any], run: bool, measured: str) -> list[str]:
+    """Points of the curve's summary: this run's jobs, or the committed measurement."""
+    return size_points(sc) if run else [measured]
+
+
+def size_inputs(sc: dict[str, Any]) -> dict[str, str]:
+    """The data stage's MNIST tables when the curve subsamples them (source: dataset)."""
+    if sc.get("source") == "dataset":
+        return {
+            "features": "results/data/mnist/features.parquet",
+            "obs": "results/data/mnist/obs.tsv",
+        }
+    return {}
+
+
+def section_inputs(
+    confusion: list[str], states: list[str], fed: list[str], mnist_bmnist: bool, curve: bool
+) -> dict[str, list[str]]:
+    """Inputs of the figures' report section."""
+    out = {
+        "confusion": [f"results/dec/figures/{d}/confusion.{e}" for d in confusion
+                      for e in ("png", "tsv")],
+        "states": [f"results/dec/figures/{d}/{f}" for d in states
+                   for f in ("states.tsv", "density.png")],
+        "fed": [f"results/dec/figures/{d}/{f}" for d in fed
+                for f in ("federated_states.tsv", "federated_density.png")],
+        "mnist": [f"results/dec/figures/mnist/{f}.png"
+                  for f in ("fours_nines", "reconstruction", "recon_original")]
+        if "mnist" in states else [],
+        "mnist_bmnist": ["results/dec/figures/mnist_bmnist.png"] if mnist_bmnist else [],
+    }  # fmt: skip
+    if curve:
+        out["size_curve"] = [
+            "results/dec/size_curve/summary.tsv",
+            "results/dec/size_curve/size_curve.png",
+            "results/dec/size_curve/trend.tsv",
+        ]
+    return out
+
+
+def report_spec(name: str, sub: str = "{dataset}") -> dict[str, str]:
+    """report() keyword arguments of one extra figure."""
+    return {
+        "caption": f"../report/dec_{name}.rst",
+        "category": "DEC",
+        "subcategory": f"thesis figures {sub}".strip(),
+    }
