@@ -25,7 +25,7 @@ import yaml
 TABLES = (".tsv", ".tsv.gz", ".parquet", ".csv", ".json")
 STAGES = (
     "data", "hac", "attacks", "dec", "decentral", "admm", "perf", "fedcref", "survival", "bayes",
-    "generative", "boosting", "privacy",
+    "generative", "boosting", "privacy", "privacy_utility",
 )  # fmt: skip
 
 
@@ -128,6 +128,13 @@ def tiny_config(repo) -> dict:
     bo.update(trees=3, vote={**bo["vote"], "top": [1, "all"]},
               datasets={"heart": {"splits": {"hospital": hospital}},
                         "mds": mds})  # fmt: skip
+    pu = cfg["privacy_utility"]
+    pu.update(epsilons=[1, None], seeds=1)
+    for method in ("dp_lloyd", "km", "dec"):
+        pu[method]["split"] = "uniform5"
+    pu["dp_lloyd"]["k"] = pu["dec"]["n_init"] = 2
+    pu["dec"]["ae_rounds"] = 1
+    pu["known_io"]["genes"] = 20
     for stage in STAGES[1:]:
         cfg[stage]["enabled"] = True
     return cfg

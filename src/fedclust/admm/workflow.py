@@ -104,8 +104,8 @@ def check_config(
     config: dict[str, Any], split_sizes: dict[str, dict[str, list]], where: str = "config"
 ) -> None:
     """Config-time checks of the admm stage: :func:`check_tasks`, and ``admm.min_samples`` is
-    met by every center of every distributed task (consensus ADMM needs every center; a center
-    below the floor would stop the run with a disclosure error)."""
+    met by at least one center of every distributed task (a center below it abstains, issue 22;
+    with every center below it nothing would run)."""
     admm = config.get("admm", {})
     if not admm.get("enabled", False):
         return
@@ -115,12 +115,12 @@ def check_config(
         return
     for name, task in admm["tasks"].items():
         sizes = center_sizes(admm, task, split_sizes)
-        if sizes and min(sizes) < m:
+        if sizes and max(sizes) < m:
             raise ConfigError(
-                f"admm.min_samples = {m}, but the smallest center of task {name} holds "
-                f"{min(sizes)} rows: consensus ADMM needs every center's update",
+                f"admm.min_samples = {m}, but every center of task {name} holds fewer rows "
+                f"(the largest {max(sizes)}): every center would abstain",
                 where=f"{where}: admm.min_samples",
-                fix=f"lower admm.min_samples to ≤ {min(sizes)}, or use fewer centers "
+                fix=f"lower admm.min_samples to ≤ {max(sizes)}, or use fewer centers "
                 "(admm.n_blocks, or n_centers of the task's split)",
             )
 
