@@ -51,9 +51,11 @@ class Centre:
 
 
 def _ask(centre, method, protocol, request=None):
+    """The server asks ``method`` (its request declared too: every message has a Protocol)."""
     led = Ledger()
-    out = federate([centre], lambda ps: ps[0].call(method, request or {}, 0, method, protocol),
-                   ledger=led)  # fmt: skip
+    down = Protocol(f"{method}_request", {k: "metadata" for k in (request or {})})
+    out = federate([centre], lambda ps: ps[0].call(method, request or {}, 0, method, protocol,
+                                                   down), ledger=led)  # fmt: skip
     return out, led
 
 

@@ -75,6 +75,10 @@ def tiny_config(repo) -> dict:
     dec["federated"].update(strategies=["fedavg"], centroid_aggregation=["max_min"],  # m >= floor 3
                             ae_rounds=2, dec_rounds=1, min_cluster_size=3)  # fmt: skip
     dec["evaluate"].update(tsne_max_points=60, survival=["OS"])
+    d62 = dec["d62"]  # D6.2 ch. 7 at toy size; the HDP (tomotopy) cannot find 6 topics in it
+    d62.update(local_epochs=1, autoencoder={"epochs": 2},
+               clustering={**d62["clustering"], "epochs": 2})  # fmt: skip
+    d62["hdp"]["enabled"] = False
     cfg["decentral"].update(splits=["hospitals"], rounds=1)
     adm = cfg["admm"]
     adm["max_iter"] = 20
