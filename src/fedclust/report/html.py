@@ -97,7 +97,10 @@ def _read_any(path: Path) -> pd.DataFrame:
 
     if path.suffix == ".parquet":
         return read_table(path)
-    return pd.read_csv(path, sep="\t" if ".tsv" in path.name else ",")
+    try:
+        return pd.read_csv(path, sep="\t" if ".tsv" in path.name else ",")
+    except pd.errors.EmptyDataError:  # a step that did not run (e.g. an optional extra) wrote
+        return pd.DataFrame()  # an empty table: shown as "0 rows", not a failed report
 
 
 def _table(path: Path, max_rows: int, df: pd.DataFrame | None = None) -> str:
