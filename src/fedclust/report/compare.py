@@ -35,14 +35,15 @@ _TIMING_WORDS = r"seconds?|secs?|elapsed|wall|cpu|runtime|duration|eta|h:m:s|tim
 _TIMING_RE = re.compile(
     rf"(^|[^a-z0-9])({_TIMING_WORDS})([^a-z0-9]|$)"  # a timing word as a name part
     r"|(^|[^a-z0-9])s$"  # ..._s (wall_s, steps_per_s)
-    r"|[a-z0-9]_time($|[^a-z0-9])|(^|[^a-z0-9])time_",  # cpu_time, time_s (not bare "time")
+    r"|[a-z0-9]_time($|[^a-z0-9])|(^|[^a-z0-9])time_(?!q\d)",  # cpu_time, time_s (not bare
+    # "time", nor time_q25: a quantile of survival time)
 )
 
 
 def is_timing_column(name: object) -> bool:
     """True for a wall-clock column name (``seconds``, ``wall_s``, ``cpu_time``, ``elapsed``,
     ``init_seconds``, ``eta``, Snakemake's ``s``, ...); False for ``time`` (survival time),
-    ``theta``, ``beta`` and an upper-case ``S``."""
+    ``theta``, ``beta``, ``time_q25`` (survival-time quantiles) and an upper-case ``S``."""
     if str(name) == "S":  # the source documents' S (top-S vote, size study); Snakemake's is "s"
         return False
     text = str(name).lower()
