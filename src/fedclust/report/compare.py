@@ -35,8 +35,9 @@ _TIMING_WORDS = r"seconds?|secs?|elapsed|wall|cpu|runtime|duration|eta|h:m:s|tim
 _TIMING_RE = re.compile(
     rf"(^|[^a-z0-9])({_TIMING_WORDS})([^a-z0-9]|$)"  # a timing word as a name part
     r"|(^|[^a-z0-9])s$"  # ..._s (wall_s, steps_per_s)
-    r"|[a-z0-9]_time($|[^a-z0-9])|(^|[^a-z0-9])time_(?!q\d)",  # cpu_time, time_s (not bare
-    # "time", nor time_q25: a quantile of survival time)
+    # cpu_time, time_s (not bare "time", nor time_q25 / time_min ...: survival-time summaries)
+    r"|[a-z0-9]_time($|[^a-z0-9])"
+    r"|(^|[^a-z0-9])time_(?!(q\d+|min|max|median|mean)($|[^a-z0-9]))",
 )
 
 
