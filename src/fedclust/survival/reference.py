@@ -1,5 +1,6 @@
 """The federated references on the real training centres (seed 003 §7.2, §11.2): the
-stratified Cox-PH fitted from per-centre sums (exact: equal to lifelines on the pooled data) and
+stratified Cox-PH on ``survival.coxph_covariates`` fitted from per-centre sums (exact: equal to
+lifelines on the pooled data) and
 the KM / log-rank of BM_BLAST groups from per-centre counts on the public time grid
 (``survival.km_grid``, cells below the centres' floor merged; issue 22), with its distance to
 lifelines' exact pooled KM and log-rank."""
@@ -14,6 +15,7 @@ import pandas as pd
 from lifelines import CoxPHFitter
 from lifelines.statistics import multivariate_logrank_test
 
+from fedclust.errors import ConfigError
 from fedclust.federation import Ledger
 
 from .coxph import fit_federated_coxph
@@ -36,6 +38,22 @@ def bm_groups(bm: np.ndarray) -> np.ndarray:
     return out.astype(str)
 
 
+def cox_covariates(covariates: list[str], cfg: dict[str, Any]) -> tuple[list[str], list[int]]:
+    """(names, column indices) of the Cox-PH check: ``survival.coxph_covariates`` = clinical
+    (the configured clinical list present in the cohort) or all."""
+    if cfg.get("coxph_covariates", "clinical") == "all":
+        return list(covariates), list(range(len(covariates)))
+    clinical = set(cfg.get("clinical") or [])
+    cols = [j for j, c in enumerate(covariates) if c in clinical]
+    if not cols:
+        raise ConfigError(
+            "no clinical covariate in the survival cohort for the Cox-PH check",
+            where="survival.coxph_covariates",
+            fix="set survival.clinical, or survival.coxph_covariates: all",
+        )
+    return [covariates[j] for j in cols], cols
+
+
 def reference_checks(
     x: pd.DataFrame, obs: pd.DataFrame, endpoint: str, scenario: str, cfg: dict[str, Any], seed: int
 ):
@@ -44,18 +62,20 @@ def reference_checks(
     K = int(cfg["n_centres"])
     cen = d["centre"]
     X, t, e = d["x_train"].astype(float), d["t_train"], d["e_train"]
+    names, cols = cox_covariates(d["covariates"], cfg)
+    Xc = X[:, cols]
     ledger = Ledger()
     beta, se, path = fit_federated_coxph(
-        [(X[cen == k], t[cen == k], e[cen == k]) for k in range(K)], ledger
+        [(Xc[cen == k], t[cen == k], e[cen == k]) for k in range(K)], ledger
     )
-    df = pd.DataFrame(X, columns=d["covariates"]).assign(T=t, E=e, centre=cen)
+    df = pd.DataFrame(Xc, columns=names).assign(T=t, E=e, centre=cen)
     cph = CoxPHFitter().fit(
         df, "T", "E", strata=["centre"], fit_options={"precision": 1e-12, "max_steps": 200}
     )
-    ref = cph.params_.reindex(d["covariates"]).to_numpy()
+    ref = cph.params_.reindex(names).to_numpy()
     coef = pd.DataFrame(
         {
-            "covariate": d["covariates"],
+            "covariate": names,
             "beta_federated": beta,
             "se_federated": se,
             "beta_lifelines": ref,
@@ -67,6 +87,7 @@ def reference_checks(
         "endpoint": endpoint,
         "scenario": scenario,
         "centres": K,
+        "coxph_covariates": len(names),
         "coxph_max_abs_diff": float(np.abs(beta - ref).max()),
         "coxph_loglik_federated": float(path[-1]),
         "coxph_loglik_lifelines": float(cph.log_likelihood_),

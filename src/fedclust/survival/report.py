@@ -320,7 +320,9 @@ def build_section(
         {
             "path": out.checks,
             "caption": "Federated references on the training "
-            "centres (repetition 0): Cox-PH stratified by centre fitted by Newton steps from "
+            "centres (repetition 0): Cox-PH stratified by centre (on survival.coxph_covariates: "
+            "the clinical ones by default, coxph_covariates = their number; all 64 would exceed "
+            "the centres' nfilter_glm) fitted by Newton steps from "
             "per-centre log-likelihood / gradient / Hessian sums vs lifelines "
             "CoxPHFitter(strata=centre) on the pooled data (max |Δβ|), and Kaplan–Meier / "
             "log-rank of IPSS-R marrow-blast groups from per-centre event / censoring counts on "
