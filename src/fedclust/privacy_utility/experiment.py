@@ -29,7 +29,9 @@ Methods (headline metric):
   and breach rate (error ≤ 0.2) over ε;
 - ``admm`` — consensus ADMM (seed 003 ch. 3) with each centre's iterate clipped and noised at
   the centre, summed under secure aggregation (:mod:`.admm`): the relative objective gap to
-  the pooled optimum (lower is better).
+  the pooled optimum (lower is better);
+- ``boosting`` — federated gradient boosting (histogram protocol, seed 003 §9.2) with Gaussian
+  noise on each centre's gradient/hessian sums and counts (:mod:`.boosting`): test AUC.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from .records import (
 
 log = logging.getLogger(__name__)
 
-METHODS = ("dp_lloyd", "hac", "km", "survival", "heart", "dec", "known_io", "admm")
+METHODS = ("dp_lloyd", "hac", "km", "survival", "heart", "dec", "known_io", "admm", "boosting")
 #: per method: headline metric, whether higher is better, the "within 5 %" rule
 HEADLINE_METRICS = {
     "dp_lloyd": ("fmi", True),
@@ -73,6 +75,7 @@ HEADLINE_METRICS = {
     "dec": ("accuracy", True),
     "known_io": ("median_rel_error", True),
     "admm": ("objective_gap", False),
+    "boosting": ("auc", True),
 }
 
 
@@ -549,6 +552,13 @@ def run_admm(acfg: dict[str, Any], cfg: dict[str, Any], seed: int):
     return _run(acfg, cfg, seed)
 
 
+def run_boosting(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int):
+    """Federated boosting with the centres' statistics noised at the centre (:mod:`.boosting`)."""
+    from .boosting import run_boosting as _run
+
+    return _run(bcfg, cfg, seed)
+
+
 RUNNERS = {
     "dp_lloyd": run_dp_lloyd,
     "hac": run_hac,
@@ -558,6 +568,7 @@ RUNNERS = {
     "heart": run_heart,
     "dec": run_dec,
     "admm": run_admm,
+    "boosting": run_boosting,
 }
 
 
@@ -580,11 +591,13 @@ def run_unit(
     seed: int,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One method's job from its input tables (:func:`.workflow.inputs`); ``config`` is the
-    whole workflow config (the stages' own sections: survival, decentral, dec, admm)."""
+    whole workflow config (the stages' own sections: survival, decentral, dec, admm, boosting)."""
     check_method(method)
     m = cfg[method]
     if method == "admm":  # the ADMM stage's bundled data: no input files
         return run_admm(config["admm"], cfg, seed)
+    if method == "boosting":  # the bundled breast-cancer data: no input files
+        return run_boosting(config["boosting"], cfg, seed)
     if method in ("dp_lloyd", "km", "dec"):
         ids = features.index.astype(str)
         obs = obs.set_axis(obs.index.astype(str)).loc[ids]
