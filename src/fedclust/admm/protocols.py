@@ -38,9 +38,10 @@ DESIGN_ACK = Protocol("admm_design_ack", {"n": "count"})
 #: requests that carry nothing: the centre answers from its own rows and state
 MOMENTS_REQUEST = Protocol("admm_standardize_request", {})
 LOCAL_REQUEST = Protocol("admm_local_update_request", {})
+#: the stage's own run (the private iteration's two are the privacy–utility stage's)
 PROTOCOLS = (
     MOMENTS_REQUEST, STANDARDIZE, DESIGN, DESIGN_ACK, LOCAL_REQUEST, LOCAL_UPDATE, CONSENSUS,
-    OBJECTIVE, PRIVATE_UPDATE, CONSENSUS_ACK,
+    OBJECTIVE,
 )  # fmt: skip
 
 

@@ -39,7 +39,7 @@ from fedclust.federation.dp import clip_rows
 from fedclust.seeds import derive_seed, rng
 
 from .centre import SECURE_ONLY
-from .records import budget_rows, curve_row, epsilons, frames, noise_multiplier
+from .records import budget_rows, curve_row, epsilons, frames, noise_multiplier, spent
 
 
 class PrivateAdmmCentre(AdmmCentre):
@@ -132,7 +132,7 @@ def run_admm(acfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[pd.D
                 "gaussian at the centre on the clipped iterate (Δ₂ = 2·bound), secure sum",
                 iters,
                 z,
-                _spent(z, iters, delta),
+                spent(z, iters, delta),
                 delta,
             )
         curve.append(curve_row("admm", "pooled", math.inf, sd, "objective_gap", 0.0))
@@ -146,9 +146,3 @@ def run_admm(acfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[pd.D
         iso = float(np.dot(w, [g for _, g in own]) / w.sum())
         curve.append(curve_row("admm", "isolated", math.inf, sd, "objective_gap", iso))
     return frames(curve, budget)
-
-
-def _spent(z: float, releases: int, delta: float) -> float:
-    from .experiment import _spent as spent
-
-    return spent(z, releases, delta)

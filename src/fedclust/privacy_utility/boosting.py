@@ -47,7 +47,7 @@ from fedclust.federation import Abstain, Ledger, federate
 from fedclust.federation.disclosure import configured_policy
 from fedclust.seeds import derive_seed, rng
 
-from .records import budget_rows, curve_row, epsilons, frames, noise_multiplier
+from .records import budget_rows, curve_row, epsilons, frames, noise_multiplier, spent
 
 #: Δ₂ of Σg and Σh of one patient (logistic loss: |g| ≤ 1, h ≤ 1/4)
 G_BOUND, H_BOUND = 1.0, 0.25
@@ -150,7 +150,7 @@ def run_boosting(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[
                 "gaussian at the centre on Σg, Σh and counts (|g| ≤ 1, h ≤ 1/4)",
                 releases,
                 z,
-                _spent(z, releases, delta),
+                spent(z, releases, delta),
                 delta,
             )
         pgrid = GR.pooled_grid(Xtr, **gcfg)
@@ -164,9 +164,3 @@ def run_boosting(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[
             each.append(scores(yte, BP.xgboost_margin(bst, Xte))[0])
         curve.append(curve_row("boosting", "isolated", math.inf, sd, "auc", float(np.mean(each))))
     return frames(curve, budget)
-
-
-def _spent(z: float, releases: int, delta: float) -> float:
-    from .experiment import _spent as spent
-
-    return spent(z, releases, delta)

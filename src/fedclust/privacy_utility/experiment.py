@@ -47,7 +47,7 @@ import pandas as pd
 from fedclust.errors import ConfigError
 from fedclust.federation import Ledger, PrivacySettings, federate
 from fedclust.federation import privacy as PV
-from fedclust.federation.dp import Accountant, clip_rows
+from fedclust.federation.dp import clip_rows
 from fedclust.seeds import derive_seed, rng
 
 from . import pooled as R
@@ -60,6 +60,7 @@ from .records import (
     frames,
     noise_multiplier,
     settings_for,
+    spent,
 )
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ def _fed(centres, server, cfg: dict[str, Any]):
 
 
 def _spent(z: float, releases: int, delta: float) -> float:
-    return math.inf if z == 0 else Accountant().gaussian(z, releases).epsilon(delta)
+    return spent(z, releases, delta)
 
 
 def _fmi(a, b) -> float:
