@@ -47,7 +47,7 @@ def settings_for(eps: float, cfg: dict[str, Any], seed: int, clip: float) -> Pri
 @functools.lru_cache(maxsize=256)
 def noise_multiplier(eps: float, delta: float, releases: int) -> float:
     """z calibrated to spend ``eps`` over ``releases`` Gaussian releases (0 at ε = ∞); cached
-    (the same ε for every seed: one calibration, ~0.6 CPU-s, instead of one per seed)."""
+    (the same ε for every seed: one bisection instead of one per seed)."""
     return 0.0 if math.isinf(eps) else calibrate_gaussian(eps, delta, releases)
 
 
