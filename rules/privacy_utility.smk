@@ -32,7 +32,8 @@ rule privacy_utility_run:
         cfg=PU,
         methods=lambda wc: PUW.job_methods(PU, wc),
         config=lambda wc: {
-            k: config.get(k, {}) for k in ("dec", "survival", "decentral")
+            k: config.get(k, {})
+            for k in ("dec", "survival", "decentral", "admm", "boosting")
         },
         seed=SEED,
     script:

@@ -11,8 +11,10 @@ from fedclust.privacy_utility.experiment import run_unit
 def main() -> None:
     inp, out = snakemake.input, snakemake.output
     for method in snakemake.params.methods:
-        features = pd.read_parquet(inp[f"{method}_features"])
-        obs = pd.read_csv(inp[f"{method}_obs"], sep="\t", index_col=0, dtype={"tss": str})
+        features, obs = None, None
+        if f"{method}_features" in inp.keys():
+            features = pd.read_parquet(inp[f"{method}_features"])
+            obs = pd.read_csv(inp[f"{method}_obs"], sep="\t", index_col=0, dtype={"tss": str})
         key = f"{method}_split"
         split = pd.read_csv(inp[key], sep="\t", index_col=0) if key in inp.keys() else None
         curve, budget = run_unit(

@@ -29,7 +29,8 @@ LAYERS = {
     "perf": 4,  # times the hac methods
     "generative": 4,  # on survival's cohort and C-index
     "boosting": 4,  # on the admm and decentral data loaders
-    "privacy_utility": 4,  # DP on the dec, hac, survival and decentral (heart) methods
+    # DP on the dec, hac, survival, decentral (heart), admm and boosting methods: above boosting
+    "privacy_utility": 5,
     "flower": 5, "transports": 5, "sections": 5, "cli": 5, "config_doc": 5,
 }  # fmt: skip
 #: stage packages: one imports another only across layers (attacks -> hac, fedcref -> dec)

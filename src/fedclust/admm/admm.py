@@ -58,6 +58,7 @@ from ..federation import (
     Transport,
     call_all,
     federate,
+    secure_sum,
 )
 from ..federation.disclosure import DisclosurePolicy
 from ..federation.guard import centre_policy
@@ -65,12 +66,14 @@ from . import problems as P
 from .data import center_moments, design, server_moments
 from .protocols import (
     CONSENSUS,
+    CONSENSUS_ACK,
     DESIGN,
     DESIGN_ACK,
     LOCAL_REQUEST,
     LOCAL_UPDATE,
     MOMENTS_REQUEST,
     OBJECTIVE,
+    PRIVATE_UPDATE,
     STANDARDIZE,
     takes_part,
 )
@@ -391,7 +394,7 @@ def server_objective(messages: Sequence[Message], z: np.ndarray, settings: AdmmS
     )
 
 
-def consensus_server(settings: AdmmSettings, min_samples: int = 1):
+def consensus_server(settings: AdmmSettings, min_samples: int = 1, private: bool = False):
     """The server of Algorithm 2 (generalised): ``server(proxies) -> AdmmResult`` over the
     centres' proxies, seeing only their messages.
 
@@ -400,6 +403,13 @@ def consensus_server(settings: AdmmSettings, min_samples: int = 1):
     N_total, from those messages only). Iteration k: ``local_update`` → (x_i, w_i, n_i),
     the z-update, ``consensus`` {z} → each centre's loss at z (the objective), residuals and
     stopping. ``min_samples``: the ledger's rule (``admm.min_samples``).
+
+    ``private`` (the privacy–utility stage, issue 24): iteration k is instead ``private_update``
+    → each centre's clipped, noised v_i = x_{i,k+1} + w_{i,k} (:data:`PRIVATE_UPDATE`, noise
+    added at the centre) through :func:`fedclust.federation.secure_sum` (secure aggregation as
+    the process's privacy settings say), z from their mean, ``consensus`` {z} acknowledged
+    without a loss; no residuals or objective (NaN in the history: they are not privatised),
+    so the run takes exactly ``max_iter`` iterations (the accountant's number of releases).
     """
     s = settings
     m = int(min_samples)
@@ -433,6 +443,10 @@ def consensus_server(settings: AdmmSettings, min_samples: int = 1):
         z: np.ndarray | None = None
         rows, converged = [], False
         for k in range(1, s.max_iter + 1):
+            if private:
+                z = _private_iteration(proxies, k, s, m)
+                rows.append(_row(k, *[np.nan] * 5))
+                continue
             msgs = _answered(
                 call_all(proxies, "local_update", {}, k, "local_update", up_p, LOCAL_REQUEST),
                 proxies, k,
@@ -453,6 +467,20 @@ def consensus_server(settings: AdmmSettings, min_samples: int = 1):
         return AdmmResult(z, hist, converged, time.perf_counter() - t0)
 
     return server
+
+
+def _private_iteration(proxies: list, k: int, s: AdmmSettings, min_samples: int) -> np.ndarray:
+    """One iteration of the private mode (:func:`consensus_server`): secure Σ v_i, the
+    z-update from their mean, z sent down (acknowledged)."""
+    up_p, ack_p = (replace(p, min_samples=min_samples) for p in (PRIVATE_UPDATE, CONSENSUS_ACK))
+    sums, alive = secure_sum(proxies, "private_update", {}, k, "private_update", up_p,
+                             LOCAL_REQUEST)  # fmt: skip
+    _answered([sums if p.cid in alive else None for p in proxies], proxies, k)
+    v = np.asarray(sums["v"], dtype=float) / len(proxies)
+    z = P.z_update(s.problem, v, s.lam, s.rho, len(proxies), s.penalize_bias)
+    _answered(call_all(proxies, "consensus", {"z": z}, k, "objective", ack_p, CONSENSUS),
+              proxies, k)  # fmt: skip
+    return z
 
 
 def _same_dims(dims: Sequence[int]) -> int:
@@ -480,11 +508,13 @@ def admm_federated(
     ledger: Ledger | None = None,
     min_samples: int = 1,
     transport: Transport = INPROCESS,
+    private: bool = False,
 ) -> AdmmResult:
     """Consensus ADMM over ``centres`` through the seam :func:`fedclust.federation.federate`
-    (``transport``: in-process or Flower), every message in ``ledger``."""
+    (``transport``: in-process or Flower), every message in ``ledger``; ``private``: the
+    centres' privatised iteration (:func:`consensus_server`)."""
     ledger = ledger if ledger is not None else Ledger()
-    server = consensus_server(settings, min_samples)
+    server = consensus_server(settings, min_samples, private)
     res = federate(list(centres), server, ledger=ledger, transport=transport)
     res.ledger = ledger
     return res

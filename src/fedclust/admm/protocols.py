@@ -20,6 +20,13 @@ LOCAL_UPDATE = Protocol(
 )
 CONSENSUS = Protocol("admm_consensus", {"z": "parameters"})
 OBJECTIVE = Protocol("admm_objective", {"loss": "aggregate", "n": "count"})
+#: the privatised iteration (privacy–utility stage, issue 24): a centre's clipped, noised
+#: x_{i,k+1} + w_{i,k} (all the z-update needs), summed under secure aggregation; the centre
+#: then only acknowledges z_{k+1} (its loss at z is not released: it is not privatised)
+PRIVATE_UPDATE = Protocol(
+    "admm_private_update", {"v": "parameters", "n": "count"}, glm=True, summed=True
+)
+CONSENSUS_ACK = Protocol("admm_consensus_ack", {"n": "count"})
 #: round 0 after the moments: the pooled mean / SD (standardising) and N_total (the loss
 #: weight 1/N_total), from the centres' messages only; the centre acknowledges with n_i
 DESIGN = Protocol(
@@ -31,6 +38,7 @@ DESIGN_ACK = Protocol("admm_design_ack", {"n": "count"})
 #: requests that carry nothing: the centre answers from its own rows and state
 MOMENTS_REQUEST = Protocol("admm_standardize_request", {})
 LOCAL_REQUEST = Protocol("admm_local_update_request", {})
+#: the stage's own run (the private iteration's two are the privacy–utility stage's)
 PROTOCOLS = (
     MOMENTS_REQUEST, STANDARDIZE, DESIGN, DESIGN_ACK, LOCAL_REQUEST, LOCAL_UPDATE, CONSENSUS,
     OBJECTIVE,

@@ -7,7 +7,7 @@ from typing import Any
 
 from fedclust.errors import ConfigError
 
-METHODS = ("dp_lloyd", "hac", "km", "known_io", "survival", "heart", "dec")
+METHODS = ("dp_lloyd", "hac", "km", "known_io", "survival", "heart", "dec", "admm", "boosting")
 #: what every method writes under results/privacy_utility/{method}/
 UNIT_FILES = ("curve", "budget")
 
@@ -59,6 +59,8 @@ def unit_outputs(grouped: list[str] | None) -> dict[str, str]:
 def inputs(method: str, cfg: dict[str, Any]) -> dict[str, str]:
     """The named input files of one method's job."""
     m = cfg.get(method, {})
+    if method in ("admm", "boosting"):  # bundled data sets (scikit-learn)
+        return {}
     if method in ("dp_lloyd", "km", "dec"):
         return {
             "features": "results/data/mds/features.parquet",
