@@ -44,6 +44,11 @@ def _equal(a: dict, b: dict) -> None:
             assert v == b[k], k
 
 
+def _sent(ledger: pd.DataFrame) -> int:
+    """The messages of a ledger table (its abstention rows are not messages)."""
+    return int((ledger.kind != "abstain").sum())
+
+
 # ---------------------------------------------------------------- the stages' centres
 def dec_setup(root, dec_toy_cfg, toy_blobs, n_centres: int = 2, features: int = 12):
     from fedclust.dec import deployment as dd
@@ -305,7 +310,7 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
         _run_with_loss("survival", sdirs, SURVIVAL, "centre0", 1, min_available=3)
 
 
-@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm"])
+@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm", "boosting"])
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
 ):
@@ -323,19 +328,23 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     elif stage == "admm":
         centres, params = admm_centres()
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage == "boosting":
+        centres, params, _ = boosting_centres("vote_union_s2")
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     else:
         params = HEART
         dirs = deployment.write_centres(deployment.get(stage), heart_centres(), tmp_path / "c")
     done = simulate(stage, dirs, params, tmp_path / "out")
     ref = deployment.run(stage, dirs, params)
     got = deployment.read_outputs(tmp_path / "out")
-    assert done["messages"] == len(ref["ledger"]) and done["dropped"] == {}
+    assert done["messages"] == _sent(ref["ledger"]) and done["dropped"] == {}
     for k, v in ref.items():
         if isinstance(v, pd.DataFrame):
             cols = [c for c in v.columns if c != "reason"]
             g = got[k][cols]
-            if "fields" in g:  # a request with no fields ("") reads back from CSV as NaN
-                g = g.assign(fields=g["fields"].fillna(""))
+            for c in ("fields", "receiver"):  # "" (a request with no fields, an
+                if c in g:  # abstention's receiver) reads back from CSV as NaN
+                    g = g.assign(**{c: g[c].fillna("")})
             pd.testing.assert_frame_equal(g, v[cols].astype(g.dtypes), check_exact=False,
                                           rtol=0, atol=1e-12)  # fmt: skip
         elif isinstance(v, list) and v and isinstance(v[0], np.ndarray):
@@ -388,3 +397,54 @@ def test_a_sites_own_disclosure_file_binds_its_centre_not_the_servers_params(tmp
     with pytest.raises(RuntimeError, match="every centre abstained"):
         simulate("check", dirs, {"nfilter_subset": 1}, tmp_path / "b", disclosure=site)
     assert "abstain" in (tmp_path / "b" / "progress.jsonl").read_text()
+
+
+# ---------------------------------------------------------------- boosting
+BOOSTING_CFG = {
+    "trees": 3,
+    "min_samples": 3,
+    "test_fraction": 0.25,
+    "local_rounds": 1,
+    "params": {"max_depth": 2, "eta": 0.3},
+    "grid": {"max_bin": 8, "sketch_bins": 16},
+}
+BOOSTING_SPLIT = {"kind": "equal", "n_centres": 3}
+
+
+def boosting_centres(scheme: str = "histogram", seed: int = 5):
+    """The boosting stage's centres of a workflow unit (breast cancer, three equal centres: the
+    training rows of :func:`fedclust.boosting.experiment.run_unit`), the unit's run parameters
+    and its held-out rows."""
+    from fedclust.boosting import data as D
+    from fedclust.boosting import deployment as bd
+
+    ds = D.load_breast_cancer()
+    centre = D.centres(ds, "iid", BOOSTING_SPLIT, seed, 0)
+    test = D.test_rows(ds.y, centre, BOOSTING_CFG["test_fraction"], seed, ds.name, "iid", 0)
+    params = bd.params_from_config(BOOSTING_CFG, scheme)
+    names = sorted(set(centre[~test].tolist()))
+    tr = ~test
+    cs = [bd.centre(c, ds.X[tr & (centre == c)], ds.y[tr & (centre == c)], params)
+          for c in names]  # fmt: skip
+    return cs, params, (ds, ds.X[test], ds.y[test])
+
+
+@pytest.mark.parametrize("scheme", ["histogram", "vote_union_s2", "cyclic"])
+def test_boosting_stage_is_the_workflow_unit_and_equal_on_flower(tmp_path, scheme):
+    """A federated boosting scheme from the centres' files: the workflow unit's model (same
+    AUC and log-loss on the held-out rows to the last bit, same messages, same leaves) and
+    bit-identical outputs in-process and on the simulation engine."""
+    from fedclust.boosting import deployment as bd
+    from fedclust.boosting import grid as GR
+    from fedclust.boosting.experiment import run_unit, scores
+
+    centres, params, (ds, xte, yte) = boosting_centres(scheme)
+    dirs = deployment.write_centres(deployment.get("boosting"), centres, tmp_path)
+    a = deployment.run("boosting", dirs, params)
+    _equal(a, deployment.run("boosting", dirs, params, transport=get_transport(SIM)))
+    ref = run_unit(ds, "iid", BOOSTING_SPLIT, scheme, 0, BOOSTING_CFG, 5).metrics.iloc[0]
+    model = bd.model_of(a)
+    auc, ll = scores(yte, model.margin(GR.encode(xte, model.grid)))
+    assert (auc, ll) == (ref.auc, ref.logloss) and a["n_trees"] == ref.trees == 3
+    assert len(a["ledger"]) == ref.messages + ref.abstentions
+    assert np.mean([len(t.leaves()) for t in model.trees]) == ref.leaves_per_tree
