@@ -310,7 +310,7 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
         _run_with_loss("survival", sdirs, SURVIVAL, "centre0", 1, min_available=3)
 
 
-@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm", "boosting"])
+@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm", "boosting", "bayes"])
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
 ):
@@ -330,6 +330,9 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "boosting":
         centres, params, _ = boosting_centres("vote_union_s2")
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage == "bayes":
+        centres, params, _ = bayes_centres(bayes_cfg(hierarchical=True))
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     else:
         params = HEART
@@ -448,3 +451,65 @@ def test_boosting_stage_is_the_workflow_unit_and_equal_on_flower(tmp_path, schem
     assert (auc, ll) == (ref.auc, ref.logloss) and a["n_trees"] == ref.trees == 3
     assert len(a["ledger"]) == ref.messages + ref.abstentions
     assert np.mean([len(t.leaves()) for t in model.trees]) == ref.leaves_per_tree
+
+
+# ---------------------------------------------------------------- bayes
+def bayes_cfg(algorithm: str = "pvi", schedule: str = "sampled", hierarchical: bool = False):
+    method = {"algorithm": algorithm, "schedule": schedule, "clients_per_round": 2, "rounds": 2,
+              "damping": "auto", "hierarchical": hierarchical}  # fmt: skip
+    return {
+        "init": {"rho_mean": -3.0},
+        "federated": {"n_clients": 3, "model": {"hidden": [8]}, "min_samples": 3,
+                      "local": {"epochs": 1, "batch_size": 64, "mc_test": 2},
+                      "splits": {"iid": {"kind": "equal"}}, "methods": {"m": method}},
+        "conjugate": {"enabled": False},
+    }  # fmt: skip
+
+
+def bayes_centres(cfg: dict, seed: int = 1, n: int = 240):
+    """The bayes stage's centres of federated unit ``m__iid`` (digits, three clients: the rows,
+    seeds and start point of :func:`fedclust.bayes.experiment.run_federated_unit`), the unit's
+    run parameters and its data."""
+    from fedclust.bayes import bbb, data, pooled
+    from fedclust.bayes import deployment as bd
+    from fedclust.bayes.experiment import make_centre, settings
+    from fedclust.seeds import derive_seed
+
+    d = data.build_dataset("digits", 1, 0.5, 0.0)
+    d = {**d, "x_train": d["x_train"][:n], "y_train": d["y_train"][:n], "val": d["val"][:n]}
+    c = settings(cfg)
+    fed = c["federated"]
+    params = bd.params_from_config(cfg, "m__iid", int(d["y_train"].max()) + 1, seed)
+    x, y, xt, yt = d["x_train"], d["y_train"], d["x_test"], d["y_test"]
+    split = fed["splits"]["iid"]
+    owner = data.split_clients(y, split, 3, seed)
+    towner = data.split_test(y, owner, yt, split["kind"], 3, seed)
+    layout = bbb.make_layout(x.shape[1], params["hidden"], params["n_classes"], params["bias"])
+    init = pooled.initial_posterior(layout, params["init"], seed)
+    s = bbb.TrainSettings.from_config(params["local"])
+    cs = [make_centre(params["algorithm"], f"c{i:03d}", i, (x[owner == i], y[owner == i],
+                      xt[towner == i], yt[towner == i]), layout, s,
+                      derive_seed(seed, "bayes", "client", "m__iid", i), init,
+                      params["prior_sigma"], params["min_samples"], params["var_max"],
+                      params["private_sigma"]) for i in range(3)]  # fmt: skip
+    return cs, params, d
+
+
+@pytest.mark.parametrize("algorithm", ["pvi", "pvi_hierarchical", "fedavg"])
+def test_bayes_stage_is_the_workflow_unit_and_equal_on_flower(tmp_path, algorithm):
+    """A federated bayes unit from the centres' files: the workflow unit's rounds (every
+    strategy record; the server-side accuracy on the pooled test images is the workflow's
+    evaluation, not a message) and ledger, bit-identical in-process and on the simulation
+    engine."""
+    from fedclust.bayes.experiment import run_federated_unit
+
+    cfg = bayes_cfg(algorithm[:3] if algorithm != "fedavg" else algorithm,
+                    hierarchical=algorithm.endswith("hierarchical"))  # fmt: skip
+    centres, params, d = bayes_centres(cfg)
+    dirs = deployment.write_centres(deployment.get("bayes"), centres, tmp_path)
+    a = deployment.run("bayes", dirs, params)
+    _equal(a, deployment.run("bayes", dirs, params, transport=get_transport(SIM)))
+    rounds, ledger, result = run_federated_unit(cfg, d, "m__iid", 1)
+    pd.testing.assert_frame_equal(a["rounds"], rounds.drop(columns="server_accuracy"))
+    pd.testing.assert_frame_equal(a["ledger"], ledger)
+    assert len(a["rounds"]) == 2 and result["messages"] == _sent(ledger) == 2 * 2 * 2

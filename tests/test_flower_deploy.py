@@ -30,6 +30,8 @@ from test_deployment import (
     SURVIVAL,
     _sent,
     admm_centres,
+    bayes_centres,
+    bayes_cfg,
     boosting_centres,
     dec_setup,
     heart_centres,
@@ -63,9 +65,12 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     boosting, boosting_params, _ = boosting_centres("vote_union_s2")
     deployment.write_centres(deployment.get("boosting"), boosting, root, folders)
     boosting_params = {**boosting_params, "trees": 1}
+    bayes, bayes_params, _ = bayes_centres(bayes_cfg(hierarchical=True))
+    deployment.write_centres(deployment.get("bayes"), bayes, root, folders)
     return root, folders, {"dec": dec_params, "survival": {**SURVIVAL, "hp": {**SURVIVAL["hp"],
                            "fe": 1}}, "heart": {**HEART, "rounds": 1},
-                           "admm": admm_params, "boosting": boosting_params}  # fmt: skip
+                           "admm": admm_params, "boosting": boosting_params,
+                           "bayes": bayes_params}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +109,7 @@ def _same(got: dict, ref: dict, tmp) -> None:
             assert got[k] == v, k
 
 
-@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm", "boosting"])
+@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm", "boosting", "bayes"])
 def test_stage_on_the_deployment_equals_inprocess(fed, site, stage):
     _, folders, params = site
     got = fed.run(stage, params[stage])

@@ -54,6 +54,7 @@ MODULES: dict[str, str] = {
     "heart": "fedclust.decentral.deployment",
     "admm": "fedclust.admm.deployment",
     "boosting": "fedclust.boosting.deployment",
+    "bayes": "fedclust.bayes.deployment",
 }
 REGISTRY: dict[str, DeployedStage] = {}
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
