@@ -310,7 +310,9 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
         _run_with_loss("survival", sdirs, SURVIVAL, "centre0", 1, min_available=3)
 
 
-@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm", "boosting", "bayes"])
+@pytest.mark.parametrize(
+    "stage", ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep"]
+)
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
 ):
@@ -333,6 +335,9 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "bayes":
         centres, params, _ = bayes_centres(bayes_cfg(hierarchical=True))
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage == "fedprep":
+        centres, params, _ = fedprep_centres()
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     else:
         params = HEART
@@ -513,3 +518,43 @@ def test_bayes_stage_is_the_workflow_unit_and_equal_on_flower(tmp_path, algorith
     pd.testing.assert_frame_equal(a["rounds"], rounds.drop(columns="server_accuracy"))
     pd.testing.assert_frame_equal(a["ledger"], ledger)
     assert len(a["rounds"]) == 2 and result["messages"] == _sent(ledger) == 2 * 2 * 2
+
+
+# ---------------------------------------------------------------- fedprep (RNA-seq)
+def fedprep_centres(samples: int = 60, genes: int = 40, top: int = 10):
+    """The fedprep stage's centres of a simulated cohort (negative-binomial counts, three
+    centres, one all-zero gene), the run parameters, and the cohort and its split."""
+    from fedclust.data.fedpreprocess import deployment as fd
+    from fedclust.data.fedpreprocess.server import RnaseqSettings
+
+    gen = np.random.default_rng(0)
+    mu = np.exp(gen.normal(3.0, 1.5, genes))[None, :] * gen.lognormal(0, 0.4, (samples, 1))
+    n = 1.0 / (0.05 + 2.0 / (mu.mean(axis=0) + 1.0))
+    counts = pd.DataFrame(gen.negative_binomial(n[None, :], n[None, :] / (n[None, :] + mu)),
+                          index=[f"s{i}" for i in range(samples)],
+                          columns=[f"g{j}" for j in range(genes)])  # fmt: skip
+    counts.iloc[:, 3] = 0
+    centre = pd.Series(np.array(["a", "b", "c"])[np.arange(samples) % 3], index=counts.index)
+    s = RnaseqSettings(top_genes=top, seed=3)
+    return fd.centres(counts, centre, 3), fd.params_from(s, 3), (counts, centre, s)
+
+
+def test_fedprep_stage_is_the_data_stages_run_and_equal_on_flower(tmp_path):
+    """Federated RNA-seq preprocessing from the centres' files: the data stage's fit (every
+    aggregate and decision bit for bit, the same top-N genes) and ledger, bit-identical
+    in-process and on the simulation engine."""
+    from fedclust.data.fedpreprocess import federated_rnaseq
+
+    centres, params, (counts, centre, s) = fedprep_centres()
+    dirs = deployment.write_centres(deployment.get("fedprep"), centres, tmp_path)
+    a = deployment.run("fedprep", dirs, params)
+    _equal(a, deployment.run("fedprep", dirs, params, transport=get_transport(SIM)))
+    ref = federated_rnaseq(counts, centre, s, 3)
+    for k in ("logmeans", "normed_means", "normed_var", "expressed", "fit_idx", "alpha_hat",
+              "dispersions", "converged", "vst_var", "selected"):  # fmt: skip
+        assert np.array_equal(a[k], getattr(ref.fit, k)), k
+    assert (a["coeffs"] is None) == (ref.fit.coeffs is None)
+    assert a["coeffs"] is None or np.array_equal(a["coeffs"], ref.fit.coeffs)
+    assert a["mean_disp"] == ref.fit.mean_disp and a["nb_rounds"] == ref.fit.nb_rounds > 1
+    assert a["selected_genes"] == list(ref.vst.columns) and len(a["selected_genes"]) == 10
+    pd.testing.assert_frame_equal(a["ledger"], ref.ledger.table())

@@ -34,6 +34,7 @@ from test_deployment import (
     bayes_cfg,
     boosting_centres,
     dec_setup,
+    fedprep_centres,
     heart_centres,
     survival_centres,
 )
@@ -67,10 +68,12 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     boosting_params = {**boosting_params, "trees": 1}
     bayes, bayes_params, _ = bayes_centres(bayes_cfg(hierarchical=True))
     deployment.write_centres(deployment.get("bayes"), bayes, root, folders)
+    fedprep, fedprep_params, _ = fedprep_centres()
+    deployment.write_centres(deployment.get("fedprep"), fedprep, root, folders)
     return root, folders, {"dec": dec_params, "survival": {**SURVIVAL, "hp": {**SURVIVAL["hp"],
                            "fe": 1}}, "heart": {**HEART, "rounds": 1},
                            "admm": admm_params, "boosting": boosting_params,
-                           "bayes": bayes_params}  # fmt: skip
+                           "bayes": bayes_params, "fedprep": fedprep_params}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +112,9 @@ def _same(got: dict, ref: dict, tmp) -> None:
             assert got[k] == v, k
 
 
-@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm", "boosting", "bayes"])
+@pytest.mark.parametrize(
+    "stage", ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep"]
+)
 def test_stage_on_the_deployment_equals_inprocess(fed, site, stage):
     _, folders, params = site
     got = fed.run(stage, params[stage])

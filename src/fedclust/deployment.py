@@ -55,6 +55,7 @@ MODULES: dict[str, str] = {
     "admm": "fedclust.admm.deployment",
     "boosting": "fedclust.boosting.deployment",
     "bayes": "fedclust.bayes.deployment",
+    "fedprep": "fedclust.data.fedpreprocess.deployment",
 }
 REGISTRY: dict[str, DeployedStage] = {}
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
