@@ -558,3 +558,18 @@ def test_fedprep_stage_is_the_data_stages_run_and_equal_on_flower(tmp_path):
     assert a["mean_disp"] == ref.fit.mean_disp and a["nb_rounds"] == ref.fit.nb_rounds > 1
     assert a["selected_genes"] == list(ref.vst.columns) and len(a["selected_genes"]) == 10
     pd.testing.assert_frame_equal(a["ledger"], ref.ledger.table())
+
+
+def test_a_sites_disclosure_file_raises_the_boosting_centres_floor(tmp_path):
+    """The boosting centre derives its floor and declared protocols from its policy: a site's
+    own file, set after the centre is built from its file, raises them (and never lowers)."""
+    centres, params, _ = boosting_centres()
+    (d, *_) = deployment.write_centres(deployment.get("boosting"), centres[:1], tmp_path / "c")
+    site = tmp_path / "site.yaml"
+    site.write_text("disclosure:\n  default:\n    nfilter_subset: 40\n")
+    st = deployment.get("boosting")
+    assert deployment.load_centre(st, d, params).floor == 3
+    c = deployment.load_centre(st, d, params, disclosure=site)
+    assert c.floor == 40 and c.protocols["histograms"].min_samples == 40
+    site.write_text("disclosure:\n  default:\n    nfilter_subset: 1\n")
+    assert deployment.load_centre(st, d, params, disclosure=site).floor == 3
