@@ -573,3 +573,38 @@ def test_a_sites_disclosure_file_raises_the_boosting_centres_floor(tmp_path):
     assert c.floor == 40 and c.protocols["histograms"].min_samples == 40
     site.write_text("disclosure:\n  default:\n    nfilter_subset: 1\n")
     assert deployment.load_centre(st, d, params, disclosure=site).floor == 3
+
+
+def test_a_fresh_centre_process_resolves_every_protocol_it_answers(tmp_path):
+    """A deployment answers each message in a fresh process: there a centre resolves the
+    protocols its replies go under from its own declaration (``centre.protocols``) or the
+    stage's ``setup`` only — not from a Protocol the server's code built in the same process
+    (which the in-process and one-process runs above cannot tell apart)."""
+    import json
+
+    cases = {}
+    for stage, (centres, params) in {
+        "boosting": boosting_centres("vote_union_s2")[:2],
+        "bayes": bayes_centres(bayes_cfg(hierarchical=True))[:2],
+        "fedprep": fedprep_centres()[:2],
+    }.items():
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / stage)
+        led = deployment.run(stage, dirs, params)["ledger"]
+        names = sorted(set(led[led.sender != "server"].protocol))
+        cases[stage] = (str(dirs[0]), params, names)
+    code = (
+        "import json, sys\n"
+        "from fedclust import deployment\n"
+        "from fedclust.federation.guard import REGISTRY\n"
+        "bad = []\n"
+        "for stage, (d, params, names) in json.loads(sys.argv[1]).items():\n"
+        "    c = deployment.load_centre(deployment.get(stage), d, params)\n"
+        "    own = getattr(c, 'protocols', None)\n"
+        "    mine = {p.name for p in own.values()} if isinstance(own, dict) else set()\n"
+        "    bad += [f'{stage}:{n}' for n in names if n not in mine and n not in REGISTRY]\n"
+        "print(json.dumps(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(cases)], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    assert all(n for _, _, n in cases.values())
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

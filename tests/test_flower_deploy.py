@@ -2,7 +2,8 @@
 secured as real sites run it — TLS with an openssl-made CA, SuperNode authentication (keys
 registered with ``flwr supernode register``), in-memory state, no runtime dependency
 installation — and one SuperNode per centre holding only that centre's folder. Several stages
-run on the session (DEC stages A–C, survival Weights Averaging, heart FL, consensus ADMM), each
+run on the session (DEC stages A–C, survival Weights Averaging, heart FL, consensus ADMM, cyclic
+XGBoost-style boosting, hierarchical PVI, federated RNA-seq preprocessing), each
 equal bit for bit to the same stage in-process with the centres built from the same files; then
 a centre that fails, a SuperNode killed mid-run under a FedAvg protocol with ``min_available``
 (the run goes on, the ledger records the drop) and under an exact protocol (the run stops naming
@@ -47,8 +48,8 @@ COLS = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
-    """Three sites' folders (dec.npz, survival.npz, heart.npz, admm.npz each) and the stages'
-    params."""
+    """Three sites' folders (dec.npz, survival.npz, heart.npz, admm.npz, boosting.npz,
+    bayes.npz, fedprep.npz each) and the stages' params."""
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("sites")
     folders = [root / f"site_{i}" for i in range(3)]
@@ -63,7 +64,9 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     admm, admm_params = admm_centres()
     deployment.write_centres(deployment.get("admm"), admm, root, folders)
     admm_params = {**admm_params, "settings": {**admm_params["settings"], "max_iter": 4}}
-    boosting, boosting_params, _ = boosting_centres("vote_union_s2")
+    # the deployed stages below: few round trips (each ~3-10 s here, a fresh flwr-clientapp per
+    # message); every scheme and more rounds: tests/test_deployment.py, on flower-simulation
+    boosting, boosting_params, _ = boosting_centres("cyclic")
     deployment.write_centres(deployment.get("boosting"), boosting, root, folders)
     boosting_params = {**boosting_params, "trees": 1}
     bayes, bayes_params, _ = bayes_centres(bayes_cfg(hierarchical=True))

@@ -30,7 +30,7 @@ import pandas as pd
 from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
 from fedclust.seeds import derive_seed
 
-from . import bbb, pooled, server
+from . import bbb, pooled, protocols, server
 from .experiment import _damping, _per_round, make_centre, server_parts, settings
 
 NAME = "bayes"
@@ -72,6 +72,16 @@ def save(centre: Any, path: Path) -> None:
              cid=centre.cid, index=int(centre.index), seed=int(centre.seed))  # fmt: skip
 
 
+def setup(params: Mapping[str, Any]) -> None:
+    """Declare the unit's protocol at the centre (a request names it; a deployment answers
+    every message in a fresh process, where only declared protocols resolve)."""
+    floor = int(params["min_samples"])
+    if params["algorithm"] == "pvi":
+        protocols.pvi_delta(floor)
+    else:
+        protocols.fedavg_fit(floor)
+
+
 def load(path: Path, params: Mapping[str, Any]) -> Any:
     d = load_npz(path)
     layout = _layout(d["x"].shape[1], params)
@@ -107,4 +117,4 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
     return {"eta": [np.asarray(a) for a in final], "rounds": pd.DataFrame(records)}
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=False))
+STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=False, setup=setup))
