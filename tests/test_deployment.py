@@ -44,6 +44,11 @@ def _equal(a: dict, b: dict) -> None:
             assert v == b[k], k
 
 
+def _sent(ledger: pd.DataFrame) -> int:
+    """The messages of a ledger table (its abstention rows are not messages)."""
+    return int((ledger.kind != "abstain").sum())
+
+
 # ---------------------------------------------------------------- the stages' centres
 def dec_setup(root, dec_toy_cfg, toy_blobs, n_centres: int = 2, features: int = 12):
     from fedclust.dec import deployment as dd
@@ -305,7 +310,9 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
         _run_with_loss("survival", sdirs, SURVIVAL, "centre0", 1, min_available=3)
 
 
-@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm"])
+@pytest.mark.parametrize(
+    "stage", ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep"]
+)
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
 ):
@@ -323,19 +330,29 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     elif stage == "admm":
         centres, params = admm_centres()
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage == "boosting":
+        centres, params, _ = boosting_centres("vote_union_s2")
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage == "bayes":
+        centres, params, _ = bayes_centres(bayes_cfg(hierarchical=True))
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage == "fedprep":
+        centres, params, _ = fedprep_centres()
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     else:
         params = HEART
         dirs = deployment.write_centres(deployment.get(stage), heart_centres(), tmp_path / "c")
     done = simulate(stage, dirs, params, tmp_path / "out")
     ref = deployment.run(stage, dirs, params)
     got = deployment.read_outputs(tmp_path / "out")
-    assert done["messages"] == len(ref["ledger"]) and done["dropped"] == {}
+    assert done["messages"] == _sent(ref["ledger"]) and done["dropped"] == {}
     for k, v in ref.items():
         if isinstance(v, pd.DataFrame):
             cols = [c for c in v.columns if c != "reason"]
             g = got[k][cols]
-            if "fields" in g:  # a request with no fields ("") reads back from CSV as NaN
-                g = g.assign(fields=g["fields"].fillna(""))
+            for c in ("fields", "receiver"):  # "" (a request with no fields, an
+                if c in g:  # abstention's receiver) reads back from CSV as NaN
+                    g = g.assign(**{c: g[c].fillna("")})
             pd.testing.assert_frame_equal(g, v[cols].astype(g.dtypes), check_exact=False,
                                           rtol=0, atol=1e-12)  # fmt: skip
         elif isinstance(v, list) and v and isinstance(v[0], np.ndarray):
@@ -388,3 +405,206 @@ def test_a_sites_own_disclosure_file_binds_its_centre_not_the_servers_params(tmp
     with pytest.raises(RuntimeError, match="every centre abstained"):
         simulate("check", dirs, {"nfilter_subset": 1}, tmp_path / "b", disclosure=site)
     assert "abstain" in (tmp_path / "b" / "progress.jsonl").read_text()
+
+
+# ---------------------------------------------------------------- boosting
+BOOSTING_CFG = {
+    "trees": 3,
+    "min_samples": 3,
+    "test_fraction": 0.25,
+    "local_rounds": 1,
+    "params": {"max_depth": 2, "eta": 0.3},
+    "grid": {"max_bin": 8, "sketch_bins": 16},
+}
+BOOSTING_SPLIT = {"kind": "equal", "n_centres": 3}
+
+
+def boosting_centres(scheme: str = "histogram", seed: int = 5):
+    """The boosting stage's centres of a workflow unit (breast cancer, three equal centres: the
+    training rows of :func:`fedclust.boosting.experiment.run_unit`), the unit's run parameters
+    and its held-out rows."""
+    from fedclust.boosting import data as D
+    from fedclust.boosting import deployment as bd
+
+    ds = D.load_breast_cancer()
+    centre = D.centres(ds, "iid", BOOSTING_SPLIT, seed, 0)
+    test = D.test_rows(ds.y, centre, BOOSTING_CFG["test_fraction"], seed, ds.name, "iid", 0)
+    params = bd.params_from_config(BOOSTING_CFG, scheme)
+    names = sorted(set(centre[~test].tolist()))
+    tr = ~test
+    cs = [bd.centre(c, ds.X[tr & (centre == c)], ds.y[tr & (centre == c)], params)
+          for c in names]  # fmt: skip
+    return cs, params, (ds, ds.X[test], ds.y[test])
+
+
+@pytest.mark.parametrize("scheme", ["histogram", "vote_union_s2", "cyclic"])
+def test_boosting_stage_is_the_workflow_unit_and_equal_on_flower(tmp_path, scheme):
+    """A federated boosting scheme from the centres' files: the workflow unit's model (same
+    AUC and log-loss on the held-out rows to the last bit, same messages, same leaves) and
+    bit-identical outputs in-process and on the simulation engine."""
+    from fedclust.boosting import deployment as bd
+    from fedclust.boosting import grid as GR
+    from fedclust.boosting.experiment import run_unit, scores
+
+    centres, params, (ds, xte, yte) = boosting_centres(scheme)
+    dirs = deployment.write_centres(deployment.get("boosting"), centres, tmp_path)
+    a = deployment.run("boosting", dirs, params)
+    _equal(a, deployment.run("boosting", dirs, params, transport=get_transport(SIM)))
+    ref = run_unit(ds, "iid", BOOSTING_SPLIT, scheme, 0, BOOSTING_CFG, 5).metrics.iloc[0]
+    model = bd.model_of(a)
+    auc, ll = scores(yte, model.margin(GR.encode(xte, model.grid)))
+    assert (auc, ll) == (ref.auc, ref.logloss) and a["n_trees"] == ref.trees == 3
+    assert len(a["ledger"]) == ref.messages + ref.abstentions
+    assert np.mean([len(t.leaves()) for t in model.trees]) == ref.leaves_per_tree
+
+
+# ---------------------------------------------------------------- bayes
+def bayes_cfg(algorithm: str = "pvi", schedule: str = "sampled", hierarchical: bool = False):
+    method = {"algorithm": algorithm, "schedule": schedule, "clients_per_round": 2, "rounds": 2,
+              "damping": "auto", "hierarchical": hierarchical}  # fmt: skip
+    return {
+        "init": {"rho_mean": -3.0},
+        "federated": {"n_clients": 3, "model": {"hidden": [8]}, "min_samples": 3,
+                      "local": {"epochs": 1, "batch_size": 64, "mc_test": 2},
+                      "splits": {"iid": {"kind": "equal"}}, "methods": {"m": method}},
+        "conjugate": {"enabled": False},
+    }  # fmt: skip
+
+
+def bayes_centres(cfg: dict, seed: int = 1, n: int = 240):
+    """The bayes stage's centres of federated unit ``m__iid`` (digits, three clients: the rows,
+    seeds and start point of :func:`fedclust.bayes.experiment.run_federated_unit`), the unit's
+    run parameters and its data."""
+    from fedclust.bayes import bbb, data, pooled
+    from fedclust.bayes import deployment as bd
+    from fedclust.bayes.experiment import make_centre, settings
+    from fedclust.seeds import derive_seed
+
+    d = data.build_dataset("digits", 1, 0.5, 0.0)
+    d = {**d, "x_train": d["x_train"][:n], "y_train": d["y_train"][:n], "val": d["val"][:n]}
+    c = settings(cfg)
+    fed = c["federated"]
+    params = bd.params_from_config(cfg, "m__iid", int(d["y_train"].max()) + 1, seed)
+    x, y, xt, yt = d["x_train"], d["y_train"], d["x_test"], d["y_test"]
+    split = fed["splits"]["iid"]
+    owner = data.split_clients(y, split, 3, seed)
+    towner = data.split_test(y, owner, yt, split["kind"], 3, seed)
+    layout = bbb.make_layout(x.shape[1], params["hidden"], params["n_classes"], params["bias"])
+    init = pooled.initial_posterior(layout, params["init"], seed)
+    s = bbb.TrainSettings.from_config(params["local"])
+    cs = [make_centre(params["algorithm"], f"c{i:03d}", i, (x[owner == i], y[owner == i],
+                      xt[towner == i], yt[towner == i]), layout, s,
+                      derive_seed(seed, "bayes", "client", "m__iid", i), init,
+                      params["prior_sigma"], params["min_samples"], params["var_max"],
+                      params["private_sigma"]) for i in range(3)]  # fmt: skip
+    return cs, params, d
+
+
+@pytest.mark.parametrize("algorithm", ["pvi", "pvi_hierarchical", "fedavg"])
+def test_bayes_stage_is_the_workflow_unit_and_equal_on_flower(tmp_path, algorithm):
+    """A federated bayes unit from the centres' files: the workflow unit's rounds (every
+    strategy record; the server-side accuracy on the pooled test images is the workflow's
+    evaluation, not a message) and ledger, bit-identical in-process and on the simulation
+    engine."""
+    from fedclust.bayes.experiment import run_federated_unit
+
+    cfg = bayes_cfg(algorithm[:3] if algorithm != "fedavg" else algorithm,
+                    hierarchical=algorithm.endswith("hierarchical"))  # fmt: skip
+    centres, params, d = bayes_centres(cfg)
+    dirs = deployment.write_centres(deployment.get("bayes"), centres, tmp_path)
+    a = deployment.run("bayes", dirs, params)
+    _equal(a, deployment.run("bayes", dirs, params, transport=get_transport(SIM)))
+    rounds, ledger, result = run_federated_unit(cfg, d, "m__iid", 1)
+    pd.testing.assert_frame_equal(a["rounds"], rounds.drop(columns="server_accuracy"))
+    pd.testing.assert_frame_equal(a["ledger"], ledger)
+    assert len(a["rounds"]) == 2 and result["messages"] == _sent(ledger) == 2 * 2 * 2
+
+
+# ---------------------------------------------------------------- fedprep (RNA-seq)
+def fedprep_centres(samples: int = 60, genes: int = 40, top: int = 10):
+    """The fedprep stage's centres of a simulated cohort (negative-binomial counts, three
+    centres, one all-zero gene), the run parameters, and the cohort and its split."""
+    from fedclust.data.fedpreprocess import deployment as fd
+    from fedclust.data.fedpreprocess.server import RnaseqSettings
+
+    gen = np.random.default_rng(0)
+    mu = np.exp(gen.normal(3.0, 1.5, genes))[None, :] * gen.lognormal(0, 0.4, (samples, 1))
+    n = 1.0 / (0.05 + 2.0 / (mu.mean(axis=0) + 1.0))
+    counts = pd.DataFrame(gen.negative_binomial(n[None, :], n[None, :] / (n[None, :] + mu)),
+                          index=[f"s{i}" for i in range(samples)],
+                          columns=[f"g{j}" for j in range(genes)])  # fmt: skip
+    counts.iloc[:, 3] = 0
+    centre = pd.Series(np.array(["a", "b", "c"])[np.arange(samples) % 3], index=counts.index)
+    s = RnaseqSettings(top_genes=top, seed=3)
+    return fd.centres(counts, centre, 3), fd.params_from(s, 3), (counts, centre, s)
+
+
+def test_fedprep_stage_is_the_data_stages_run_and_equal_on_flower(tmp_path):
+    """Federated RNA-seq preprocessing from the centres' files: the data stage's fit (every
+    aggregate and decision bit for bit, the same top-N genes) and ledger, bit-identical
+    in-process and on the simulation engine."""
+    from fedclust.data.fedpreprocess import federated_rnaseq
+
+    centres, params, (counts, centre, s) = fedprep_centres()
+    dirs = deployment.write_centres(deployment.get("fedprep"), centres, tmp_path)
+    a = deployment.run("fedprep", dirs, params)
+    _equal(a, deployment.run("fedprep", dirs, params, transport=get_transport(SIM)))
+    ref = federated_rnaseq(counts, centre, s, 3)
+    for k in ("logmeans", "normed_means", "normed_var", "expressed", "fit_idx", "alpha_hat",
+              "dispersions", "converged", "vst_var", "selected"):  # fmt: skip
+        assert np.array_equal(a[k], getattr(ref.fit, k)), k
+    assert (a["coeffs"] is None) == (ref.fit.coeffs is None)
+    assert a["coeffs"] is None or np.array_equal(a["coeffs"], ref.fit.coeffs)
+    assert a["mean_disp"] == ref.fit.mean_disp and a["nb_rounds"] == ref.fit.nb_rounds > 1
+    assert a["selected_genes"] == list(ref.vst.columns) and len(a["selected_genes"]) == 10
+    pd.testing.assert_frame_equal(a["ledger"], ref.ledger.table())
+
+
+def test_a_sites_disclosure_file_raises_the_boosting_centres_floor(tmp_path):
+    """The boosting centre derives its floor and declared protocols from its policy: a site's
+    own file, set after the centre is built from its file, raises them (and never lowers)."""
+    centres, params, _ = boosting_centres()
+    (d, *_) = deployment.write_centres(deployment.get("boosting"), centres[:1], tmp_path / "c")
+    site = tmp_path / "site.yaml"
+    site.write_text("disclosure:\n  default:\n    nfilter_subset: 40\n")
+    st = deployment.get("boosting")
+    assert deployment.load_centre(st, d, params).floor == 3
+    c = deployment.load_centre(st, d, params, disclosure=site)
+    assert c.floor == 40 and c.protocols["histograms"].min_samples == 40
+    site.write_text("disclosure:\n  default:\n    nfilter_subset: 1\n")
+    assert deployment.load_centre(st, d, params, disclosure=site).floor == 3
+
+
+def test_a_fresh_centre_process_resolves_every_protocol_it_answers(tmp_path):
+    """A deployment answers each message in a fresh process: there a centre resolves the
+    protocols its replies go under from its own declaration (``centre.protocols``) or the
+    stage's ``setup`` only — not from a Protocol the server's code built in the same process
+    (which the in-process and one-process runs above cannot tell apart)."""
+    import json
+
+    cases = {}
+    for stage, (centres, params) in {
+        "boosting": boosting_centres("vote_union_s2")[:2],
+        "bayes": bayes_centres(bayes_cfg(hierarchical=True))[:2],
+        "fedprep": fedprep_centres()[:2],
+    }.items():
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / stage)
+        led = deployment.run(stage, dirs, params)["ledger"]
+        names = sorted(set(led[led.sender != "server"].protocol))
+        cases[stage] = (str(dirs[0]), params, names)
+    code = (
+        "import json, sys\n"
+        "from fedclust import deployment\n"
+        "from fedclust.federation.guard import REGISTRY\n"
+        "bad = []\n"
+        "for stage, (d, params, names) in json.loads(sys.argv[1]).items():\n"
+        "    c = deployment.load_centre(deployment.get(stage), d, params)\n"
+        "    own = getattr(c, 'protocols', None)\n"
+        "    mine = {p.name for p in own.values()} if isinstance(own, dict) else set()\n"
+        "    bad += [f'{stage}:{n}' for n in names if n not in mine and n not in REGISTRY]\n"
+        "print(json.dumps(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(cases)], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    assert all(n for _, _, n in cases.values())
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

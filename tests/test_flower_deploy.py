@@ -2,7 +2,8 @@
 secured as real sites run it — TLS with an openssl-made CA, SuperNode authentication (keys
 registered with ``flwr supernode register``), in-memory state, no runtime dependency
 installation — and one SuperNode per centre holding only that centre's folder. Several stages
-run on the session (DEC stages A–C, survival Weights Averaging, heart FL, consensus ADMM), each
+run on the session (DEC stages A–C, survival Weights Averaging, heart FL, consensus ADMM, cyclic
+XGBoost-style boosting, hierarchical PVI, federated RNA-seq preprocessing), each
 equal bit for bit to the same stage in-process with the centres built from the same files; then
 a centre that fails, a SuperNode killed mid-run under a FedAvg protocol with ``min_available``
 (the run goes on, the ledger records the drop) and under an exact protocol (the run stops naming
@@ -28,8 +29,13 @@ if not (shutil.which("openssl") and shutil.which("ssh-keygen")):  # pragma: no c
 from test_deployment import (
     HEART,
     SURVIVAL,
+    _sent,
     admm_centres,
+    bayes_centres,
+    bayes_cfg,
+    boosting_centres,
     dec_setup,
+    fedprep_centres,
     heart_centres,
     survival_centres,
 )
@@ -42,8 +48,8 @@ COLS = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
-    """Three sites' folders (dec.npz, survival.npz, heart.npz, admm.npz each) and the stages'
-    params."""
+    """Three sites' folders (dec.npz, survival.npz, heart.npz, admm.npz, boosting.npz,
+    bayes.npz, fedprep.npz each) and the stages' params."""
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("sites")
     folders = [root / f"site_{i}" for i in range(3)]
@@ -58,9 +64,19 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     admm, admm_params = admm_centres()
     deployment.write_centres(deployment.get("admm"), admm, root, folders)
     admm_params = {**admm_params, "settings": {**admm_params["settings"], "max_iter": 4}}
+    # the deployed stages below: few round trips (each ~3-10 s here, a fresh flwr-clientapp per
+    # message); every scheme and more rounds: tests/test_deployment.py, on flower-simulation
+    boosting, boosting_params, _ = boosting_centres("cyclic")
+    deployment.write_centres(deployment.get("boosting"), boosting, root, folders)
+    boosting_params = {**boosting_params, "trees": 1}
+    bayes, bayes_params, _ = bayes_centres(bayes_cfg(hierarchical=True))
+    deployment.write_centres(deployment.get("bayes"), bayes, root, folders)
+    fedprep, fedprep_params, _ = fedprep_centres()
+    deployment.write_centres(deployment.get("fedprep"), fedprep, root, folders)
     return root, folders, {"dec": dec_params, "survival": {**SURVIVAL, "hp": {**SURVIVAL["hp"],
                            "fe": 1}}, "heart": {**HEART, "rounds": 1},
-                           "admm": admm_params}  # fmt: skip
+                           "admm": admm_params, "boosting": boosting_params,
+                           "bayes": bayes_params, "fedprep": fedprep_params}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -99,12 +115,14 @@ def _same(got: dict, ref: dict, tmp) -> None:
             assert got[k] == v, k
 
 
-@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "admm"])
+@pytest.mark.parametrize(
+    "stage", ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep"]
+)
 def test_stage_on_the_deployment_equals_inprocess(fed, site, stage):
     _, folders, params = site
     got = fed.run(stage, params[stage])
     ref = deployment.run(stage, folders, params[stage])
-    assert got["done"]["messages"] == len(ref["ledger"]) and got["done"]["dropped"] == {}
+    assert got["done"]["messages"] == _sent(ref["ledger"]) and got["done"]["dropped"] == {}
     _same(got, ref, folders[0].parent / f"ref_{stage}")
 
 
@@ -187,5 +205,5 @@ def test_ten_supernodes_dec(tmp_path, dec_toy_cfg, toy_blobs):
     with LocalFederation(tmp_path / "run", dirs, secure=True, timeout=1800) as f:
         got = f.run("dec", params)
     ref = deployment.run("dec", dirs, params)
-    assert len(got["done"]["centres"]) == 10 and got["done"]["messages"] == len(ref["ledger"])
+    assert len(got["done"]["centres"]) == 10 and got["done"]["messages"] == _sent(ref["ledger"])
     _same(got, ref, tmp_path / "ref")

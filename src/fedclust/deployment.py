@@ -53,6 +53,9 @@ MODULES: dict[str, str] = {
     "survival": "fedclust.survival.deployment",
     "heart": "fedclust.decentral.deployment",
     "admm": "fedclust.admm.deployment",
+    "boosting": "fedclust.boosting.deployment",
+    "bayes": "fedclust.bayes.deployment",
+    "fedprep": "fedclust.data.fedpreprocess.deployment",
 }
 REGISTRY: dict[str, DeployedStage] = {}
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -68,6 +68,53 @@ def _per_round(spec: dict[str, Any], n_clients: int) -> int:
     )
 
 
+def _check_algorithm(algorithm: str) -> None:
+    if algorithm not in ("pvi", "fedavg"):
+        raise ConfigError(
+            f"unknown algorithm {algorithm!r}",
+            where="bayes.federated.methods.<m>.algorithm",
+            fix="pvi, fedavg or pooled",
+        )
+
+
+def make_centre(
+    algorithm: str, cid: str, index: int, rows: tuple, layout: bbb.Layout,
+    s: bbb.TrainSettings, seed: int, init: tuple[np.ndarray, np.ndarray], prior_sigma: float,
+    floor: int, var_max: float, private_sigma: float | None, device: str = "cpu",
+):  # fmt: skip
+    """One centre of a federated unit: its own (train x, y, test x, y) ``rows``, its training
+    seed; PVI centres start from ``init`` (μ₀, ρ₀) with the server's prior N(0, prior_sigma²)
+    as the floor of their cavities."""
+    _check_algorithm(algorithm)
+    if algorithm == "pvi":
+        prior = list(bbb.gaussian_natural(layout.n_params, prior_sigma))
+        return centre.PVICentre(cid, index, *rows, layout, s, seed, init, prior,
+                                min_samples=floor, var_max=var_max,
+                                private_sigma=private_sigma, device=device)  # fmt: skip
+    return centre.FedAvgCentre(cid, index, *rows, layout, s, seed, min_samples=floor,
+                               device=device)  # fmt: skip
+
+
+def server_parts(
+    algorithm: str, schedule: str, per_round: int | None, strat_seed: int, n_params: int,
+    prior_sigma: float, var_max: float, mu0: np.ndarray, floor: int,
+):  # fmt: skip
+    """(strategy, initial global parameters, protocol) of a federated unit's server: PVI's
+    :class:`.server.NaturalSum` from the prior N(0, prior_sigma²), or the core's FedAvg from
+    μ₀, under the unit's schedule."""
+    _check_algorithm(algorithm)
+    if algorithm == "pvi":
+        strategy = server.Scheduled(server.NaturalSum(var_max=var_max), schedule, per_round,
+                                    strat_seed)  # fmt: skip
+        return (
+            strategy,
+            list(bbb.gaussian_natural(n_params, prior_sigma)),
+            protocols.pvi_delta(floor),
+        )
+    strategy = server.Scheduled(make_strategy("fedavg"), schedule, per_round, strat_seed)
+    return strategy, [mu0], protocols.fedavg_fit(floor)
+
+
 def run_federated_unit(
     cfg: dict[str, Any],
     data: dict[str, np.ndarray],
@@ -162,34 +209,33 @@ def run_federated_unit(
     names = [f"c{i:03d}" for i in range(m)]
     strat_seed = derive_seed(seed, "bayes", "schedule", unit)
 
-    if spec["algorithm"] == "pvi":
-        private = float(fed["private_sigma"]) if spec.get("hierarchical") else None
-        initial = list(bbb.gaussian_natural(layout.n_params, fed["prior_sigma"]))
-        var_max = float(fed["var_max"] or float(fed["prior_sigma"]) ** 2)
-        centres = [
-            centre.PVICentre(
-                names[i],
-                i,
-                x[owner == i],
-                y[owner == i],
-                xt[towner == i],
-                yt[towner == i],
-                layout,
-                s,
-                derive_seed(seed, "bayes", "client", unit, i),
-                (mu0, rho0),
-                initial,
-                min_samples=floor,
-                var_max=var_max,
-                private_sigma=private,
-                device=device,
-            )
-            for i in range(m)
-        ]
-        strategy = server.Scheduled(
-            server.NaturalSum(var_max=var_max), spec["schedule"], per_round, strat_seed
-        )
-        protocol = protocols.pvi_delta(floor)
+    algorithm = spec["algorithm"]
+    private = float(fed["private_sigma"]) if spec.get("hierarchical") else None
+    var_max = float(fed["var_max"] or float(fed["prior_sigma"]) ** 2)
+    centres = [
+        make_centre(
+            algorithm,
+            names[i],
+            i,
+            (x[owner == i], y[owner == i], xt[towner == i], yt[towner == i]),
+            layout,
+            s,
+            derive_seed(seed, "bayes", "client", unit, i),
+            (mu0, rho0),
+            float(fed["prior_sigma"]),
+            floor,
+            var_max,
+            private,
+            device,
+        )  # fmt: skip
+        for i in range(m)
+    ]
+    strategy, initial, protocol = server_parts(
+        algorithm, spec["schedule"], per_round, strat_seed, layout.n_params,
+        float(fed["prior_sigma"]), var_max, mu0, floor,
+    )  # fmt: skip
+
+    if algorithm == "pvi":
 
         def evaluate(params):
             mean, var = P.from_natural(params)
@@ -197,39 +243,13 @@ def run_federated_unit(
             sig_t = torch.as_tensor(np.sqrt(var), dtype=torch.float32, device=device)
             p = bbb.predict_proba(xt_t, layout, mu_t, sig_t, s.mc_test, eval_gen)
             return {"server_accuracy": 1.0 - bbb.error_rate(p, yt_t)}
-    elif spec["algorithm"] == "fedavg":
-        centres = [
-            centre.FedAvgCentre(
-                names[i],
-                i,
-                x[owner == i],
-                y[owner == i],
-                xt[towner == i],
-                yt[towner == i],
-                layout,
-                s,
-                derive_seed(seed, "bayes", "client", unit, i),
-                min_samples=floor,
-                device=device,
-            )
-            for i in range(m)
-        ]
-        strategy = server.Scheduled(
-            make_strategy("fedavg"), spec["schedule"], per_round, strat_seed
-        )
-        initial = [mu0]
-        protocol = protocols.fedavg_fit(floor)
+    else:
 
         def evaluate(params):
             w = torch.as_tensor(params[0], device=device)
             return {
                 "server_accuracy": 1.0 - bbb.error_rate(bbb.predict_proba(xt_t, layout, w), yt_t)
             }
-    else:
-        raise ConfigError(
-            f"unknown algorithm {spec['algorithm']!r}",
-            where=f"bayes.federated.methods.{spec['method']}.algorithm",
-        )
 
     ledger = Ledger()
     config = {"epochs": int(s.epochs), "damping": damping}

@@ -56,15 +56,26 @@ class Centre:
         self.y = np.asarray(y, dtype=np.float32)
         self.n_samples = int(len(self.y))
         self.params = params
-        self.disclosure = disclosure
-        self.floor = centre_policy(self).floor(max(1, int(min_samples)))
-        self.protocols = method_protocols(protocols(self.floor))
+        self.min_samples = max(1, int(min_samples))
+        self.disclosure = disclosure  # sets the floor and the declared protocols
         self.codes: np.ndarray | None = None
         self.n_bins: np.ndarray | None = None
         self.margin: np.ndarray | None = None
         self._root_ok = False
         self._sent: dict[int, bool] = {}  # node -> its split's child sums were sent
         self._runs: set[int] = set()  # nodes whose merged histogram runs were sent
+
+    @property
+    def disclosure(self) -> DisclosurePolicy | None:
+        return self._disclosure
+
+    @disclosure.setter
+    def disclosure(self, policy: DisclosurePolicy | None) -> None:
+        """The centre's own settings; its floor and declared protocols follow them (a site's
+        disclosure file, set once the centre is built from its file, binds it too)."""
+        self._disclosure = policy
+        self.floor = centre_policy(self).floor(self.min_samples)
+        self.protocols = method_protocols(protocols(self.floor))
 
     # ------------------------------------------------------------------------- the grid
     def moments(self, parameters: Any, config: dict) -> dict | Abstain:

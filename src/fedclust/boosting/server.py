@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputDataError
+from ..federation import call_all
 from . import grid as GR
 from . import tree as T
 from .protocols import Protocols
@@ -53,7 +54,9 @@ class Model:
 
 
 def _call(proxies, method: str, msg: dict, rnd: int, kind: str, up, down) -> list[dict | None]:
-    return [p.call(method, msg, rnd, kind, protocol=up, down_protocol=down) for p in proxies]
+    """One request to every centre, sent all at once where the transport can (a deployment's
+    centres answer in parallel); replies in ``proxies``' order, ``None`` for an abstention."""
+    return call_all(list(proxies), method, msg, rnd, kind, up, down)
 
 
 def build_grid(

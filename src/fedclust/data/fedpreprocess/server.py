@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from fedclust.errors import InputDataError
+from fedclust.federation import call_all
 
 from ...stats import combine_moments
 from ..preprocess import VST_MIN_MEAN, vst_fit_candidates, vst_fit_subset
@@ -88,13 +89,12 @@ class Rounds:
         self.proxies, self.round = list(proxies), 0
 
     def ask(self, method, request, kind, up, down, proxies=None) -> list[tuple[Any, dict]]:
+        """``request`` to every centre (or ``proxies``), sent all at once where the transport
+        can (a deployment's centres answer in parallel): (proxy, reply) of those that answered."""
         self.round += 1
-        out = []
-        for p in self.proxies if proxies is None else proxies:
-            msg = p.call(method, request, self.round, kind, up, down)
-            if msg is not None:
-                out.append((p, msg))
-        return out
+        ps = list(self.proxies if proxies is None else proxies)
+        replies = call_all(ps, method, request, self.round, kind, up, down)
+        return [(p, m) for p, m in zip(ps, replies, strict=True) if m is not None]
 
 
 def merge_moments(msgs: Sequence[dict]) -> tuple[int, np.ndarray, np.ndarray]:
