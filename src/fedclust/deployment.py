@@ -56,6 +56,7 @@ MODULES: dict[str, str] = {
     "boosting": "fedclust.boosting.deployment",
     "bayes": "fedclust.bayes.deployment",
     "fedprep": "fedclust.data.fedpreprocess.deployment",
+    "generative": "fedclust.generative.deployment",  # SAVAE's FedAvg (the good / poor nodes)
 }
 REGISTRY: dict[str, DeployedStage] = {}
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")

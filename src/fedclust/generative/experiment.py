@@ -17,6 +17,7 @@ message passed the ledger under its protocol.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -147,6 +148,59 @@ def _mean_imputation(x: np.ndarray, mask: np.ndarray, sets: list[EvalSet], spec)
 
 
 # -------------------------------------------------------------------------------------- SAVAE
+def savae_unit(dataset: str, rate: float) -> tuple[str, str]:
+    """The labels a SAVAE unit's seeds derive from."""
+    return (dataset, f"r{rate}")
+
+
+def savae_training(sv: dict, has_time: bool) -> tuple[dict, int, int]:
+    """(local training settings, FedAvg rounds, local epochs per round) of ``generative.savae``."""
+    tr = sv["train"]
+    train = {
+        "lr": float(tr["lr"]),
+        "batch_size": int(tr["batch_size"]),
+        "w": float(tr["w"]) if has_time else 0.0,
+        "draw": str(sv["draw"]),
+    }
+    return train, int(tr["rounds"]), int(tr["local_epochs"])
+
+
+def savae_split(table: D.Tabular, sv: dict, dataset: str, rate: float, seed: int):
+    """D6.2 §6.6's rows: ((good, poor, test) indices, (good, poor, test) tables, (the poor
+    node's corrupted table, its mask))."""
+    ds = sv["datasets"][dataset]
+    unit = savae_unit(dataset, rate)
+    idx = D.draw_disjoint(
+        table.n,
+        [ds["n_good"], ds["n_poor"], ds["n_test"]],
+        rng(seed, "savae", *unit, "split"),
+        where=f"generative.savae.datasets.{dataset}",
+    )
+    good, poor, test = (table.rows(i) for i in idx)
+    px, pm = D.corrupt(
+        poor.x, D.observed(poor.x), rate, table.spec, rng(seed, "savae", *unit, "poor"),
+        str(sv["fill"]),
+    )  # fmt: skip
+    poor_c = D.Tabular(px, poor.names, table.spec, poor.y, poor.t, poor.d, source=poor.source)
+    return idx, (good, poor, test), (poor_c, pm)
+
+
+def build_savae(spec: L.FeatureSpec, arch: savae.Arch, has_time: bool, seed: int,
+                unit: tuple[str, ...], dev: Any = "cpu") -> savae.SAVAE:  # fmt: skip
+    """The unit's SAVAE with its seeded initial weights (every arm starts from them); a
+    module-level function so a centre holding ``functools.partial(build_savae, ...)`` pickles
+    (a deployment keeps the centre object between messages as bytes)."""
+    make = functools.partial(savae.SAVAE, spec, arch, has_time)
+    return init_module(make, seed, "savae", *unit, "init").to(dev)
+
+
+def savae_centre(cid: str, table: D.Tabular, mask: np.ndarray, build, train: dict, seed: int,
+                 unit: tuple[str, ...], min_samples: int) -> SavaeCentre:  # fmt: skip
+    """A SAVAE node of the unit (its training seed derives from the unit and its name)."""
+    return SavaeCentre(cid, table, mask, build, train, derive_seed(seed, "savae", *unit, cid),
+                       min_samples)  # fmt: skip
+
+
 def run_savae(
     table: D.Tabular,
     cfg: dict,
@@ -158,34 +212,20 @@ def run_savae(
     """D6.2 §6.6's good node / poor node test on ``table`` at corruption rate ``rate``.
 
     Returns ``metrics`` (arm × evaluation set × metric), ``curves`` (training loss per epoch or
-    round), ``ledger`` (every message), ``examples`` (arrays for the image panel) and ``info``.
+    round), ``ledger`` (every message), ``examples`` (arrays for the image panel), ``info`` and
+    ``federated_parameters`` (the FedAvg arm's final model; the deployed stage's output).
     """
     sv = cfg["savae"]
-    ds = sv["datasets"][dataset]
     ms = int(cfg["min_samples"])
-    tr = sv["train"]
-    train = {
-        "lr": float(tr["lr"]),
-        "batch_size": int(tr["batch_size"]),
-        "w": float(tr["w"]) if table.t is not None else 0.0,
-        "draw": str(sv["draw"]),
-    }
-    rounds, local = int(tr["rounds"]), int(tr["local_epochs"])
+    train, rounds, local = savae_training(sv, table.t is not None)
     epochs = rounds * local
-    unit = (dataset, f"r{rate}")
+    unit = savae_unit(dataset, rate)
     spec = table.spec
-    good_i, poor_i, test_i = D.draw_disjoint(
-        table.n,
-        [ds["n_good"], ds["n_poor"], ds["n_test"]],
-        rng(seed, "savae", *unit, "split"),
-        where=f"generative.savae.datasets.{dataset}",
+    (good_i, poor_i, test_i), (good, poor, test), (poor_c, pm) = savae_split(
+        table, sv, dataset, rate, seed
     )
-    good, poor, test = table.rows(good_i), table.rows(poor_i), table.rows(test_i)
     fill = str(sv["fill"])
-    px, pm = D.corrupt(
-        poor.x, D.observed(poor.x), rate, spec, rng(seed, "savae", *unit, "poor"), fill
-    )
-    poor_c = D.Tabular(px, poor.names, spec, poor.y, poor.t, poor.d, source=poor.source)
+    px = poor_c.x
     tx, tm = D.corrupt(
         test.x, D.observed(test.x), rate, spec, rng(seed, "savae", *unit, "test"), fill
     )
@@ -199,13 +239,10 @@ def run_savae(
 
     dev = device(str(cfg.get("device", "auto")))
 
-    def build():
-        return init_module(
-            lambda: savae.SAVAE(spec, arch, has_time), seed, "savae", *unit, "init"
-        ).to(dev)
+    build = functools.partial(build_savae, spec, arch, has_time, seed, unit, dev)
 
     def node(cid, tab, mask):
-        return SavaeCentre(cid, tab, mask, build, train, derive_seed(seed, "savae", *unit, cid), ms)
+        return savae_centre(cid, tab, mask, build, train, seed, unit, ms)
 
     c = float(sv["classifier_c"])
     rows: list[dict] = []
@@ -235,9 +272,7 @@ def run_savae(
     init = get_parameters(build())
     params, hist = federate(
         [fg, fp],
-        lambda proxies: S.federated_training(
-            proxies, spec, init, rounds, local, P.savae_fit(ms), "savae_fit", ms
-        ),
+        lambda proxies: S.savae_fedavg(proxies, spec, init, rounds, local, ms),
         ledger=ledger,
         transport=transport,
     )
@@ -311,6 +346,7 @@ def run_savae(
         "ledger": ledger.table(),
         "examples": examples,
         "info": info,
+        "federated_parameters": params,  # the FedAvg arm's final global model
     }
 
 

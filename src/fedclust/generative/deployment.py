@@ -1,0 +1,159 @@
+"""SAVAE's federated training (D6.2 §6.6: the good node / poor node test's FedAvg arm) as a
+deployed stage (:mod:`fedclust.deployment`).
+
+One run is the ``federated`` arm of one SAVAE unit (a data set and a corruption rate r) of
+:func:`.experiment.run_savae`: the federated standardisation of the gaussian columns
+(``generative_moments`` → global mean / SD → every centre), then ``rounds`` FedAvg rounds of
+``local_epochs`` local epochs under ``savae_fit`` and the final model to every centre — the
+same server function, :func:`.server.savae_fedavg`. A centre's file holds its own rows (raw
+units, NaN = missing), its mask (the poor node's corruption), labels, survival times and
+events (if any), its feature families, its name and its training seed; it keeps its scaler and
+its :class:`~.savae.Trainer` (Adam state, minibatch generator: every random draw of SAVAE's
+training comes from it, so the numbers do not depend on the process) between messages
+(``Context.state`` on a deployment). The run's parameters (:func:`params_from_config`) are the
+architecture, the local training settings, the rounds, the unit's seed labels (the start
+point) and the floor; the feature families and whether there is a time decoder come from the
+handshake (the centres must agree). Outputs: the final global ``parameters``, the per-round
+``rounds`` table (mean loss, participants) and the ledger. The arm's metrics are evaluations on
+held-out rows (never messages) and stay with the workflow. FedAvg may go on without a lost
+centre when the run sets ``min_available`` (``drops``).
+
+Deployed: SAVAE's FedAvg only. The virtual-patients exchange is one relay between two centres
+that the workflow sets up after the isolated good node's local training; the DGD keeps per-
+sample representations at the centre and RadialGAN per-iteration centre state — both could be
+held in ``Context.state`` like SAVAE's trainer, but are not registered yet (simulation and
+in-process transports only).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.federation import History
+
+from . import data as D
+from . import protocols as P
+from . import savae
+from . import server as S
+from .centre import SavaeCentre
+from .likelihoods import FeatureSpec
+from .nets import get_parameters
+
+NAME = "generative"
+
+
+def params_from_config(cfg: Mapping[str, Any], dataset: str, rate: float,
+                       seed: int) -> dict[str, Any]:  # fmt: skip
+    """The run parameters of SAVAE unit (``dataset``, ``rate``) of the workflow's
+    ``generative`` config; ``seed``: the workflow's seed (the start point)."""
+    from .experiment import savae_training, savae_unit
+
+    sv = cfg["savae"]
+    train, rounds, local = savae_training(sv, True)
+    arch = savae.Arch.from_config(sv["model"])
+    return {
+        "model": "savae", "unit": list(savae_unit(dataset, rate)), "seed": int(seed),
+        "arch": {"latent": arch.latent, "hidden": list(arch.hidden),
+                 "time_hidden": list(arch.time_hidden), "activation": arch.activation},
+        "train": train, "rounds": rounds, "local_epochs": local,
+        "min_samples": int(cfg["min_samples"]),
+    }  # fmt: skip
+
+
+def centres(table: D.Tabular, cfg: Mapping[str, Any], dataset: str, rate: float,
+            seed: int) -> list[SavaeCentre]:  # fmt: skip
+    """The unit's two federated nodes (good: clean rows; poor: corrupted), as
+    :func:`.experiment.run_savae` builds them for its ``federated`` arm (CPU)."""
+    from .experiment import build_savae, savae_centre, savae_split, savae_training, savae_unit
+
+    sv, unit = cfg["savae"], savae_unit(dataset, rate)
+    train, _, _ = savae_training(sv, table.t is not None)
+    _, (good, _, _), (poor_c, pm) = savae_split(table, sv, dataset, rate, seed)
+    build = functools.partial(build_savae, table.spec, savae.Arch.from_config(sv["model"]),
+                              table.t is not None, int(seed), unit, "cpu")  # fmt: skip
+    ms = int(cfg["min_samples"])
+    return [savae_centre("good", good, D.observed(good.x), build, train, seed, unit, ms),
+            savae_centre("poor", poor_c, pm, build, train, seed, unit, ms)]  # fmt: skip
+
+
+# ---------------------------------------------------------------- centre side
+def save(centre: SavaeCentre, path: Path) -> None:
+    t = centre._table
+    has_time = t.t is not None
+    save_npz(
+        path, x=t.x, mask=centre._mask, y=t.y, names=np.asarray(t.names, dtype=str),
+        spec_names=np.asarray(t.spec.names, dtype=str),
+        kinds=np.asarray(t.spec.kinds, dtype=str), n_cats=np.asarray(t.spec.n_cats, int),
+        time=t.t if has_time else np.zeros(0), event=t.d if has_time else np.zeros(0, int),
+        has_time=has_time, cid=centre.cid, seed=int(centre._seed),
+    )  # fmt: skip
+
+
+def setup(params: Mapping[str, Any]) -> None:
+    """Declare the protocols the centre answers under (a deployment answers every message in a
+    fresh process, where only declared protocols resolve)."""
+    ms = int(params["min_samples"])
+    P.moments(ms), P.received("generative_standardised", ms), P.savae_fit(ms)
+    P.received("savae_fit_received", ms)
+
+
+def _spec(kinds: Sequence[str], n_cats: Sequence[int], names: Sequence[str]) -> FeatureSpec:
+    return FeatureSpec(tuple(map(str, kinds)), tuple(int(c) for c in n_cats),
+                       tuple(map(str, names)))  # fmt: skip
+
+
+def _arch(params: Mapping[str, Any]) -> savae.Arch:
+    return savae.Arch.from_config(dict(params["arch"]))
+
+
+def _build(spec: FeatureSpec, has_time: bool, params: Mapping[str, Any]):
+    from .experiment import build_savae
+
+    return functools.partial(build_savae, spec, _arch(params), bool(has_time),
+                             int(params["seed"]), tuple(params["unit"]), "cpu")  # fmt: skip
+
+
+def load(path: Path, params: Mapping[str, Any]) -> SavaeCentre:
+    d = load_npz(path)
+    has_time = bool(d["has_time"])
+    names = [str(n) for n in d["names"]]
+    spec = _spec(d["kinds"], d["n_cats"], d["spec_names"])
+    t, e = (d["time"], d["event"]) if has_time else (None, None)
+    table = D.Tabular(np.asarray(d["x"], float), names, spec, d["y"], t, e)
+    train = {**params["train"], **({} if has_time else {"w": 0.0})}  # as run_savae: no times
+    return SavaeCentre(str(d["cid"]), table, d["mask"], _build(spec, has_time, params), train,
+                       int(d["seed"]), int(params["min_samples"]))  # fmt: skip
+
+
+def describe(centre: SavaeCentre) -> dict[str, Any]:
+    s = centre.spec
+    # a handshake carries scalars and lists of strings (category counts as strings)
+    return {"kinds": list(s.kinds), "n_cats": [str(int(c)) for c in s.n_cats],
+            "names": list(s.names), "time": centre._table.t is not None}  # fmt: skip
+
+
+# ---------------------------------------------------------------- server side
+def serve(proxies: Sequence[Any], params: Mapping[str, Any],
+          schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    spec = _spec(*(same_schema(schema, k, NAME) for k in ("kinds", "n_cats", "names")))
+    build = _build(spec, bool(same_schema(schema, "time", NAME)), params)
+    params_, hist = S.savae_fedavg(list(proxies), spec, get_parameters(build()),
+                                   int(params["rounds"]), int(params["local_epochs"]),
+                                   int(params["min_samples"]))  # fmt: skip
+    return {"parameters": [np.asarray(a) for a in params_], "rounds": _rounds(hist)}
+
+
+def _rounds(hist: History) -> pd.DataFrame:
+    return pd.DataFrame({"round": np.arange(1, len(hist.loss) + 1),
+                         "loss": [float(v) for v in hist.loss],
+                         "participants": [int(p) for p in hist.participants]})  # fmt: skip
+
+
+STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=True, setup=setup))
