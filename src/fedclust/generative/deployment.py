@@ -1,28 +1,35 @@
-"""SAVAE's federated training (D6.2 §6.6: the good node / poor node test's FedAvg arm) as a
-deployed stage (:mod:`fedclust.deployment`).
+"""The generative stage's federated training (D6.2) as deployed stages
+(:mod:`fedclust.deployment`): ``savae`` and ``dgd``.
 
-One run is the ``federated`` arm of one SAVAE unit (a data set and a corruption rate r) of
-:func:`.experiment.run_savae`: the federated standardisation of the gaussian columns
-(``generative_moments`` → global mean / SD → every centre), then ``rounds`` FedAvg rounds of
-``local_epochs`` local epochs under ``savae_fit`` and the final model to every centre — the
-same server function, :func:`.server.savae_fedavg`. A centre's file holds its own rows (raw
-units, NaN = missing), its mask (the poor node's corruption), labels, survival times and
-events (if any), its feature families, its name and its training seed; it keeps its scaler and
-its :class:`~.savae.Trainer` (Adam state, minibatch generator: every random draw of SAVAE's
-training comes from it, so the numbers do not depend on the process) between messages
-(``Context.state`` on a deployment). The run's parameters (:func:`params_from_config`) are the
+``savae`` — one run is the ``federated`` arm of one SAVAE unit (a data set and a corruption rate
+r) of :func:`.experiment.run_savae` (§6.6, the good node / poor node test): the federated
+standardisation of the gaussian columns (``generative_moments`` → global mean / SD → every
+centre), then ``rounds`` FedAvg rounds of ``local_epochs`` local epochs under ``savae_fit`` and
+the final model to every centre — the same server function, :func:`.server.savae_fedavg`. A
+centre's file holds its own rows (raw units, NaN = missing), its mask (the poor node's
+corruption), labels, survival times and events (if any), its feature families, its name and its
+training seed; it keeps its scaler and its :class:`~.savae.Trainer` (Adam state, minibatch
+generator: every random draw of SAVAE's training comes from it, so the numbers do not depend on
+the process) between messages (``Context.state`` on a deployment).
+
+``dgd`` — one run is the federated arm of one DGD unit of :func:`.experiment.run_dgd`: the same
+standardisation, then FedAvg of the decoder and the mixture under ``dgd_fit``
+(:func:`.server.dgd_fedavg`). A centre's file holds its training rows, feature families, name
+and seed; its per-sample representations and their optimiser live in its
+:class:`~.dgd.Trainer` and stay in the centre's state between rounds — never in a message.
+
+The run's parameters (:func:`params_from_config`, :func:`dgd_params_from_config`) are the
 architecture, the local training settings, the rounds, the unit's seed labels (the start
-point) and the floor; the feature families and whether there is a time decoder come from the
-handshake (the centres must agree). Outputs: the final global ``parameters``, the per-round
-``rounds`` table (mean loss, participants) and the ledger. The arm's metrics are evaluations on
-held-out rows (never messages) and stay with the workflow. FedAvg may go on without a lost
-centre when the run sets ``min_available`` (``drops``).
+point) and the floor; the feature families (and SAVAE's time decoder) come from the handshake
+(the centres must agree). Outputs: the final global ``parameters``, the per-round ``rounds``
+table (mean loss, participants) and the ledger. The arms' metrics are evaluations on held-out
+rows (and the DGD's training representations, at their centres), never messages, and stay with
+the workflow. FedAvg may go on without a lost centre when the run sets ``min_available``
+(``drops``).
 
-Deployed: SAVAE's FedAvg only. The virtual-patients exchange is one relay between two centres
-that the workflow sets up after the isolated good node's local training; the DGD keeps per-
-sample representations at the centre and RadialGAN per-iteration centre state — both could be
-held in ``Context.state`` like SAVAE's trainer, but are not registered yet (simulation and
-in-process transports only).
+Not deployed: SAVAE's virtual-patients relay (one exchange the workflow sets up after the
+isolated good node's local training) and RadialGAN (its F/G/D networks and optimisers could
+stay in ``Context.state`` the same way; no stage registered yet).
 """
 
 from __future__ import annotations
@@ -39,14 +46,14 @@ from fedclust.deployment import DeployedStage, load_npz, register, same_schema, 
 from fedclust.federation import History
 
 from . import data as D
+from . import dgd, savae
 from . import protocols as P
-from . import savae
 from . import server as S
 from .centre import SavaeCentre
 from .likelihoods import FeatureSpec
 from .nets import get_parameters
 
-NAME = "generative"
+NAME = "savae"
 
 
 def params_from_config(cfg: Mapping[str, Any], dataset: str, rate: float,
@@ -157,3 +164,91 @@ def _rounds(hist: History) -> pd.DataFrame:
 
 
 STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=True, setup=setup))
+
+
+# ---------------------------------------------------------------- the DGD
+DGD = "dgd"
+
+
+def dgd_params_from_config(cfg: Mapping[str, Any], unit: str, n_labels: int,
+                           seed: int) -> dict[str, Any]:  # fmt: skip
+    """The run parameters of DGD unit ``unit`` of the workflow's ``generative`` config;
+    ``n_labels``: the reference clusters' count (the mixture's size when ``components`` is
+    null), ``seed``: the workflow's seed (the start point)."""
+    from dataclasses import asdict
+
+    from .experiment import dgd_prior
+
+    dg = cfg["dgd"]
+    return {
+        "model": "dgd", "unit": str(unit), "seed": int(seed),
+        "prior": asdict(dgd_prior(dg, int(n_labels))),
+        "hidden": [int(h) for h in dg["model"]["hidden"]],
+        "activation": str(dg["model"]["activation"]), "train": dict(dg["train"]),
+        "rounds": int(dg["train"]["rounds"]), "local_epochs": int(dg["train"]["local_epochs"]),
+        "min_samples": int(cfg["min_samples"]),
+    }  # fmt: skip
+
+
+def dgd_centres(table: D.Tabular, cfg: Mapping[str, Any], unit: str, seed: int) -> list:
+    """The unit's federated DGD centres (their training rows), as :func:`.experiment.run_dgd`
+    builds them (CPU)."""
+    from .experiment import dgd_centre, dgd_split
+
+    table, parts, _ = dgd_split(table, cfg["dgd"], unit, seed)
+    p = dgd_params_from_config(cfg, unit, len(np.unique(table.y)), seed)
+    build = _dgd_build(table.spec, p)
+    train = dgd.Training.from_config(p["train"])
+    return [dgd_centre(cid, table.x[r], table.spec, build, train, seed, unit,
+                       p["min_samples"]) for cid, r in parts]  # fmt: skip
+
+
+def _dgd_build(spec: FeatureSpec, params: Mapping[str, Any]):
+    from .experiment import build_dgd
+
+    return functools.partial(build_dgd, spec, dgd.Prior(**params["prior"]),
+                             tuple(params["hidden"]), str(params["activation"]),
+                             int(params["seed"]), str(params["unit"]), "cpu")  # fmt: skip
+
+
+def dgd_save(centre: Any, path: Path) -> None:
+    s = centre.spec
+    save_npz(path, x=centre._x, mask=centre._mask, kinds=np.asarray(s.kinds, dtype=str),
+             n_cats=np.asarray(s.n_cats, int), spec_names=np.asarray(s.names, dtype=str),
+             cid=centre.cid, seed=int(centre._seed))  # fmt: skip
+
+
+def dgd_setup(params: Mapping[str, Any]) -> None:
+    """Declare the protocols the DGD centre answers under (see :func:`setup`)."""
+    ms = int(params["min_samples"])
+    P.moments(ms), P.received("generative_standardised", ms), P.dgd_fit(ms)
+    P.received("dgd_fit_received", ms)
+
+
+def dgd_load(path: Path, params: Mapping[str, Any]) -> Any:
+    from .centre import DgdCentre
+
+    d = load_npz(path)
+    spec = _spec(d["kinds"], d["n_cats"], d["spec_names"])
+    return DgdCentre(str(d["cid"]), np.asarray(d["x"], float), d["mask"], spec,
+                     _dgd_build(spec, params), dgd.Training.from_config(dict(params["train"])),
+                     int(d["seed"]), int(params["min_samples"]))  # fmt: skip
+
+
+def dgd_describe(centre: Any) -> dict[str, Any]:
+    s = centre.spec
+    return {"kinds": list(s.kinds), "n_cats": [str(int(c)) for c in s.n_cats],
+            "names": list(s.names)}  # fmt: skip
+
+
+def dgd_serve(proxies: Sequence[Any], params: Mapping[str, Any],
+              schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    spec = _spec(*(same_schema(schema, k, DGD) for k in ("kinds", "n_cats", "names")))
+    final, hist = S.dgd_fedavg(list(proxies), spec, get_parameters(_dgd_build(spec, params)()),
+                               int(params["rounds"]), int(params["local_epochs"]),
+                               int(params["min_samples"]))  # fmt: skip
+    return {"parameters": [np.asarray(a) for a in final], "rounds": _rounds(hist)}
+
+
+DGD_STAGE = register(DeployedStage(DGD, dgd_load, dgd_save, dgd_serve, dgd_describe,
+                                   drops=True, setup=dgd_setup))  # fmt: skip

@@ -33,7 +33,6 @@ from . import dgd as G
 from . import evaluate as E
 from . import likelihoods as L
 from . import pooled, savae
-from . import protocols as P
 from . import server as S
 from .centre import DgdCentre, SavaeCentre
 from .nets import device, get_parameters, init_module, n_parameters
@@ -412,6 +411,42 @@ def _dgd_eval(
     return out, z
 
 
+def dgd_split(table: D.Tabular, dg: dict, unit: str, seed: int):
+    """(the unit's table (subsampled to ``n_samples``), [(centre id, training rows)], test
+    rows): every centre holds out ``test_fraction`` of its rows."""
+    ds = dg["datasets"][unit]
+    g = rng(seed, "dgd", unit, "split")
+    if ds.get("n_samples") and table.n > int(ds["n_samples"]):
+        table = table.rows(np.sort(g.permutation(table.n)[: int(ds["n_samples"])]))
+    train_parts, test_idx = [], []
+    for cid, rows in _split_centres(table, str(ds["split"]), int(ds["n_centres"]), g):
+        rows = g.permutation(rows)
+        k = int(round(float(ds["test_fraction"]) * len(rows)))
+        test_idx.append(rows[:k])
+        train_parts.append((cid, np.sort(rows[k:])))
+    return table, train_parts, np.sort(np.concatenate(test_idx))
+
+
+def dgd_prior(dg: dict, n_labels: int) -> G.Prior:
+    """The mixture prior (``components``: null = the number of reference clusters)."""
+    return G.Prior.from_config(dg["prior"], int(dg.get("components") or n_labels))
+
+
+def build_dgd(spec: L.FeatureSpec, prior: G.Prior, hidden: tuple[int, ...], act: str,
+              seed: int, unit: str, dev: Any = "cpu") -> G.DGD:  # fmt: skip
+    """The unit's DGD (decoder + mixture) with its seeded initial weights; module-level so a
+    centre holding ``functools.partial(build_dgd, ...)`` pickles (see :func:`build_savae`)."""
+    make = functools.partial(G.DGD, spec, prior, tuple(hidden), act)
+    return init_module(make, seed, "dgd", unit, "init").to(dev)
+
+
+def dgd_centre(cid: str, x: np.ndarray, spec: L.FeatureSpec, build, train: G.Training,
+               seed: int, unit: str, min_samples: int) -> DgdCentre:  # fmt: skip
+    """A DGD centre of the unit (its training seed derives from the unit and its name)."""
+    return DgdCentre(cid, x, D.observed(x), spec, build, train,
+                     derive_seed(seed, "dgd", unit, cid), min_samples)  # fmt: skip
+
+
 def run_dgd(
     table: D.Tabular, cfg: dict, unit: str, seed: int, transport: Transport = INPROCESS
 ) -> dict[str, Any]:
@@ -420,18 +455,8 @@ def run_dgd(
     dg = cfg["dgd"]
     ds = dg["datasets"][unit]
     ms = int(cfg["min_samples"])
-    g = rng(seed, "dgd", unit, "split")
-    if ds.get("n_samples") and table.n > int(ds["n_samples"]):
-        table = table.rows(np.sort(g.permutation(table.n)[: int(ds["n_samples"])]))
+    table, train_parts, test_i = dgd_split(table, dg, unit, seed)
     spec = table.spec
-    centres_rows = _split_centres(table, str(ds["split"]), int(ds["n_centres"]), g)
-    train_parts, test_idx = [], []
-    for cid, rows in centres_rows:
-        rows = g.permutation(rows)
-        k = int(round(float(ds["test_fraction"]) * len(rows)))
-        test_idx.append(rows[:k])
-        train_parts.append((cid, np.sort(rows[k:])))
-    test_i = np.sort(np.concatenate(test_idx))
     train_i = np.sort(np.concatenate([r for _, r in train_parts]))
     test = table.rows(test_i)
     test_m = D.observed(test.x)
@@ -439,18 +464,14 @@ def run_dgd(
         rng(seed, "dgd", unit, "mask").random(test_m.shape) >= float(dg["mask_rate"])
     ).astype(np.float32)
     labels = np.unique(table.y)
-    prior = G.Prior.from_config(dg["prior"], int(dg.get("components") or len(labels)))
+    prior = dgd_prior(dg, len(labels))
     hidden = tuple(int(h) for h in dg["model"]["hidden"])
     act = str(dg["model"]["activation"])
     train = G.Training.from_config(dg["train"])
     rounds, local = int(dg["train"]["rounds"]), int(dg["train"]["local_epochs"])
     epochs = rounds * local
     dev = device(str(cfg.get("device", "auto")))
-
-    def build():
-        return init_module(lambda: G.DGD(spec, prior, hidden, act), seed, "dgd", unit, "init").to(
-            dev
-        )
+    build = functools.partial(build_dgd, spec, prior, hidden, act, seed, unit, dev)
 
     rows: list[dict] = []
     curves: list[dict] = []
@@ -477,25 +498,12 @@ def run_dgd(
 
     # federated
     ledger = Ledger()
-    centres = [
-        DgdCentre(
-            cid,
-            table.x[r],
-            D.observed(table.x[r]),
-            spec,
-            build,
-            train,
-            derive_seed(seed, "dgd", unit, cid),
-            ms,
-        )
-        for cid, r in train_parts
-    ]
+    centres = [dgd_centre(cid, table.x[r], spec, build, train, seed, unit, ms)
+               for cid, r in train_parts]  # fmt: skip
     init = get_parameters(build())
     params, hist = federate(
         centres,
-        lambda px: S.federated_training(
-            px, spec, init, rounds, local, P.dgd_fit(ms), "dgd_fit", ms
-        ),
+        lambda px: S.dgd_fedavg(px, spec, init, rounds, local, ms),
         ledger=ledger,
         transport=transport,
     )
@@ -531,16 +539,7 @@ def run_dgd(
     for cid, r in train_parts:
         if len(r) < ms:
             continue
-        node = DgdCentre(
-            cid,
-            table.x[r],
-            D.observed(table.x[r]),
-            spec,
-            build,
-            train,
-            derive_seed(seed, "dgd", unit, cid),
-            ms,
-        )
+        node = dgd_centre(cid, table.x[r], spec, build, train, seed, unit, ms)
         node.standardise_locally()
         losses = node.train_local(epochs)
         mi, _ = _dgd_eval(
@@ -636,6 +635,7 @@ def run_dgd(
         "ledger": ledger.table(),
         "info": info,
         "representations": {k: np.asarray(v) for k, v in reps.items()},
+        "federated_parameters": params,  # the federated arm's final decoder + mixture
     }
 
 

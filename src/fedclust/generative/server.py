@@ -101,6 +101,21 @@ def savae_fedavg(
                               P.savae_fit(min_samples), "savae_fit", min_samples)  # fmt: skip
 
 
+def dgd_fedavg(
+    proxies: Sequence[Any],
+    spec: FeatureSpec,
+    init: list[np.ndarray],
+    rounds: int,
+    local_epochs: int,
+    min_samples: int,
+) -> tuple[list[np.ndarray], History]:
+    """The DGD's federated training: the federated standardisation, then FedAvg of the decoder
+    and the mixture under ``dgd_fit`` (the representations stay at their centres) — what
+    :func:`.experiment.run_dgd` runs in-process and the deployed stage runs on Flower."""
+    return federated_training(proxies, spec, init, rounds, local_epochs,
+                              P.dgd_fit(min_samples), "dgd_fit", min_samples)  # fmt: skip
+
+
 def virtual_patients(
     proxies: Sequence[Any], good: str, poor: str, n_virtual: int, min_samples: int
 ) -> int:
