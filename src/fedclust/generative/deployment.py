@@ -27,9 +27,17 @@ rows (and the DGD's training representations, at their centres), never messages,
 the workflow. FedAvg may go on without a lost centre when the run sets ``min_available``
 (``drops``).
 
-Not deployed: SAVAE's virtual-patients relay (one exchange the workflow sets up after the
-isolated good node's local training) and RadialGAN (its F/G/D networks and optimisers could
-stay in ``Context.state`` the same way; no stage registered yet).
+Not deployed (simulation and in-process transports only): SAVAE's virtual-patients relay (one
+exchange the workflow sets up after the isolated good node's local training, between two
+different centre objects) and RadialGAN. A RadialGAN centre keeps, across the three messages of
+one iteration (``encode`` → ``step`` → ``apply``), its minibatch codes F_i(x) *with their
+autograd graph* and the F/G gradients accumulated in ``step``; a deployment answers every
+message in a fresh process and keeps the centre as bytes, and neither a tensor's autograd
+graph nor a parameter's ``.grad`` survives ``torch.save`` (the values do: ``apply`` would
+silently update nothing). Deploying it needs the centre to recompute F_i(batch) from the kept
+minibatch in ``step`` and ``apply``, to keep its accumulated gradients as plain arrays (same
+numbers: F_i does not change within an iteration) and to hold no module reference (``_R``) —
+a change to the centre, not to this registry.
 """
 
 from __future__ import annotations
