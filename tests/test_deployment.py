@@ -311,7 +311,8 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "stage", ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep"]
+    "stage",
+    ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "dgd"],
 )
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
@@ -338,6 +339,9 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "fedprep":
         centres, params, _ = fedprep_centres()
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage in ("savae", "dgd"):
+        centres, params, _ = (savae_centres if stage == "savae" else dgd_centres)()
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     else:
         params = HEART
@@ -560,6 +564,132 @@ def test_fedprep_stage_is_the_data_stages_run_and_equal_on_flower(tmp_path):
     pd.testing.assert_frame_equal(a["ledger"], ref.ledger.table())
 
 
+# ---------------------------------------------------------------- generative (SAVAE FedAvg)
+def savae_cfg(rounds: int = 2, local_epochs: int = 2) -> dict:
+    """The ``generative`` settings of a tiny SAVAE unit (data set ``sim``, r = 0.5)."""
+    return {
+        "min_samples": 3, "device": "cpu",
+        "savae": {
+            "datasets": {"sim": {"n_good": 40, "n_poor": 24, "n_test": 30, "rates": [0.5]}},
+            "n_virtual": 20, "draw": "mean", "fill": "noise", "classifier_c": 1.0,
+            "model": {"latent": 3, "hidden": [12], "time_hidden": [4], "activation": "relu"},
+            "train": {"lr": 0.005, "batch_size": 16, "rounds": rounds,
+                      "local_epochs": local_epochs, "w": 1.0},
+        },
+    }  # fmt: skip
+
+
+def savae_table(n: int = 120, seed: int = 0):
+    """Simulated mixed-type rows (2 gaussian, 1 categorical, 4 binary columns, 5 % missing),
+    labels and Weibull survival times: every family SAVAE decodes, and a time decoder."""
+    from fedclust.generative import data as D
+    from fedclust.generative import likelihoods as L
+
+    g = np.random.default_rng(seed)
+    binary = (g.random((n, 4)) < 0.4).astype(float)
+    x = np.concatenate([g.normal(3.0, 2.0, (n, 2)), g.integers(0, 3, (n, 1)).astype(float),
+                        binary], axis=1)  # fmt: skip
+    x[g.random(x.shape) < 0.05] = np.nan
+    names = [f"c{i}" for i in range(x.shape[1])]
+    y = (binary[:, 0] + g.random(n) > 0.9).astype(int)
+    t = g.weibull(1.5, n) * np.exp(0.3 * np.nan_to_num(x[:, 0] - 3.0))
+    return D.Tabular(x, names, L.infer_spec(x, names, ["c2"]), y, t,
+                     (g.random(n) < 0.7).astype(int), source="simulated")  # fmt: skip
+
+
+def savae_centres(seed: int = 4, third: bool = False, **kw):
+    """The generative stage's centres of SAVAE unit sim r0.5 (the good and the poor node of
+    :func:`fedclust.generative.experiment.run_savae`), the run parameters, table and config;
+    ``third``: and a third node with the table's rows the unit does not draw (clean)."""
+    from fedclust.generative import data as D
+    from fedclust.generative import deployment as gd
+    from fedclust.generative import experiment as X
+
+    table, cfg = savae_table(), savae_cfg(**kw)
+    cs, params = gd.centres(table, cfg, "sim", 0.5, seed), gd.params_from_config(cfg, "sim", 0.5,
+                                                                                  seed)  # fmt: skip
+    if third:
+        idx, *_ = X.savae_split(table, cfg["savae"], "sim", 0.5, seed)
+        rest = table.rows(np.setdiff1d(np.arange(table.n), np.concatenate(idx)))
+        cs.append(X.savae_centre("other", rest, D.observed(rest.x), cs[0]._build,
+                                 cs[0]._train, seed, tuple(params["unit"]), 3))  # fmt: skip
+    return cs, params, (table, cfg, seed)
+
+
+def test_savae_stage_is_savaes_federated_arm_and_equal_on_flower(tmp_path):
+    """SAVAE's FedAvg from the centres' files: the workflow unit's federated arm (the same
+    final global weights, every round's loss, the same messages), bit-identical in-process
+    and on the simulation engine."""
+    from fedclust.generative.experiment import run_savae
+
+    centres, params, (table, cfg, seed) = savae_centres()
+    dirs = deployment.write_centres(deployment.get("savae"), centres, tmp_path)
+    a = deployment.run("savae", dirs, params)
+    _equal(a, deployment.run("savae", dirs, params, transport=get_transport(SIM)))
+    ref = run_savae(table, cfg, "sim", 0.5, seed)
+    assert all(np.array_equal(x, y) for x, y in
+               zip(a["parameters"], ref["federated_parameters"], strict=True))  # fmt: skip
+    fed = ref["curves"].query("arm == 'federated'")
+    assert a["rounds"]["loss"].tolist() == fed["loss"].tolist() and len(fed) == 2
+    assert a["rounds"]["participants"].tolist() == [2, 2]
+    led, n = ref["ledger"], len(a["ledger"])
+    pd.testing.assert_frame_equal(a["ledger"], led.iloc[:n])  # then the virtual patients only
+    assert led.iloc[n:].protocol.str.startswith("savae_virtual").all()
+    assert {"generative_moments", "savae_fit"} <= set(a["ledger"].protocol)
+
+
+def dgd_cfg(rounds: int = 2, local_epochs: int = 2) -> dict:
+    """The ``generative`` settings of a tiny DGD unit (``sim``: three uniform centres)."""
+    return {
+        "min_samples": 3, "device": "cpu",
+        "dgd": {
+            "datasets": {"sim": {"data": "sim", "n_samples": None, "split": "uniform",
+                                 "n_centres": 3, "test_fraction": 0.2}},
+            "components": None, "mask_rate": 0.3,
+            "prior": {"dim": 2, "radius": 4.0, "sharpness": 5.0, "dirichlet_alpha": 2.0,
+                      "log_precision_mean": 1.0, "log_precision_sd": 1.0},
+            "model": {"hidden": [8], "activation": "relu"},
+            "train": {"lr": 0.005, "rep_lr": 0.1, "batch_size": 16, "rounds": rounds,
+                      "local_epochs": local_epochs, "test_steps": 5},
+        },
+    }  # fmt: skip
+
+
+def dgd_centres(seed: int = 6, gaussian: bool = True, **kw):
+    """The dgd stage's centres of unit ``sim`` (the federated arm's centres of
+    :func:`fedclust.generative.experiment.run_dgd`), the run parameters, table and config;
+    ``gaussian=False``: without the gaussian columns (no federated standardisation: two round
+    trips fewer on a localhost deployment)."""
+    from fedclust.generative import deployment as gd
+
+    table, cfg = savae_table(90, seed=1), dgd_cfg(**kw)
+    table.t = table.d = None
+    if not gaussian:
+        table = table.columns([j for j, k in enumerate(table.spec.kinds) if k != "gaussian"])
+    params = gd.dgd_params_from_config(cfg, "sim", len(np.unique(table.y)), seed)
+    return gd.dgd_centres(table, cfg, "sim", seed), params, (table, cfg, seed)
+
+
+def test_dgd_stage_is_the_dgds_federated_arm_and_equal_on_flower(tmp_path):
+    """The DGD's FedAvg from the centres' files: the workflow unit's federated arm (the same
+    final decoder + mixture, every round's loss, the same messages; the representations stay
+    in the centres' state), bit-identical in-process and on the simulation engine."""
+    from fedclust.generative.experiment import run_dgd
+
+    centres, params, (table, cfg, seed) = dgd_centres()
+    dirs = deployment.write_centres(deployment.get("dgd"), centres, tmp_path)
+    a = deployment.run("dgd", dirs, params)
+    _equal(a, deployment.run("dgd", dirs, params, transport=get_transport(SIM)))
+    ref = run_dgd(table, cfg, "sim", seed)
+    assert all(np.array_equal(x, y) for x, y in
+               zip(a["parameters"], ref["federated_parameters"], strict=True))  # fmt: skip
+    fed = ref["curves"].query("arm == 'federated'")
+    assert a["rounds"]["loss"].tolist() == fed["loss"].tolist() and len(fed) == 2
+    assert a["rounds"]["participants"].tolist() == [3, 3]
+    pd.testing.assert_frame_equal(a["ledger"], ref["ledger"])
+    assert {"generative_moments", "dgd_fit"} <= set(a["ledger"].protocol)
+
+
 def test_a_sites_disclosure_file_raises_the_boosting_centres_floor(tmp_path):
     """The boosting centre derives its floor and declared protocols from its policy: a site's
     own file, set after the centre is built from its file, raises them (and never lowers)."""
@@ -587,6 +717,8 @@ def test_a_fresh_centre_process_resolves_every_protocol_it_answers(tmp_path):
         "boosting": boosting_centres("vote_union_s2")[:2],
         "bayes": bayes_centres(bayes_cfg(hierarchical=True))[:2],
         "fedprep": fedprep_centres()[:2],
+        "savae": savae_centres()[:2],
+        "dgd": dgd_centres()[:2],
     }.items():
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / stage)
         led = deployment.run(stage, dirs, params)["ledger"]

@@ -56,6 +56,8 @@ MODULES: dict[str, str] = {
     "boosting": "fedclust.boosting.deployment",
     "bayes": "fedclust.bayes.deployment",
     "fedprep": "fedclust.data.fedpreprocess.deployment",
+    "savae": "fedclust.generative.deployment",  # SAVAE's FedAvg (good node / poor node test)
+    "dgd": "fedclust.generative.deployment",  # the Deep Generative Decoder's FedAvg
 }
 REGISTRY: dict[str, DeployedStage] = {}
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")

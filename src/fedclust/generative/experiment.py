@@ -17,6 +17,7 @@ message passed the ledger under its protocol.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,6 @@ from . import dgd as G
 from . import evaluate as E
 from . import likelihoods as L
 from . import pooled, savae
-from . import protocols as P
 from . import server as S
 from .centre import DgdCentre, SavaeCentre
 from .nets import device, get_parameters, init_module, n_parameters
@@ -147,6 +147,59 @@ def _mean_imputation(x: np.ndarray, mask: np.ndarray, sets: list[EvalSet], spec)
 
 
 # -------------------------------------------------------------------------------------- SAVAE
+def savae_unit(dataset: str, rate: float) -> tuple[str, str]:
+    """The labels a SAVAE unit's seeds derive from."""
+    return (dataset, f"r{rate}")
+
+
+def savae_training(sv: dict, has_time: bool) -> tuple[dict, int, int]:
+    """(local training settings, FedAvg rounds, local epochs per round) of ``generative.savae``."""
+    tr = sv["train"]
+    train = {
+        "lr": float(tr["lr"]),
+        "batch_size": int(tr["batch_size"]),
+        "w": float(tr["w"]) if has_time else 0.0,
+        "draw": str(sv["draw"]),
+    }
+    return train, int(tr["rounds"]), int(tr["local_epochs"])
+
+
+def savae_split(table: D.Tabular, sv: dict, dataset: str, rate: float, seed: int):
+    """D6.2 §6.6's rows: ((good, poor, test) indices, (good, poor, test) tables, (the poor
+    node's corrupted table, its mask))."""
+    ds = sv["datasets"][dataset]
+    unit = savae_unit(dataset, rate)
+    idx = D.draw_disjoint(
+        table.n,
+        [ds["n_good"], ds["n_poor"], ds["n_test"]],
+        rng(seed, "savae", *unit, "split"),
+        where=f"generative.savae.datasets.{dataset}",
+    )
+    good, poor, test = (table.rows(i) for i in idx)
+    px, pm = D.corrupt(
+        poor.x, D.observed(poor.x), rate, table.spec, rng(seed, "savae", *unit, "poor"),
+        str(sv["fill"]),
+    )  # fmt: skip
+    poor_c = D.Tabular(px, poor.names, table.spec, poor.y, poor.t, poor.d, source=poor.source)
+    return idx, (good, poor, test), (poor_c, pm)
+
+
+def build_savae(spec: L.FeatureSpec, arch: savae.Arch, has_time: bool, seed: int,
+                unit: tuple[str, ...], dev: Any = "cpu") -> savae.SAVAE:  # fmt: skip
+    """The unit's SAVAE with its seeded initial weights (every arm starts from them); a
+    module-level function so a centre holding ``functools.partial(build_savae, ...)`` pickles
+    (a deployment keeps the centre object between messages as bytes)."""
+    make = functools.partial(savae.SAVAE, spec, arch, has_time)
+    return init_module(make, seed, "savae", *unit, "init").to(dev)
+
+
+def savae_centre(cid: str, table: D.Tabular, mask: np.ndarray, build, train: dict, seed: int,
+                 unit: tuple[str, ...], min_samples: int) -> SavaeCentre:  # fmt: skip
+    """A SAVAE node of the unit (its training seed derives from the unit and its name)."""
+    return SavaeCentre(cid, table, mask, build, train, derive_seed(seed, "savae", *unit, cid),
+                       min_samples)  # fmt: skip
+
+
 def run_savae(
     table: D.Tabular,
     cfg: dict,
@@ -158,34 +211,20 @@ def run_savae(
     """D6.2 §6.6's good node / poor node test on ``table`` at corruption rate ``rate``.
 
     Returns ``metrics`` (arm × evaluation set × metric), ``curves`` (training loss per epoch or
-    round), ``ledger`` (every message), ``examples`` (arrays for the image panel) and ``info``.
+    round), ``ledger`` (every message), ``examples`` (arrays for the image panel), ``info`` and
+    ``federated_parameters`` (the FedAvg arm's final model; the deployed stage's output).
     """
     sv = cfg["savae"]
-    ds = sv["datasets"][dataset]
     ms = int(cfg["min_samples"])
-    tr = sv["train"]
-    train = {
-        "lr": float(tr["lr"]),
-        "batch_size": int(tr["batch_size"]),
-        "w": float(tr["w"]) if table.t is not None else 0.0,
-        "draw": str(sv["draw"]),
-    }
-    rounds, local = int(tr["rounds"]), int(tr["local_epochs"])
+    train, rounds, local = savae_training(sv, table.t is not None)
     epochs = rounds * local
-    unit = (dataset, f"r{rate}")
+    unit = savae_unit(dataset, rate)
     spec = table.spec
-    good_i, poor_i, test_i = D.draw_disjoint(
-        table.n,
-        [ds["n_good"], ds["n_poor"], ds["n_test"]],
-        rng(seed, "savae", *unit, "split"),
-        where=f"generative.savae.datasets.{dataset}",
+    (good_i, poor_i, test_i), (good, poor, test), (poor_c, pm) = savae_split(
+        table, sv, dataset, rate, seed
     )
-    good, poor, test = table.rows(good_i), table.rows(poor_i), table.rows(test_i)
     fill = str(sv["fill"])
-    px, pm = D.corrupt(
-        poor.x, D.observed(poor.x), rate, spec, rng(seed, "savae", *unit, "poor"), fill
-    )
-    poor_c = D.Tabular(px, poor.names, spec, poor.y, poor.t, poor.d, source=poor.source)
+    px = poor_c.x
     tx, tm = D.corrupt(
         test.x, D.observed(test.x), rate, spec, rng(seed, "savae", *unit, "test"), fill
     )
@@ -199,13 +238,10 @@ def run_savae(
 
     dev = device(str(cfg.get("device", "auto")))
 
-    def build():
-        return init_module(
-            lambda: savae.SAVAE(spec, arch, has_time), seed, "savae", *unit, "init"
-        ).to(dev)
+    build = functools.partial(build_savae, spec, arch, has_time, seed, unit, dev)
 
     def node(cid, tab, mask):
-        return SavaeCentre(cid, tab, mask, build, train, derive_seed(seed, "savae", *unit, cid), ms)
+        return savae_centre(cid, tab, mask, build, train, seed, unit, ms)
 
     c = float(sv["classifier_c"])
     rows: list[dict] = []
@@ -235,9 +271,7 @@ def run_savae(
     init = get_parameters(build())
     params, hist = federate(
         [fg, fp],
-        lambda proxies: S.federated_training(
-            proxies, spec, init, rounds, local, P.savae_fit(ms), "savae_fit", ms
-        ),
+        lambda proxies: S.savae_fedavg(proxies, spec, init, rounds, local, ms),
         ledger=ledger,
         transport=transport,
     )
@@ -311,6 +345,7 @@ def run_savae(
         "ledger": ledger.table(),
         "examples": examples,
         "info": info,
+        "federated_parameters": params,  # the FedAvg arm's final global model
     }
 
 
@@ -376,6 +411,42 @@ def _dgd_eval(
     return out, z
 
 
+def dgd_split(table: D.Tabular, dg: dict, unit: str, seed: int):
+    """(the unit's table (subsampled to ``n_samples``), [(centre id, training rows)], test
+    rows): every centre holds out ``test_fraction`` of its rows."""
+    ds = dg["datasets"][unit]
+    g = rng(seed, "dgd", unit, "split")
+    if ds.get("n_samples") and table.n > int(ds["n_samples"]):
+        table = table.rows(np.sort(g.permutation(table.n)[: int(ds["n_samples"])]))
+    train_parts, test_idx = [], []
+    for cid, rows in _split_centres(table, str(ds["split"]), int(ds["n_centres"]), g):
+        rows = g.permutation(rows)
+        k = int(round(float(ds["test_fraction"]) * len(rows)))
+        test_idx.append(rows[:k])
+        train_parts.append((cid, np.sort(rows[k:])))
+    return table, train_parts, np.sort(np.concatenate(test_idx))
+
+
+def dgd_prior(dg: dict, n_labels: int) -> G.Prior:
+    """The mixture prior (``components``: null = the number of reference clusters)."""
+    return G.Prior.from_config(dg["prior"], int(dg.get("components") or n_labels))
+
+
+def build_dgd(spec: L.FeatureSpec, prior: G.Prior, hidden: tuple[int, ...], act: str,
+              seed: int, unit: str, dev: Any = "cpu") -> G.DGD:  # fmt: skip
+    """The unit's DGD (decoder + mixture) with its seeded initial weights; module-level so a
+    centre holding ``functools.partial(build_dgd, ...)`` pickles (see :func:`build_savae`)."""
+    make = functools.partial(G.DGD, spec, prior, tuple(hidden), act)
+    return init_module(make, seed, "dgd", unit, "init").to(dev)
+
+
+def dgd_centre(cid: str, x: np.ndarray, spec: L.FeatureSpec, build, train: G.Training,
+               seed: int, unit: str, min_samples: int) -> DgdCentre:  # fmt: skip
+    """A DGD centre of the unit (its training seed derives from the unit and its name)."""
+    return DgdCentre(cid, x, D.observed(x), spec, build, train,
+                     derive_seed(seed, "dgd", unit, cid), min_samples)  # fmt: skip
+
+
 def run_dgd(
     table: D.Tabular, cfg: dict, unit: str, seed: int, transport: Transport = INPROCESS
 ) -> dict[str, Any]:
@@ -384,18 +455,8 @@ def run_dgd(
     dg = cfg["dgd"]
     ds = dg["datasets"][unit]
     ms = int(cfg["min_samples"])
-    g = rng(seed, "dgd", unit, "split")
-    if ds.get("n_samples") and table.n > int(ds["n_samples"]):
-        table = table.rows(np.sort(g.permutation(table.n)[: int(ds["n_samples"])]))
+    table, train_parts, test_i = dgd_split(table, dg, unit, seed)
     spec = table.spec
-    centres_rows = _split_centres(table, str(ds["split"]), int(ds["n_centres"]), g)
-    train_parts, test_idx = [], []
-    for cid, rows in centres_rows:
-        rows = g.permutation(rows)
-        k = int(round(float(ds["test_fraction"]) * len(rows)))
-        test_idx.append(rows[:k])
-        train_parts.append((cid, np.sort(rows[k:])))
-    test_i = np.sort(np.concatenate(test_idx))
     train_i = np.sort(np.concatenate([r for _, r in train_parts]))
     test = table.rows(test_i)
     test_m = D.observed(test.x)
@@ -403,18 +464,14 @@ def run_dgd(
         rng(seed, "dgd", unit, "mask").random(test_m.shape) >= float(dg["mask_rate"])
     ).astype(np.float32)
     labels = np.unique(table.y)
-    prior = G.Prior.from_config(dg["prior"], int(dg.get("components") or len(labels)))
+    prior = dgd_prior(dg, len(labels))
     hidden = tuple(int(h) for h in dg["model"]["hidden"])
     act = str(dg["model"]["activation"])
     train = G.Training.from_config(dg["train"])
     rounds, local = int(dg["train"]["rounds"]), int(dg["train"]["local_epochs"])
     epochs = rounds * local
     dev = device(str(cfg.get("device", "auto")))
-
-    def build():
-        return init_module(lambda: G.DGD(spec, prior, hidden, act), seed, "dgd", unit, "init").to(
-            dev
-        )
+    build = functools.partial(build_dgd, spec, prior, hidden, act, seed, unit, dev)
 
     rows: list[dict] = []
     curves: list[dict] = []
@@ -441,25 +498,12 @@ def run_dgd(
 
     # federated
     ledger = Ledger()
-    centres = [
-        DgdCentre(
-            cid,
-            table.x[r],
-            D.observed(table.x[r]),
-            spec,
-            build,
-            train,
-            derive_seed(seed, "dgd", unit, cid),
-            ms,
-        )
-        for cid, r in train_parts
-    ]
+    centres = [dgd_centre(cid, table.x[r], spec, build, train, seed, unit, ms)
+               for cid, r in train_parts]  # fmt: skip
     init = get_parameters(build())
     params, hist = federate(
         centres,
-        lambda px: S.federated_training(
-            px, spec, init, rounds, local, P.dgd_fit(ms), "dgd_fit", ms
-        ),
+        lambda px: S.dgd_fedavg(px, spec, init, rounds, local, ms),
         ledger=ledger,
         transport=transport,
     )
@@ -495,16 +539,7 @@ def run_dgd(
     for cid, r in train_parts:
         if len(r) < ms:
             continue
-        node = DgdCentre(
-            cid,
-            table.x[r],
-            D.observed(table.x[r]),
-            spec,
-            build,
-            train,
-            derive_seed(seed, "dgd", unit, cid),
-            ms,
-        )
+        node = dgd_centre(cid, table.x[r], spec, build, train, seed, unit, ms)
         node.standardise_locally()
         losses = node.train_local(epochs)
         mi, _ = _dgd_eval(
@@ -600,6 +635,7 @@ def run_dgd(
         "ledger": ledger.table(),
         "info": info,
         "representations": {k: np.asarray(v) for k, v in reps.items()},
+        "federated_parameters": params,  # the federated arm's final decoder + mixture
     }
 
 

@@ -1,7 +1,8 @@
 """Server functions of the generative stage: they talk to the centres only through their
 proxies (``proxy.call``, :func:`fedclust.federation.run_rounds`) and combine messages, never
 sample matrices. Each is ``server(proxies, ...)``; the experiment binds the extra arguments and
-hands it to :func:`fedclust.federation.federate`."""
+hands it to :func:`fedclust.federation.federate`. A request that goes to every centre goes
+through :func:`fedclust.federation.call_all` (all at once on a deployment)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from fedclust.federation import History, make_strategy, run_rounds
+from fedclust.federation import History, call_all, make_strategy, run_rounds
 
 from . import protocols as P
 from .data import scaler_from_moments
@@ -27,26 +28,15 @@ def standardise(proxies: Sequence[Any], spec: FeatureSpec, min_samples: int) -> 
     cols = np.asarray([j for j, k in enumerate(spec.kinds) if k == "gaussian"], dtype=np.int64)
     if not cols.size:
         return None
-    parts = []
-    for proxy in proxies:
-        msg = proxy.call(
-            "moments", {"columns": cols}, 0, "moments", P.moments(min_samples), P.MOMENTS_REQUEST
-        )
-        if msg is not None:
-            parts.append(msg)
+    msgs = call_all(proxies, "moments", {"columns": cols}, 0, "moments", P.moments(min_samples),
+                    P.MOMENTS_REQUEST)  # fmt: skip
+    parts = [m for m in msgs if m is not None]
     if not parts:
         raise RuntimeError("every centre abstained from the federated standardisation")
     sc = scaler_from_moments(parts, spec.subset(cols))
     ack = P.received("generative_standardised", min_samples)
-    for proxy in proxies:
-        proxy.call(
-            "standardise",
-            {"columns": cols, "mean": sc.mean, "sd": sc.sd},
-            0,
-            "standardise",
-            ack,
-            P.MOMENTS_GLOBAL,
-        )
+    call_all(proxies, "standardise", {"columns": cols, "mean": sc.mean, "sd": sc.sd}, 0,
+             "standardise", ack, P.MOMENTS_GLOBAL)  # fmt: skip
     return {"mean": sc.mean, "sd": sc.sd}
 
 
@@ -75,15 +65,8 @@ def fedavg(
         history=hist,
     )
     ack = P.received(f"{label}_received", min_samples)
-    for proxy in proxies:
-        proxy.call(
-            "receive_global",
-            {"parameters": params},
-            int(rounds) + 1,
-            f"{label}_final",
-            ack,
-            P.MODEL_GLOBAL,
-        )
+    call_all(proxies, "receive_global", {"parameters": params}, int(rounds) + 1, f"{label}_final",
+             ack, P.MODEL_GLOBAL)  # fmt: skip
     return params, hist
 
 
@@ -100,6 +83,37 @@ def federated_training(
     """Federated standardisation, then FedAvg (SAVAE and DGD)."""
     standardise(proxies, spec, min_samples)
     return fedavg(proxies, init, rounds, local_epochs, protocol, label, min_samples)
+
+
+def savae_fedavg(
+    proxies: Sequence[Any],
+    spec: FeatureSpec,
+    init: list[np.ndarray],
+    rounds: int,
+    local_epochs: int,
+    min_samples: int,
+) -> tuple[list[np.ndarray], History]:
+    """SAVAE's federated training (D6.2 §6.6, the good node / poor node test's FedAvg arm):
+    the federated standardisation, then ``rounds`` FedAvg rounds under ``savae_fit`` — what
+    :func:`.experiment.run_savae` runs in-process and the deployed stage
+    (:mod:`.deployment`) runs on Flower."""
+    return federated_training(proxies, spec, init, rounds, local_epochs,
+                              P.savae_fit(min_samples), "savae_fit", min_samples)  # fmt: skip
+
+
+def dgd_fedavg(
+    proxies: Sequence[Any],
+    spec: FeatureSpec,
+    init: list[np.ndarray],
+    rounds: int,
+    local_epochs: int,
+    min_samples: int,
+) -> tuple[list[np.ndarray], History]:
+    """The DGD's federated training: the federated standardisation, then FedAvg of the decoder
+    and the mixture under ``dgd_fit`` (the representations stay at their centres) — what
+    :func:`.experiment.run_dgd` runs in-process and the deployed stage runs on Flower."""
+    return federated_training(proxies, spec, init, rounds, local_epochs,
+                              P.dgd_fit(min_samples), "dgd_fit", min_samples)  # fmt: skip
 
 
 def virtual_patients(

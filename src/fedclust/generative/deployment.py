@@ -1,0 +1,262 @@
+"""The generative stage's federated training (D6.2) as deployed stages
+(:mod:`fedclust.deployment`): ``savae`` and ``dgd``.
+
+``savae`` — one run is the ``federated`` arm of one SAVAE unit (a data set and a corruption rate
+r) of :func:`.experiment.run_savae` (§6.6, the good node / poor node test): the federated
+standardisation of the gaussian columns (``generative_moments`` → global mean / SD → every
+centre), then ``rounds`` FedAvg rounds of ``local_epochs`` local epochs under ``savae_fit`` and
+the final model to every centre — the same server function, :func:`.server.savae_fedavg`. A
+centre's file holds its own rows (raw units, NaN = missing), its mask (the poor node's
+corruption), labels, survival times and events (if any), its feature families, its name and its
+training seed; it keeps its scaler and its :class:`~.savae.Trainer` (Adam state, minibatch
+generator: every random draw of SAVAE's training comes from it, so the numbers do not depend on
+the process) between messages (``Context.state`` on a deployment).
+
+``dgd`` — one run is the federated arm of one DGD unit of :func:`.experiment.run_dgd`: the same
+standardisation, then FedAvg of the decoder and the mixture under ``dgd_fit``
+(:func:`.server.dgd_fedavg`). A centre's file holds its training rows, feature families, name
+and seed; its per-sample representations and their optimiser live in its
+:class:`~.dgd.Trainer` and stay in the centre's state between rounds — never in a message.
+
+The run's parameters (:func:`params_from_config`, :func:`dgd_params_from_config`) are the
+architecture, the local training settings, the rounds, the unit's seed labels (the start
+point) and the floor; the feature families (and SAVAE's time decoder) come from the handshake
+(the centres must agree). Outputs: the final global ``parameters``, the per-round ``rounds``
+table (mean loss, participants) and the ledger. The arms' metrics are evaluations on held-out
+rows (and the DGD's training representations, at their centres), never messages, and stay with
+the workflow. FedAvg may go on without a lost centre when the run sets ``min_available``
+(``drops``).
+
+Not deployed (simulation and in-process transports only): SAVAE's virtual-patients relay (one
+exchange the workflow sets up after the isolated good node's local training, between two
+different centre objects) and RadialGAN. A RadialGAN centre keeps, across the three messages of
+one iteration (``encode`` → ``step`` → ``apply``), its minibatch codes F_i(x) *with their
+autograd graph* and the F/G gradients accumulated in ``step``; a deployment answers every
+message in a fresh process and keeps the centre as bytes, and neither a tensor's autograd
+graph nor a parameter's ``.grad`` survives ``torch.save`` (the values do: ``apply`` would
+silently update nothing). Deploying it needs the centre to recompute F_i(batch) from the kept
+minibatch in ``step`` and ``apply``, to keep its accumulated gradients as plain arrays (same
+numbers: F_i does not change within an iteration) and to hold no module reference (``_R``) —
+a change to the centre, not to this registry.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.federation import History
+
+from . import data as D
+from . import dgd, savae
+from . import protocols as P
+from . import server as S
+from .centre import SavaeCentre
+from .likelihoods import FeatureSpec
+from .nets import get_parameters
+
+NAME = "savae"
+
+
+def params_from_config(cfg: Mapping[str, Any], dataset: str, rate: float,
+                       seed: int) -> dict[str, Any]:  # fmt: skip
+    """The run parameters of SAVAE unit (``dataset``, ``rate``) of the workflow's
+    ``generative`` config; ``seed``: the workflow's seed (the start point)."""
+    from .experiment import savae_training, savae_unit
+
+    sv = cfg["savae"]
+    train, rounds, local = savae_training(sv, True)
+    arch = savae.Arch.from_config(sv["model"])
+    return {
+        "model": "savae", "unit": list(savae_unit(dataset, rate)), "seed": int(seed),
+        "arch": {"latent": arch.latent, "hidden": list(arch.hidden),
+                 "time_hidden": list(arch.time_hidden), "activation": arch.activation},
+        "train": train, "rounds": rounds, "local_epochs": local,
+        "min_samples": int(cfg["min_samples"]),
+    }  # fmt: skip
+
+
+def centres(table: D.Tabular, cfg: Mapping[str, Any], dataset: str, rate: float,
+            seed: int) -> list[SavaeCentre]:  # fmt: skip
+    """The unit's two federated nodes (good: clean rows; poor: corrupted), as
+    :func:`.experiment.run_savae` builds them for its ``federated`` arm (CPU)."""
+    from .experiment import build_savae, savae_centre, savae_split, savae_training, savae_unit
+
+    sv, unit = cfg["savae"], savae_unit(dataset, rate)
+    train, _, _ = savae_training(sv, table.t is not None)
+    _, (good, _, _), (poor_c, pm) = savae_split(table, sv, dataset, rate, seed)
+    build = functools.partial(build_savae, table.spec, savae.Arch.from_config(sv["model"]),
+                              table.t is not None, int(seed), unit, "cpu")  # fmt: skip
+    ms = int(cfg["min_samples"])
+    return [savae_centre("good", good, D.observed(good.x), build, train, seed, unit, ms),
+            savae_centre("poor", poor_c, pm, build, train, seed, unit, ms)]  # fmt: skip
+
+
+# ---------------------------------------------------------------- centre side
+def save(centre: SavaeCentre, path: Path) -> None:
+    t = centre._table
+    has_time = t.t is not None
+    save_npz(
+        path, x=t.x, mask=centre._mask, y=t.y, names=np.asarray(t.names, dtype=str),
+        spec_names=np.asarray(t.spec.names, dtype=str),
+        kinds=np.asarray(t.spec.kinds, dtype=str), n_cats=np.asarray(t.spec.n_cats, int),
+        time=t.t if has_time else np.zeros(0), event=t.d if has_time else np.zeros(0, int),
+        has_time=has_time, cid=centre.cid, seed=int(centre._seed),
+    )  # fmt: skip
+
+
+def setup(params: Mapping[str, Any]) -> None:
+    """Declare the protocols the centre answers under (a deployment answers every message in a
+    fresh process, where only declared protocols resolve)."""
+    ms = int(params["min_samples"])
+    P.moments(ms), P.received("generative_standardised", ms), P.savae_fit(ms)
+    P.received("savae_fit_received", ms)
+
+
+def _spec(kinds: Sequence[str], n_cats: Sequence[int], names: Sequence[str]) -> FeatureSpec:
+    return FeatureSpec(tuple(map(str, kinds)), tuple(int(c) for c in n_cats),
+                       tuple(map(str, names)))  # fmt: skip
+
+
+def _arch(params: Mapping[str, Any]) -> savae.Arch:
+    return savae.Arch.from_config(dict(params["arch"]))
+
+
+def _build(spec: FeatureSpec, has_time: bool, params: Mapping[str, Any]):
+    from .experiment import build_savae
+
+    return functools.partial(build_savae, spec, _arch(params), bool(has_time),
+                             int(params["seed"]), tuple(params["unit"]), "cpu")  # fmt: skip
+
+
+def load(path: Path, params: Mapping[str, Any]) -> SavaeCentre:
+    d = load_npz(path)
+    has_time = bool(d["has_time"])
+    names = [str(n) for n in d["names"]]
+    spec = _spec(d["kinds"], d["n_cats"], d["spec_names"])
+    t, e = (d["time"], d["event"]) if has_time else (None, None)
+    table = D.Tabular(np.asarray(d["x"], float), names, spec, d["y"], t, e)
+    train = {**params["train"], **({} if has_time else {"w": 0.0})}  # as run_savae: no times
+    return SavaeCentre(str(d["cid"]), table, d["mask"], _build(spec, has_time, params), train,
+                       int(d["seed"]), int(params["min_samples"]))  # fmt: skip
+
+
+def describe(centre: SavaeCentre) -> dict[str, Any]:
+    s = centre.spec
+    # a handshake carries scalars and lists of strings (category counts as strings)
+    return {"kinds": list(s.kinds), "n_cats": [str(int(c)) for c in s.n_cats],
+            "names": list(s.names), "time": centre._table.t is not None}  # fmt: skip
+
+
+# ---------------------------------------------------------------- server side
+def serve(proxies: Sequence[Any], params: Mapping[str, Any],
+          schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    spec = _spec(*(same_schema(schema, k, NAME) for k in ("kinds", "n_cats", "names")))
+    build = _build(spec, bool(same_schema(schema, "time", NAME)), params)
+    params_, hist = S.savae_fedavg(list(proxies), spec, get_parameters(build()),
+                                   int(params["rounds"]), int(params["local_epochs"]),
+                                   int(params["min_samples"]))  # fmt: skip
+    return {"parameters": [np.asarray(a) for a in params_], "rounds": _rounds(hist)}
+
+
+def _rounds(hist: History) -> pd.DataFrame:
+    return pd.DataFrame({"round": np.arange(1, len(hist.loss) + 1),
+                         "loss": [float(v) for v in hist.loss],
+                         "participants": [int(p) for p in hist.participants]})  # fmt: skip
+
+
+STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=True, setup=setup))
+
+
+# ---------------------------------------------------------------- the DGD
+DGD = "dgd"
+
+
+def dgd_params_from_config(cfg: Mapping[str, Any], unit: str, n_labels: int,
+                           seed: int) -> dict[str, Any]:  # fmt: skip
+    """The run parameters of DGD unit ``unit`` of the workflow's ``generative`` config;
+    ``n_labels``: the reference clusters' count (the mixture's size when ``components`` is
+    null), ``seed``: the workflow's seed (the start point)."""
+    from dataclasses import asdict
+
+    from .experiment import dgd_prior
+
+    dg = cfg["dgd"]
+    return {
+        "model": "dgd", "unit": str(unit), "seed": int(seed),
+        "prior": asdict(dgd_prior(dg, int(n_labels))),
+        "hidden": [int(h) for h in dg["model"]["hidden"]],
+        "activation": str(dg["model"]["activation"]), "train": dict(dg["train"]),
+        "rounds": int(dg["train"]["rounds"]), "local_epochs": int(dg["train"]["local_epochs"]),
+        "min_samples": int(cfg["min_samples"]),
+    }  # fmt: skip
+
+
+def dgd_centres(table: D.Tabular, cfg: Mapping[str, Any], unit: str, seed: int) -> list:
+    """The unit's federated DGD centres (their training rows), as :func:`.experiment.run_dgd`
+    builds them (CPU)."""
+    from .experiment import dgd_centre, dgd_split
+
+    table, parts, _ = dgd_split(table, cfg["dgd"], unit, seed)
+    p = dgd_params_from_config(cfg, unit, len(np.unique(table.y)), seed)
+    build = _dgd_build(table.spec, p)
+    train = dgd.Training.from_config(p["train"])
+    return [dgd_centre(cid, table.x[r], table.spec, build, train, seed, unit,
+                       p["min_samples"]) for cid, r in parts]  # fmt: skip
+
+
+def _dgd_build(spec: FeatureSpec, params: Mapping[str, Any]):
+    from .experiment import build_dgd
+
+    return functools.partial(build_dgd, spec, dgd.Prior(**params["prior"]),
+                             tuple(params["hidden"]), str(params["activation"]),
+                             int(params["seed"]), str(params["unit"]), "cpu")  # fmt: skip
+
+
+def dgd_save(centre: Any, path: Path) -> None:
+    s = centre.spec
+    save_npz(path, x=centre._x, mask=centre._mask, kinds=np.asarray(s.kinds, dtype=str),
+             n_cats=np.asarray(s.n_cats, int), spec_names=np.asarray(s.names, dtype=str),
+             cid=centre.cid, seed=int(centre._seed))  # fmt: skip
+
+
+def dgd_setup(params: Mapping[str, Any]) -> None:
+    """Declare the protocols the DGD centre answers under (see :func:`setup`)."""
+    ms = int(params["min_samples"])
+    P.moments(ms), P.received("generative_standardised", ms), P.dgd_fit(ms)
+    P.received("dgd_fit_received", ms)
+
+
+def dgd_load(path: Path, params: Mapping[str, Any]) -> Any:
+    from .centre import DgdCentre
+
+    d = load_npz(path)
+    spec = _spec(d["kinds"], d["n_cats"], d["spec_names"])
+    return DgdCentre(str(d["cid"]), np.asarray(d["x"], float), d["mask"], spec,
+                     _dgd_build(spec, params), dgd.Training.from_config(dict(params["train"])),
+                     int(d["seed"]), int(params["min_samples"]))  # fmt: skip
+
+
+def dgd_describe(centre: Any) -> dict[str, Any]:
+    s = centre.spec
+    return {"kinds": list(s.kinds), "n_cats": [str(int(c)) for c in s.n_cats],
+            "names": list(s.names)}  # fmt: skip
+
+
+def dgd_serve(proxies: Sequence[Any], params: Mapping[str, Any],
+              schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    spec = _spec(*(same_schema(schema, k, DGD) for k in ("kinds", "n_cats", "names")))
+    final, hist = S.dgd_fedavg(list(proxies), spec, get_parameters(_dgd_build(spec, params)()),
+                               int(params["rounds"]), int(params["local_epochs"]),
+                               int(params["min_samples"]))  # fmt: skip
+    return {"parameters": [np.asarray(a) for a in final], "rounds": _rounds(hist)}
+
+
+DGD_STAGE = register(DeployedStage(DGD, dgd_load, dgd_save, dgd_serve, dgd_describe,
+                                   drops=True, setup=dgd_setup))  # fmt: skip
