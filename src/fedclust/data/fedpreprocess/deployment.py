@@ -16,9 +16,9 @@ its own matrices from its counts and the broadcasts (size factors from ``logmean
 from ``coeffs`` or ``mean_disp``, the ``selected`` genes).
 
 The tables' federated imputation (MDS, heart: :mod:`.tables`) is not deployable yet: its
-server functions are closures inside the pooled-table functions and decide which columns need a
-fill from the pooled table's missing values, which a deployment's server does not hold (a
-centre would have to say which of its columns have gaps). Every protocol here is exact: no
+server functions are closures inside the pooled-table functions (the MDS server no longer reads
+the pooled table: a centre checks that every column it must fill got a value,
+``TableCentre.take_fill``); moving them out is what is left. Every protocol here is exact: no
 drops.
 """
 

@@ -35,7 +35,8 @@ def _centres(x: pd.DataFrame, centre: pd.Series, labels, min_samples: int, where
     for c in names:
         m = (lab == c).to_numpy()
         out.append(TableCentre(c, x.to_numpy(float)[m], None if labels is None
-                               else np.asarray(labels)[m], min_samples, disclosure))  # fmt: skip
+                               else np.asarray(labels)[m], min_samples, disclosure,
+                               list(x.columns)))  # fmt: skip
     return out, lab
 
 
@@ -67,11 +68,8 @@ def mds_impute_federated(
         r = Rounds(proxies)
         stats = column_stats_server(proxies, raw.shape[1], protocols=Protocols(min_samples),
                                     rounds=r)  # fmt: skip
-        need = raw.isna().to_numpy().any(axis=0)  # which columns a centre will fill (its own)
-        missing = [c for c, nn, n in zip(raw.columns, need, stats.n_obs, strict=True)
-                   if nn and n == 0]  # fmt: skip
-        if missing:
-            raise no_report(missing, "MDS federated imputation")
+        # a column no centre reported gets a NaN fill; a centre that must fill it (it has NaNs
+        # there: only it knows) stops with the column named (TableCentre.take_fill)
         _fill_broadcast(r, stats.mean)
         return stats
 

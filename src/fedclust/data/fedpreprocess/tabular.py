@@ -46,8 +46,10 @@ class TableCentre:
 
     def __init__(self, cid: str, x: np.ndarray, labels: np.ndarray | None = None,
                  min_samples: int = MIN_SAMPLES,
-                 disclosure: DisclosurePolicy | None = None):  # fmt: skip
+                 disclosure: DisclosurePolicy | None = None,
+                 columns: list[str] | None = None):  # fmt: skip
         self.cid = str(cid)
+        self.columns = None if columns is None else [str(c) for c in columns]
         self.x = np.asarray(x, dtype=np.float64)
         self.labels = None if labels is None else np.asarray(labels)
         self.n_samples = int(self.x.shape[0])
@@ -118,8 +120,17 @@ class TableCentre:
                 "n_obs": n_obs[keep], "n": int(x.shape[0])}  # fmt: skip
 
     def take_fill(self, parameters: Any, config: dict) -> dict:
-        """Keep the broadcast fill values (and scaling range); nothing is sent back."""
+        """Keep the broadcast fill values (and scaling range); nothing is sent back. The centre
+        itself checks that every column it must fill (it has NaNs there) got a value: only it
+        knows where its NaNs are (a NaN fill: no centre reported the column)."""
         self.fill = {k: config.get(k) for k in ("fill", "lo", "hi")}
+        fill = config.get("fill")
+        if fill is not None and np.ndim(fill) == 1 and len(fill) == self.x.shape[1]:
+            gap = np.isnan(self.x).any(axis=0) & np.isnan(np.asarray(fill, float))
+            if gap.any():
+                names = self.columns or [f"column {j}" for j in range(self.x.shape[1])]
+                raise no_report([names[j] for j in np.flatnonzero(gap)],
+                                f"federated imputation at centre {self.cid}")  # fmt: skip
         return {}
 
 
