@@ -179,6 +179,9 @@ def figure(method: str, summ: pd.DataFrame):
         ax.set_xticklabels(["∞" if t > fmax else f"{t:g}" for t in ticks])
         ax.minorticks_off()
         ax.set_xlabel("ε (δ fixed)")
+        if metric == "objective_gap":  # spans orders of magnitude, down to 0 for pooled
+            ax.set_yscale("symlog", linthresh=1e-3)
+            ax.set_ylim(bottom=0)
         ax.set_title(METRIC_NAMES[metric], fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle(TITLES.get(method, method), fontsize=10)
