@@ -34,6 +34,7 @@ rule privacy_utility_run:
         config=lambda wc: {
             k: config.get(k, {})
             for k in ("dec", "survival", "decentral", "admm", "boosting")
+            + ("fedcref", "bayes")
         },
         seed=SEED,
     script:

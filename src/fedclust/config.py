@@ -9,6 +9,7 @@ import contextlib
 import copy
 import difflib
 import errno
+import functools
 import os
 import re
 from importlib import resources
@@ -262,10 +263,17 @@ def fill_defaults(node: Any, schema: dict[str, Any]) -> Any:
     return node
 
 
+@functools.lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    """The parsed schema, read once per process (:func:`defaults_at` is called per unit; the
+    schema is never modified: :func:`fill_defaults` copies its defaults)."""
+    return load_yaml(SCHEMA)
+
+
 def defaults_at(entry: dict[str, Any], path: list[str]) -> dict[str, Any]:
     """A copy of ``entry`` with the defaults of the schema node at ``path`` (``"*"`` = an
     ``additionalProperties`` entry), e.g. ``defaults_at(spec, ["data", "splits", "*"])``."""
-    node = load_yaml(SCHEMA)
+    node = _schema()
     for key in path:
         node = node["additionalProperties"] if key == "*" else node["properties"][key]
     return fill_defaults(copy.deepcopy(entry), node)

@@ -12,6 +12,7 @@ split, runs ``federate(centres, server, ledger=..., transport=...)`` and returns
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -121,8 +122,10 @@ def run_federated_unit(
     unit: str,
     seed: int,
     transport: Transport = INPROCESS,
+    wrap: Callable[[Any], Any] | None = None,
 ):
-    """(rounds table, ledger table, result dict) of one federated unit."""
+    """(rounds table, ledger table, result dict) of one federated unit. ``wrap``: applied to
+    every centre once built (the privacy–utility stage's private centres; None: as built)."""
     cfg = settings(cfg)
     specs = federated_specs(cfg)
     if unit not in specs:
@@ -230,6 +233,8 @@ def run_federated_unit(
         )  # fmt: skip
         for i in range(m)
     ]
+    if wrap is not None:
+        centres = [wrap(c) for c in centres]
     strategy, initial, protocol = server_parts(
         algorithm, spec["schedule"], per_round, strat_seed, layout.n_params,
         float(fed["prior_sigma"]), var_max, mu0, floor,

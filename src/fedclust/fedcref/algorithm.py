@@ -357,8 +357,11 @@ class _Member:
     the group's :class:`~fedclust.fedcref.parallel.GroupRuntime` first runs the round's member
     fits as one batch, then the client's own ``fit`` answers."""
 
-    def __init__(self, client: Client, q: int, runtime: GroupRuntime, k: int) -> None:
+    def __init__(
+        self, client: Client, q: int, runtime: GroupRuntime, k: int, cid: str | None = None
+    ) -> None:
         self.client, self.q, self.runtime, self.k = client, q, runtime, k
+        self.cid = client.cid if cid is None else cid  # its name in the group (the proxy's)
 
     def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]:
         self.runtime.prepare(self.k, parameters, config)
@@ -410,7 +413,11 @@ def train_group(
         lambda m, prm, cfg, out: m[0].prefetch(m[1], prm, cfg, out),
         submit or (lambda jobs: run_jobs(template, jobs, p.batch_size, p.lr, p.device)),
     )
-    proxies = [LedgerClientProxy(clients[ci].cid, _Member(clients[ci], q, runtime, k), ledger)
+    ids = [clients[ci].cid for ci, _ in members]
+    # two clusters of one client in a group: members named apart (secure aggregation pairs
+    # the members of a round by name)
+    ids = [c if ids.count(c) == 1 else f"{c}/q{q}" for c, (_, q) in zip(ids, members, strict=True)]
+    proxies = [LedgerClientProxy(ids[k], _Member(clients[ci], q, runtime, k, ids[k]), ledger)
                for k, (ci, q) in enumerate(members)]  # fmt: skip
     try:
         return run_rounds(proxies, strategy, params, p.rounds, {"group": tag},

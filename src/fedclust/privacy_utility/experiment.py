@@ -31,7 +31,13 @@ Methods (headline metric):
   the centre, summed under secure aggregation (:mod:`.admm`): the relative objective gap to
   the pooled optimum (lower is better);
 - ``boosting`` — federated gradient boosting (histogram protocol, seed 003 §9.2) with Gaussian
-  noise on each centre's gradient/hessian sums and counts (:mod:`.boosting`): test AUC.
+  noise on each centre's gradient/hessian sums and counts (:mod:`.boosting`): test AUC;
+- ``fedcref`` — FedCRef (seed 002) with its group FedAvg under central DP-FedAvg (member
+  updates clipped at the member, noise once on the secure sum; the local models and the
+  association messages are not privatised, :mod:`.fedcref`): mean Hungarian accuracy of the
+  refined clusters;
+- ``bayes`` — PVI (seed 003 ch. 4) with each centre's Δη clipped and noised at the centre
+  (:mod:`.bayes`): test accuracy of the global posterior.
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ from .records import (
 log = logging.getLogger(__name__)
 
 METHODS = ("dp_lloyd", "hac", "km", "survival", "heart", "dec", "known_io", "admm", "boosting")
+METHODS += ("fedcref", "bayes")
 #: per method: headline metric, whether higher is better, the "within 5 %" rule
 HEADLINE_METRICS = {
     "dp_lloyd": ("fmi", True),
@@ -77,6 +84,8 @@ HEADLINE_METRICS = {
     "known_io": ("median_rel_error", True),
     "admm": ("objective_gap", False),
     "boosting": ("auc", True),
+    "fedcref": ("accuracy", True),
+    "bayes": ("test_accuracy", True),
 }
 
 
@@ -560,6 +569,20 @@ def run_boosting(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int):
     return _run(bcfg, cfg, seed)
 
 
+def run_fedcref(fcfg: dict[str, Any], cfg: dict[str, Any], seed: int):
+    """FedCRef with central DP-FedAvg on its group models (:mod:`.fedcref`)."""
+    from .fedcref import run_fedcref as _run
+
+    return _run(fcfg, cfg, seed)
+
+
+def run_bayes(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int):
+    """PVI with each centre's Δη clipped and noised at the centre (:mod:`.bayes`)."""
+    from .bayes import run_bayes as _run
+
+    return _run(bcfg, cfg, seed)
+
+
 RUNNERS = {
     "dp_lloyd": run_dp_lloyd,
     "hac": run_hac,
@@ -570,6 +593,8 @@ RUNNERS = {
     "dec": run_dec,
     "admm": run_admm,
     "boosting": run_boosting,
+    "fedcref": run_fedcref,
+    "bayes": run_bayes,
 }
 
 
@@ -592,13 +617,16 @@ def run_unit(
     seed: int,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One method's job from its input tables (:func:`.workflow.inputs`); ``config`` is the
-    whole workflow config (the stages' own sections: survival, decentral, dec, admm, boosting)."""
+    whole workflow config (the stages' own sections: survival, decentral, dec, admm, boosting,
+    fedcref, bayes)."""
     check_method(method)
     m = cfg[method]
     if method == "admm":  # the ADMM stage's bundled data: no input files
         return run_admm(config["admm"], cfg, seed)
     if method == "boosting":  # the bundled breast-cancer data: no input files
         return run_boosting(config["boosting"], cfg, seed)
+    if method in ("fedcref", "bayes"):  # bundled glyph / digit images: no input files
+        return RUNNERS[method](config.get(method) or {}, cfg, seed)
     if method in ("dp_lloyd", "km", "dec"):
         ids = features.index.astype(str)
         obs = obs.set_axis(obs.index.astype(str)).loc[ids]

@@ -8,6 +8,7 @@ from typing import Any
 from fedclust.errors import ConfigError
 
 METHODS = ("dp_lloyd", "hac", "km", "known_io", "survival", "heart", "dec", "admm", "boosting")
+METHODS += ("fedcref", "bayes")
 #: what every method writes under results/privacy_utility/{method}/
 UNIT_FILES = ("curve", "budget")
 
@@ -60,6 +61,8 @@ def inputs(method: str, cfg: dict[str, Any]) -> dict[str, str]:
     """The named input files of one method's job."""
     m = cfg.get(method, {})
     if method in ("admm", "boosting"):  # bundled data sets (scikit-learn)
+        return {}
+    if method in ("fedcref", "bayes"):  # bundled images (digits; no downloaded file)
         return {}
     if method in ("dp_lloyd", "km", "dec"):
         return {
