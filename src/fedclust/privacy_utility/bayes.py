@@ -10,7 +10,8 @@ partitioned variational inference", TMLR). Δη_m is an arbitrary function of th
 images, so after clipping one image added or removed moves it anywhere in the ball: Δ₂ = 2C
 (record-level; the release is (ε, δ)-DP on its own, whoever sees it). The centre keeps the
 factor the server holds: t_m ← t_m + (the released Δη_m), so the next cavity η_q − t_m removes
-exactly its own released contribution (post-processing). The server is the stage's own
+exactly its own released contribution (post-processing). A local fit that diverges from a
+noisy global (the stage's divergence check) releases Δη = 0 with the same noise. The server is the stage's own
 (:class:`fedclust.bayes.server.NaturalSum` under the unit's schedule, the core's round loop):
 a noisy precision that leaves the valid range is raised to 1/var_max there (the stage's
 positive-variance rule, post-processing).
@@ -38,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fedclust.errors import ConfigError
 from fedclust.federation import Abstain
 from fedclust.seeds import derive_seed, rng
 
@@ -56,6 +58,7 @@ class PrivatePVICentre:
         self._rng = rng(seed, "privacy_utility", "bayes", centre.cid)
         self.releases = 0
         self.norms: list[float] = []  # ‖Δη‖ before clipping (diagnostics)
+        self.diverged = 0  # local fits that diverged (their Δη released as 0 + noise)
         self.clean: np.ndarray | None = None  # the last clipped Δη before noise (tests only)
 
     @property
@@ -70,7 +73,14 @@ class PrivatePVICentre:
     def fit(self, parameters: list[np.ndarray], config: dict[str, Any]):
         """The stage's PVI step, then Δη clipped to C and N(0, (z·2C)²) added per coordinate;
         the centre's factor follows the released Δη."""
-        out = self.centre.fit(parameters, config)
+        try:
+            out = self.centre.fit(parameters, config)
+        except ConfigError as err:  # the local fit diverged from a noisy global: Δη = 0
+            if "diverged" not in err.what:
+                raise
+            self.diverged += 1
+            zero = [np.zeros_like(np.asarray(p, np.float64)) for p in parameters]
+            out = (zero, self.centre.n_train, {"client": int(self.centre.index)})
         if isinstance(out, Abstain):
             return out
         delta, n, metrics = out
@@ -94,8 +104,9 @@ class PrivatePVICentre:
 
 def _bayes_cfg(bcfg: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
     """The bayes section (schema-filled) with the privacy–utility sizes: one federated method
-    (``unit``'s algorithm and schedule), ``rounds``, local ``epochs``, ``hidden`` layers and
-    a pooled BBB method of ``pooled_epochs``."""
+    (``unit``'s algorithm and schedule), ``rounds``, local ``epochs`` (and ``local``'s
+    overrides of its local training), ``hidden`` layers, ``n_clients`` (null: the section's)
+    and a pooled BBB method of ``pooled_epochs``."""
     import copy
 
     from fedclust.bayes.experiment import settings
@@ -118,7 +129,9 @@ def _bayes_cfg(bcfg: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
         "pu_pooled": {"algorithm": "pooled", "epochs": int(m["pooled_epochs"])},
     }
     fed["splits"] = {m["split"]: fed["splits"][m["split"]]}
-    fed["local"] = {**fed["local"], "epochs": int(m["epochs"])}
+    fed["local"] = {**fed["local"], **(m.get("local") or {}), "epochs": int(m["epochs"])}
+    if m.get("n_clients") is not None:
+        fed["n_clients"] = int(m["n_clients"])
     fed["model"] = {**fed["model"], "hidden": [int(h) for h in m["hidden"]]}
     cfg["conjugate"] = {**cfg.get("conjugate", {}), "enabled": False}
     cfg["device"] = "cpu"  # the privacy–utility job asks for no GPU
