@@ -11,10 +11,10 @@ images, so after clipping one image added or removed moves it anywhere in the ba
 (record-level; the release is (ε, δ)-DP on its own, whoever sees it). The centre keeps the
 factor the server holds: t_m ← t_m + (the released Δη_m), so the next cavity η_q − t_m removes
 exactly its own released contribution (post-processing). A local fit that diverges from a
-noisy global (the stage's divergence check) releases Δη = 0 with the same noise. The server is the stage's own
-(:class:`fedclust.bayes.server.NaturalSum` under the unit's schedule, the core's round loop):
-a noisy precision that leaves the valid range is raised to 1/var_max there (the stage's
-positive-variance rule, post-processing).
+noisy global (the stage's divergence check) releases Δη = 0 with the same noise. The server
+is the stage's own (:class:`fedclust.bayes.server.NaturalSum` under the unit's schedule, the
+core's round loop): a noisy precision that leaves the valid range is raised to 1/var_max there
+(the stage's positive-variance rule, post-processing).
 
 Composition: a centre releases at most once per round; z is calibrated so that ``rounds``
 Gaussian releases spend exactly ε (the accountant, RDP); the budget rows give each centre's

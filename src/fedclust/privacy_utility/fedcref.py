@@ -57,7 +57,8 @@ def stage_cfg(fcfg: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
     cfg["system"] = {**cfg["system"], "n_clients": int(m["n_clients"]),
                      "samples_per_class": int(m["samples_per_class"])}  # fmt: skip
     cfg["autoencoder"] = {**cfg["autoencoder"], "hidden": [int(h) for h in m["hidden"]],
-                          "epochs": int(m["epochs"]), "batch_size": int(m["batch_size"])}  # fmt: skip
+                          "epochs": int(m["epochs"]),
+                          "batch_size": int(m["batch_size"])}  # fmt: skip
     cfg["federated"] = {**cfg["federated"], "rounds": int(m["rounds"]),
                         "first_epochs": int(m["first_epochs"]),
                         "later_epochs": int(m["later_epochs"])}  # fmt: skip
