@@ -136,3 +136,27 @@ def test_a_method_that_is_not_pvi_is_a_config_error():
 
     with pytest.raises(ConfigError, match="not a PVI method"):
         PB._bayes_cfg(BCFG, {**M, "method": "fedavg"})
+
+
+def test_a_local_fit_that_diverges_releases_zero_plus_noise():
+    from fedclust.errors import ConfigError
+
+    class Diverging:
+        cid, index, n_samples, n_train, cavity_clipped = "c09", 9, 20, 20, 0
+        factor = [np.zeros(3), np.zeros(3)]
+
+        def fit(self, parameters, config):
+            raise ConfigError("training diverged (minibatch loss inf in epoch 1)", where="t")
+
+    c = PB.PrivatePVICentre(Diverging(), 1.0, 0.5, 2)
+    out, n, metrics = c.fit([np.ones(3), -np.ones(3)], {})
+    assert c.diverged == 1 and n == 20 and metrics == {"client": 9}
+    assert np.linalg.norm(c.clean) == 0 and np.abs(np.concatenate(out)).sum() > 0
+    np.testing.assert_array_equal(np.concatenate(c.centre.factor), np.concatenate(out))
+
+    class Broken(Diverging):
+        def fit(self, parameters, config):
+            raise ConfigError("something else", where="t")
+
+    with pytest.raises(ConfigError, match="something else"):
+        PB.PrivatePVICentre(Broken(), 1.0, 0.5, 2).fit([np.ones(3), -np.ones(3)], {})
