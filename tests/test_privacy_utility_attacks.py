@@ -151,16 +151,30 @@ def test_boosting_attack_recovers_bins_and_label_without_noise():
     assert chance["attack_bin_accuracy"] < 0.2 and 0.5 <= chance["attack_label_accuracy"] < 0.7
 
 
-def test_boosting_attack_at_epsilon_one_is_at_chance_level():
+@pytest.mark.parametrize("eps", [1, 8])
+def test_boosting_attack_at_small_epsilon_is_at_chance_level(eps):
     """10 seeds × 4 centres × 30 features of bins (independent noise per bin and centre):
     accuracy ≤ chance (the most frequent bin) + Hoeffding margin; labels, one noise draw per
-    centre and run (40): ≤ majority share + margin."""
+    centre and run (40): ≤ majority share + margin. At ε = 1 the centres' guards refuse the
+    histograms (counts-are-checked: noisy counts outside [floor, size]), so the attack has the
+    totals only;
+    at ε = 8 the histograms arrive and the argmax over the noise is still at chance."""
     seeds = 10
-    curve = _boosting([1], seeds)
+    curve = _boosting([eps], seeds)
     att = curve[curve["arm"] == "attack"].groupby("metric")["value"].mean()
     chance = curve[curve["arm"] == "chance"].groupby("metric")["value"].mean()
     assert att["attack_bin_accuracy"] <= chance["attack_bin_accuracy"] + _margin(seeds * 4 * 30)
     assert att["attack_label_accuracy"] <= chance["attack_label_accuracy"] + _margin(seeds * 4)
+
+
+def test_boosting_bins_take_a_bin_only_the_target_fills():
+    """Which bins are non-empty is not privatised: a listed bin the others leave empty is the
+    target's, whatever the noise on its count."""
+    n_bins = np.array([3, 3])
+    rest = np.array([[5.0, 0.0, 5.0], [5.0, 5.0, 5.0]])
+    noisy = [np.array([[40.0, 1.0, 9.0], [1.0, 30.0, 2.0]])]  # feature 0: bin 1 listed
+    assert list(AT.boosting_bins(noisy, rest, n_bins)) == [1, 1]
+    assert list(AT.boosting_bins([], rest, n_bins)) == [0, 0]  # nothing released: the mode
 
 
 def test_boosting_attack_changes_no_utility_number():

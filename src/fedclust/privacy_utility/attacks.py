@@ -28,8 +28,10 @@ so every tree's root histogram has the patient's count in its bin of each featur
 averages the root count histograms over the trees, subtracts those of D ∖ {p} on the run's
 grid and takes the argmax bin per feature (:func:`boosting_bins`); the label from the sign of
 the first tree's Σg difference (:func:`boosting_label`). Chance level: the best constant
-guess — per feature the share of its most frequent bin, for the label the majority share;
-(ε, δ)-DP bounds any attack's expected success by e^ε · chance + δ.
+guess — per feature the share of its most frequent bin, for the label the majority share.
+(ε, δ)-DP bounds any attack's expected success by e^ε · chance + δ — for boosting only as far
+as the privatised fields go: which bins of a node are non-empty at a centre is not privatised,
+and a patient alone in a bin of its centre shows there at every ε.
 
 Not attacked here: round 0, which neither stage privatises (stated in the report). The same
 adversary differences it exactly at every ε — a centre's column sums Σv (ADMM's standardising
@@ -152,9 +154,13 @@ def boosting_bins(with_p: Sequence[np.ndarray], without_p: np.ndarray,
     """The target's bin per feature: argmax over the feature's bins of the mean over trees of
     the released root counts minus the counts of D ∖ {p} (d,). No root histogram released
     (the centre refused every one, e.g. a noisy count above its size): the prior's mode, the
-    most frequent bin of the others."""
+    most frequent bin of the others. A bin the release lists as non-empty (which bins are
+    non-empty is not privatised) while the others leave it empty is the target's, at any ε."""
     diff = np.mean(np.asarray(with_p), axis=0) - without_p if len(with_p) else without_p
     mask = np.arange(diff.shape[1])[None, :] < np.asarray(n_bins)[:, None]
+    if len(with_p):  # a bin listed (non-empty: not privatised) that the others leave empty
+        alone = np.any(np.asarray(with_p) > 0, axis=0) & (without_p == 0) & mask
+        diff = np.where(alone, np.inf, diff)
     return np.argmax(np.where(mask, diff, -np.inf), axis=1)
 
 

@@ -420,7 +420,8 @@ def build_section(
         {
             "path": out.summary,
             "caption": "Every method's metrics per arm and ε: mean, sd and "
-            "number of seeds (ε = inf: no noise; pooled and isolated: non-private baselines).",
+            "number of seeds (ε = inf: no noise; pooled and isolated: non-private baselines; "
+            "attack: the curious server's attack, chance: its best fixed guess).",
         },
         {
             "path": out.budget,
