@@ -4,6 +4,7 @@ moments, abstentions and skipped n_min settings."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.spatial.distance import pdist
 
@@ -283,3 +284,29 @@ def test_tables_cuts_per_k(data):
     assert r3["fmi"] == pytest.approx(1.0) and r3["ari"] == pytest.approx(1.0)
     assert r3["silhouette_fed"] == pytest.approx(silhouette_score(x, lab))
     assert r3["calinski_harabasz_pooled"] == pytest.approx(calinski_harabasz_score(x, lab))
+
+
+def test_simultaneous_sharing_on_flower_simulation_equals_inprocess(data):
+    """The workflow's simultaneous-sharing table (hac_part with federation.engine:
+    flower-simulation) is the in-process one: every message a Flower Message, centres behind
+    ClientApps, the same tree, abstentions and counts; the ledgers are equal row for row."""
+    pytest.importorskip("flwr")
+    from fedclust.hac.experiments import simultaneous_table
+    from fedclust.hac.simultaneous import simultaneous_run
+    from fedclust.transports import get
+
+    x, c = data
+    sim = get("flower-simulation")
+    kw = {"linkages": ["average", "ward"], "metric": "euclidean", "n_mins": [1, 4, 16],
+          "k_max": 5, "seed": 3}  # fmt: skip
+    a = simultaneous_table(x, c, **kw)
+    b = simultaneous_table(x, c, **kw, transport=sim)
+    pd.testing.assert_frame_equal(a, b)
+    # the centres' messages, not the server's requests; the 13-sample centre abstains at 16
+    assert list(a.messages) == [3, 3, 2] * 2 and list(a.abstentions) == [0, 0, 1] * 2
+    blocks = [x[c == k] for k in range(3)]
+    la, lb = Ledger(), Ledger()
+    za, ia = simultaneous_run(blocks, 4, "complete", ledger=la, seed=3)
+    zb, ib = simultaneous_run(blocks, 4, "complete", ledger=lb, seed=3, transport=sim)
+    assert np.array_equal(za, zb) and np.array_equal(ia, ib)
+    pd.testing.assert_frame_equal(la.table(), lb.table())

@@ -16,13 +16,13 @@ from scipy.spatial.distance import pdist, squareform
 from sklearn.metrics import calinski_harabasz_score, silhouette_score
 
 from ..errors import ConfigError, InputDataError
-from ..federation import Ledger
+from ..federation import INPROCESS, Ledger, Transport
 from ..federation.disclosure import DisclosurePolicy
 from ..io import read_table
 from ..metrics.hierarchy import ccc, compare, cut, flat_agreement, relative_cophenetic_error
 from ..privacy.release_log import ReleaseLog
 from ..seeds import derive_seed
-from .boundary import SYNTHETIC, Policies, policy_of
+from .boundary import SERVER, SYNTHETIC, Policies, policy_of
 from .federated import (
     perturbation_clustering,
     projection_center_costs,
@@ -180,6 +180,14 @@ def _compare(z, zp, k_max, krows: list[dict] | None) -> dict:
     }
 
 
+def _uplink(led: Ledger) -> dict:
+    """The centres' messages and floats (the server's requests, which carry nothing, are not
+    counted: the columns keep their meaning from before the transport seam)."""
+    t = led.messages()
+    t = t[t["sender"] != SERVER]
+    return {"messages": len(t), "floats": int(t["floats"].sum())}
+
+
 def _square(x: np.ndarray, metric: str) -> np.ndarray:
     return squareform(pdist(x, metric))
 
@@ -278,12 +286,14 @@ def simultaneous_table(
     policy: Policies = None,
     logs: dict[int, ReleaseLog] | None = None,
     seed: int = 0,
+    transport: Transport = INPROCESS,
 ) -> pd.DataFrame:
     """Simultaneous sharing vs pooled for each linkage × n_min (Fig 4.3).
 
     Centers below their floor abstain (column ``abstentions``); the federated tree then covers
     the other centers' samples and is compared with the pooled tree of the same samples. n_min
-    below the centres' disclosure floor is a skipped row (issue 22); ``logs``: release logs.
+    below the centres' disclosure floor is a skipped row (issue 22); ``logs``: release logs;
+    ``transport``: what carries the messages (:func:`fedclust.federation.federate`).
     """
     xs, _, blocks = _stacked(x, centers)
     biggest = max(len(b) for b in blocks)
@@ -301,7 +311,7 @@ def simultaneous_table(
                 continue
             led = Ledger()
             z, inc = simultaneous_run(blocks, n_min, method, metric, ledger=led, policy=pols,
-                                      logs=logs, seed=seed)  # fmt: skip
+                                      logs=logs, seed=seed, transport=transport)  # fmt: skip
             ref = zp if inc.all() else pooled_linkage(xs[inc], method, metric)
             rows.append(
                 {
@@ -309,8 +319,7 @@ def simultaneous_table(
                     "metric": metric,
                     "n_min": n_min,
                     **compare(z, ref, k_max),
-                    "messages": led.n_messages,
-                    "floats": led.n_floats,
+                    **_uplink(led),
                     "abstentions": led.n_abstentions,
                     "samples_left_out": int((~inc).sum()),
                     "skipped": False,
