@@ -128,8 +128,8 @@ def hac_centres(n_min: int = 5, method: str = "average", seed: int = 7):
     blocks = [g.normal(size=(s, 6)) + k for k, s in enumerate((14, 20, 4))]
     pol = DisclosurePolicy(allow_per_sample=HAC_OPT_IN)
     params = params_from_config(n_min, method)
-    centres = [HacCentre(f"center{k}", b, **params, index=k, seed=seed, disclosure=pol)
-               for k, b in enumerate(blocks)]  # fmt: skip
+    centres = [HacCentre(f"center{k}", b, n_min=n_min, method=method, index=k, seed=seed,
+                         disclosure=pol) for k, b in enumerate(blocks)]  # fmt: skip
     return centres, params, blocks
 
 
@@ -241,6 +241,45 @@ def test_hac_stage_is_simultaneous_sharing_and_equal_on_flower(tmp_path, method)
     with pytest.raises(InputDataError, match="every centre abstained"):
         deployment.run("hac", deployment.write_centres(deployment.get("hac"), centres,
                                                        tmp_path / "no"), params)  # fmt: skip
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "correlation"])
+def test_hac_genewise_stage_is_genewise_clustering_and_equal_on_flower(tmp_path, metric):
+    """Genewise clustering (Algorithm 3) from the same centre files: equal in-process and on
+    the simulation engine, and the workflow's genewise_clustering (distances, tree, ledger)."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.hac.deployment import params_from_config
+    from fedclust.hac.genewise import genewise_clustering, pooled_gene_distances
+
+    centres, _, blocks = hac_centres()
+    params = params_from_config(5, "average", metric, "genewise")
+    dirs = deployment.write_centres(deployment.get("hac"), centres, tmp_path)
+    a = deployment.run("hac", dirs, params)
+    _equal(a, deployment.run("hac", dirs, params, transport=get_transport(SIM)))
+    led = Ledger()
+    z, d = genewise_clustering(blocks, "average", metric, led, n_min=5,
+                               policy=DisclosurePolicy(allow_per_sample=HAC_OPT_IN))  # fmt: skip
+    assert np.array_equal(a["d"], d) and np.array_equal(a["z"], z)
+    np.testing.assert_allclose(d, pooled_gene_distances(np.vstack(blocks[:2]), metric),
+                               atol=1e-12)  # the 4-sample centre abstains  # fmt: skip
+    pd.testing.assert_frame_equal(led.table(), a["ledger"])
+    assert (a["ledger"].kind == "abstain").sum() == (2 if metric == "correlation" else 1)
+
+
+def test_hac_genewise_on_the_deployments_own_apps(tmp_path):
+    """The deployment's ClientApp (centre from its folder, a fresh process per message) and
+    ServerApp carry genewise correlation's two rounds, the statistics sent back included."""
+    from fedclust.flower.deploy import simulate
+    from fedclust.hac.deployment import params_from_config
+
+    centres, _, _ = hac_centres()
+    params = params_from_config(5, "average", "correlation", "genewise")
+    dirs = deployment.write_centres(deployment.get("hac"), centres, tmp_path / "c")
+    done = simulate("hac", dirs, params, tmp_path / "out")
+    ref = deployment.run("hac", dirs, params)
+    got = deployment.read_outputs(tmp_path / "out")
+    assert done["messages"] == _sent(ref["ledger"]) == 2 * (3 + 2)  # 3 asked a round, 2 answer
+    assert np.array_equal(got["d"][0], ref["d"]) and np.array_equal(got["z"][0], ref["z"])
 
 
 def test_heart_fl_stage_equal_on_flower(tmp_path):

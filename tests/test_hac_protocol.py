@@ -310,3 +310,26 @@ def test_simultaneous_sharing_on_flower_simulation_equals_inprocess(data):
     zb, ib = simultaneous_run(blocks, 4, "complete", ledger=lb, seed=3, transport=sim)
     assert np.array_equal(za, zb) and np.array_equal(ia, ib)
     pd.testing.assert_frame_equal(la.table(), lb.table())
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_genewise_on_flower_simulation_equals_inprocess(data, metric):
+    """hac_exact's genewise clustering with federation.engine: flower-simulation: the same
+    distances, tree and ledger (the 1-sample centre abstains from every round)."""
+    pytest.importorskip("flwr")
+    from fedclust.hac.experiments import _sent
+    from fedclust.transports import get
+
+    x, c = data
+    blocks = [x[c == k] for k in range(3)] + [x[:1]]
+    la, lb = Ledger(), Ledger()
+    za, da = genewise_clustering(blocks, "average", metric, la, n_min=2)
+    zb, db = genewise_clustering(blocks, "average", metric, lb, n_min=2,
+                                 transport=get("flower-simulation"))  # fmt: skip
+    assert np.array_equal(da, db) and np.array_equal(za, zb)
+    pd.testing.assert_frame_equal(la.table(), lb.table())
+    # the counted messages: 3 shares (cosine: + 3 moments + the statistics sent back with the
+    # round-2 request to all 4 centres; the 1-sample one abstains again)
+    assert _sent(la, rounds=True) == {"messages": 3 if metric == "euclidean" else 10,
+                                      "floats": _sent(la)["floats"],
+                                      "rounds": 1 if metric == "euclidean" else 2}  # fmt: skip

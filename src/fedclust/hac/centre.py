@@ -21,16 +21,18 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
+from ..errors import ConfigError
 from ..federation import Abstain
 from ..federation.disclosure import DisclosurePolicy
 from ..federation.guard import centre_policy
 from ..privacy.release_log import ReleaseLog
 from ..seeds import rng as seeded_rng
-from .boundary import floor_of, simultaneous_protocol
+from .boundary import floor_of, genewise_protocol, simultaneous_protocol
 from .pooled import EUCLIDEAN_ONLY
 
-#: why a centre sends no cut (no numbers: a count below a floor is itself a disclosure)
+#: why a centre sends nothing (no numbers: a count below a floor is itself a disclosure)
 NO_CUT = "fewer samples than the centre's floor, or every cut refused by its release log"
+TOO_FEW = "fewer samples than the centre's floor"
 
 
 def centred_rows(x: np.ndarray, metric: str) -> tuple[np.ndarray, str]:
@@ -134,11 +136,53 @@ def center_simultaneous(
     }
 
 
+GENE_METRICS = ("euclidean", "cityblock", "cosine", "correlation")
+
+
+def center_gene_stats(x_k: np.ndarray) -> dict:
+    """Center-side round 1: per-gene count, mean, *centred* sum of squares and constancy.
+
+    Two-pass local statistics (mean first, then ``Σ (x − mean)²``), never ``Σx² − n·mean²``
+    (catastrophic cancellation for genes with large means, spec §4). ``sumsq`` (uncentred) is
+    kept for the cosine norm. ``constant`` is 1 where every local value is identical; the mean
+    of such a gene is then the value itself (exact, no rounding from ``sum / n``).
+    """
+    x_k = np.asarray(x_k, dtype=float)
+    mean = x_k.mean(axis=0)
+    const = np.all(x_k == x_k[:1], axis=0)
+    mean = np.where(const, x_k[0], mean)
+    m2 = ((x_k - mean) ** 2).sum(axis=0)
+    m2[const] = 0.0
+    return {
+        "n": int(x_k.shape[0]),
+        "mean": mean,
+        "m2": m2,
+        "sumsq": (x_k**2).sum(axis=0),
+        "constant": const.astype(float),
+    }
+
+
+def center_gene_distances(x_k: np.ndarray, metric: str, stats: dict | None) -> dict:
+    """Center-side round 2: the center's additive contribution ``D^(k)`` (condensed)."""
+    if metric == "euclidean":
+        return {"d": pdist(x_k.T, "sqeuclidean"), "n": int(x_k.shape[0])}
+    if metric == "cityblock":
+        return {"d": pdist(x_k.T, "cityblock"), "n": int(x_k.shape[0])}
+    if metric == "cosine":
+        y = x_k / stats["norm"]
+    elif metric == "correlation":
+        y = (x_k - stats["mean"]) / stats["cnorm"]
+    else:
+        raise ConfigError(f"unknown genewise metric {metric!r}", fix=f"use one of {GENE_METRICS}")
+    return {"d": 0.5 * pdist(y.T, "sqeuclidean"), "n": int(x_k.shape[0])}
+
+
 class HacCentre:
-    """One centre of simultaneous sharing (module docstring). ``n_min``, ``method`` and
-    ``metric``: the run's settings (the floor is ``n_min`` raised to the centre's own
-    ``nfilter_subset``); ``log``: the centre's release log of this data matrix (kept across
-    runs by the caller); ``seed`` / ``index``: draw the centre's leaf relabelling."""
+    """One centre of federated HAC (module docstring). ``n_min``, ``method`` and ``metric``:
+    the run's settings (the floor is ``n_min`` raised to the centre's own ``nfilter_subset``;
+    genewise: ``metric`` is the gene metric, ``method`` unused); ``log``: the centre's release
+    log of this data matrix (kept across runs by the caller); ``seed`` / ``index``: draw the
+    centre's leaf relabelling."""
 
     def __init__(
         self,
@@ -146,7 +190,7 @@ class HacCentre:
         x: Any,
         *,
         n_min: int,
-        method: str,
+        method: str = "average",
         metric: str = "euclidean",
         index: int = 0,
         seed: int = 0,
@@ -159,7 +203,9 @@ class HacCentre:
         self.index, self.seed, self.log = int(index), int(seed), log
         if disclosure is not None:
             self.disclosure = disclosure
-        self.protocols = {"cut": simultaneous_protocol(self.n_min)}
+        genewise = genewise_protocol(self.n_min)
+        self.protocols = {"cut": simultaneous_protocol(self.n_min), "gene_moments": genewise,
+                          "gene_stats": genewise, "gene_distances": genewise}  # fmt: skip
 
     @property
     def n_samples(self) -> int:
@@ -190,3 +236,23 @@ class HacCentre:
     def leaf_order(self) -> np.ndarray:
         """Centre-side: the centre's own row of each relabelled leaf id it sent (``back[v]``)."""
         return np.argsort(self._relabel())
+
+    # ---- genewise clustering (Algorithm 3): the centre's moments and distance share
+    def gene_moments(self, parameters: Any, config: dict) -> dict | Abstain:
+        """The gene selection's per-gene count, mean and centred sum of squares (issue 23)."""
+        if self.n_samples < self.floor:
+            return Abstain(TOO_FEW)
+        stats = center_gene_stats(self.x)
+        return {key: stats[key] for key in ("n", "mean", "m2")}
+
+    def gene_stats(self, parameters: Any, config: dict) -> dict | Abstain:
+        """Round 0 (cosine / correlation): :func:`center_gene_stats`."""
+        return Abstain(TOO_FEW) if self.n_samples < self.floor else center_gene_stats(self.x)
+
+    def gene_distances(self, parameters: Any, config: dict) -> dict | Abstain:
+        """Round 1: the centre's additive share of the gene × gene distances; the request
+        carries the global gene statistics for cosine / correlation."""
+        if self.n_samples < self.floor:
+            return Abstain(TOO_FEW)
+        stats = dict(config) if self.metric in ("cosine", "correlation") else None
+        return center_gene_distances(self.x, self.metric, stats)

@@ -180,12 +180,14 @@ def _compare(z, zp, k_max, krows: list[dict] | None) -> dict:
     }
 
 
-def _uplink(led: Ledger) -> dict:
-    """The centres' messages and floats (the server's requests, which carry nothing, are not
-    counted: the columns keep their meaning from before the transport seam)."""
+def _sent(led: Ledger, rounds: bool = False) -> dict:
+    """Messages and floats that carry something: the server's empty requests (the transport
+    seam's "your turn", no field) are not counted, so the columns keep their meaning from
+    before the seam; ``rounds``: also the number of rounds with such a message."""
     t = led.messages()
-    t = t[t["sender"] != SERVER]
-    return {"messages": len(t), "floats": int(t["floats"].sum())}
+    t = t[(t["sender"] != SERVER) | (t["fields"] != "")]
+    out = {"messages": len(t), "floats": int(t["floats"].sum())}
+    return {**out, "rounds": int(t["round"].nunique())} if rounds else out
 
 
 def _square(x: np.ndarray, metric: str) -> np.ndarray:
@@ -319,7 +321,7 @@ def simultaneous_table(
                     "metric": metric,
                     "n_min": n_min,
                     **compare(z, ref, k_max),
-                    **_uplink(led),
+                    **_sent(led),
                     "abstentions": led.n_abstentions,
                     "samples_left_out": int((~inc).sum()),
                     "skipped": False,
@@ -413,15 +415,17 @@ def exact_baselines(
     perturbation_genes: int | str = "all",
     n_min: int = 1,
     policy: Policies = None,
+    transport: Transport = INPROCESS,
 ) -> pd.DataFrame:
     """Genewise (Alg. 3, cosine/correlation/Euclidean) and orthogonal perturbation (Alg. 2):
     the largest deviation from pooled distances, and their communication. Genewise: centers
     below ``n_min`` abstain; the reference is then the pooled data of the other centers. The
     perturbation runs on every gene (``"all"``) or the N most variable. Genes are chosen by
-    their variance from the centers' moments (:func:`~.genewise.gene_variances`, issue 23)."""
+    their variance from the centers' moments (:func:`~.genewise.gene_variances`, issue 23).
+    ``transport`` carries the genewise messages (the perturbation's run in-process)."""
     xs, cs, blocks = _stacked(x, centers)
     pols = _policies(policy, cs)
-    var = gene_variances(blocks, n_min, policy=pols)
+    var = gene_variances(blocks, n_min, policy=pols, transport=transport)
     keep = np.argsort(var)[::-1][: min(genes, xs.shape[1])]
     sizes = np.bincount(np.unique(cs, return_inverse=True)[1])
     floors = np.array([p.floor(n_min) for p in pols])
@@ -430,8 +434,9 @@ def exact_baselines(
     for metric in ("euclidean", "cosine", "correlation"):
         led = Ledger()
         z, d = genewise_clustering(
-            [b[:, keep] for b in blocks], "average", metric, led, n_min=n_min, policy=pols
-        )
+            [b[:, keep] for b in blocks], "average", metric, led, n_min=n_min, policy=pols,
+            transport=transport,
+        )  # fmt: skip
         ref = pooled_gene_distances(xs[inc][:, keep], metric)
         zp = linkage(ref, "average")
         rows.append(
@@ -441,9 +446,7 @@ def exact_baselines(
                 "max_abs_cophenetic_error": float(np.abs(cophenet(z) - cophenet(zp)).max()),
                 "objects": len(keep),
                 "abstentions": led.n_abstentions,
-                "messages": led.n_messages,
-                "floats": led.n_floats,
-                "rounds": int(led.messages()["round"].nunique()),
+                **_sent(led, rounds=True),
             }
         )
     if perturbation_genes != "all":
