@@ -286,6 +286,22 @@ def test_tables_cuts_per_k(data):
     assert r3["calinski_harabasz_pooled"] == pytest.approx(calinski_harabasz_score(x, lab))
 
 
+def test_check_config_accepts_hac_on_flower_simulation(tmp_path):
+    """The default config with the hac stage on ``federation.engine: flower-simulation``
+    validates (its simultaneous and genewise messages go through the seam; the rule scripts
+    log that gradual sharing and the projections stay in-process)."""
+    from pathlib import Path
+
+    from fedclust.config import SCHEMA, load_config_file, validate_config
+
+    cfg = Path(__file__).parents[1] / "config" / "config.yaml"
+    f = tmp_path / "sim.yaml"
+    f.write_text(f"base: {cfg}\nfederation:\n  engine: flower-simulation\n")
+    doc = load_config_file(f)
+    assert doc["hac"]["enabled"] and doc["federation"]["engine"] == "flower-simulation"
+    validate_config(doc, SCHEMA, source=str(f))
+
+
 def test_simultaneous_sharing_on_flower_simulation_equals_inprocess(data):
     """The workflow's simultaneous-sharing table (hac_part with federation.engine:
     flower-simulation) is the in-process one: every message a Flower Message, centres behind
