@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedclust.data.glyphs import synthetic_glyphs
-from fedclust.fedcref.algorithm import Client, FedCRefParams, train_group, train_groups
+from fedclust.fedcref.algorithm import FedCRefParams
 from fedclust.fedcref.model import (
     errors_many,
     generator,
@@ -19,7 +18,6 @@ from fedclust.fedcref.model import (
     train_many,
 )
 from fedclust.fedcref.parallel import Job, Lockstep, run_jobs
-from fedclust.federation import Ledger
 
 HIDDEN = (24, 12, 6)
 
@@ -91,31 +89,6 @@ def test_lockstep_batches_rounds_of_every_thread_and_keeps_results():
             torch.testing.assert_close(got[i][r], alone, rtol=1e-6, atol=1e-7)
     with pytest.raises(ValueError, match="boom"):
         lock.map([lambda: loop(0), lambda: (_ for _ in ()).throw(ValueError("boom"))])
-
-
-def _clients(n=3, per=30):
-    x, y = synthetic_glyphs(2, per, 0, side=4)
-    p = FedCRefParams(hidden=(8, 4), epochs=2, batch_size=8, rounds=2, first_epochs=1,
-                      later_epochs=2, patience=None)  # fmt: skip
-    parts = np.array_split(np.random.default_rng(0).permutation(len(x)), n)
-    return [Client(i, f"c{i}", x[r], (y[r] == y.min()).astype(int), 2, p, 4)
-            for i, r in enumerate(parts)], p  # fmt: skip
-
-
-def test_groups_in_lockstep_equal_groups_one_after_another():
-    clients, p = _clients()
-    groups = [[(0, 0), (1, 0), (2, 0)], [(0, 1), (2, 1)]]
-    seq_ledger = Ledger()
-    seq = [
-        train_group(clients, g, p, 7, f"G{gi}/it1", seq_ledger, 1) for gi, g in enumerate(groups)
-    ]
-    clients, p = _clients()  # fresh generators
-    led = Ledger()
-    par = train_groups(clients, groups, p, 7, led, 1)
-    for a, b in zip(seq, par, strict=True):
-        for u, v in zip(a, b, strict=True):
-            np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-7)
-    assert led.table().drop(columns="reason").equals(seq_ledger.table().drop(columns="reason"))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
