@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import yaml
@@ -512,3 +513,22 @@ def test_cross_method_federated_dec_not_run_when_every_centre_abstains(monkeypat
                ClientData("c1", np.arange(3, 6), np.ones(3, int))]  # fmt: skip
     row = federated_dec(cfg, stage, np.zeros((6, 2)), clients, 2, 0)
     assert "not run, only 0 centroids" in row["method"] and np.isnan(row["acc_pooled"])
+
+
+@pytest.mark.parametrize("mode", ["fedcref", "perfect"])
+def test_a_tiny_run_on_flower_simulation_equals_inprocess(mode):
+    """``federation.engine: flower-simulation`` (issue 30 B.1): every message a Flower message,
+    the same history (evaluation columns included), labels and ledger as in-process."""
+    pytest.importorskip("flwr")
+    from fedclust.transports import get
+
+    xs, ys, init, ks = _system(n_clients=3, dirt=0.3)
+    p = FedCRefParams(**{**TINY.__dict__, "max_iterations": 2, "theta": 1.0})
+    runs = [run_fedcref(xs, init, ks, p, 1, mode, make_evaluator(ys), perfect_oracle(ys), t)
+            for t in (get("inprocess"), get("flower-simulation"))]  # fmt: skip
+    a, b = (pd.DataFrame(r.history).drop(columns=["seconds", "cpu_seconds"]) for r in runs)
+    pd.testing.assert_frame_equal(a, b)
+    pd.testing.assert_frame_equal(runs[0].ledger.table(), runs[1].ledger.table())
+    for u, v in zip(runs[0].labels, runs[1].labels, strict=True):
+        np.testing.assert_array_equal(u, v)
+    assert runs[0].edges == runs[1].edges and len(runs[0].edges) > 0
