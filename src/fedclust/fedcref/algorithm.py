@@ -48,7 +48,7 @@ from .association import (
     direction_statistic,
 )
 from .model import NDArrays, errors_many, flatten, generator, get_parameters, make_ae, unflatten
-from .parallel import Job, run_jobs
+from .parallel import Job, SharedDevice, run_jobs, same_weights
 from .refine import align_labels, client_stable, cluster_refine, series_stable
 
 log = logging.getLogger(__name__)
@@ -190,8 +190,11 @@ class Client:
     and a cache of per-sample errors of every model it has evaluated (keyed by model id)."""
 
     def __init__(self, index: int, cid: str, x: np.ndarray, labels: np.ndarray, k: int,
-                 p: FedCRefParams, seed: int) -> None:  # fmt: skip
+                 p: FedCRefParams, seed: int,
+                 device: SharedDevice | None = None) -> None:  # fmt: skip
         self.index, self.cid, self.k, self.p, self.seed = index, cid, int(k), p, seed
+        self.device = device  # a simulation's shared compute device (None: train here)
+        self._ahead: dict[tuple, Any] = {}  # requests announced ahead (prefetch)
         self.x = torch.as_tensor(np.asarray(x, dtype=np.float32))
         self.labels = np.asarray(labels, dtype=int).copy()
         self.models: dict[int, str] = {}  # local cluster → model id
@@ -309,13 +312,45 @@ class Client:
         )
         return Job(flatten(parameters), self.x[rows], int(config["epochs"]), gen, None)
 
+    def _run(self, jobs: Sequence[Job]) -> list[tuple[torch.Tensor, list]]:
+        return run_jobs(self.template(), list(jobs), self.p.batch_size, self.p.lr, self.p.device)
+
+    def prefetch(self, method: str, parameters: Any, config: dict[str, Any]) -> None:
+        """A request announced ahead (in-process, :meth:`LedgerClientProxy.push_fit` /
+        ``push_call``): queue this client's trainings on the simulation's shared device, so
+        that every client's trainings of one step run as one batch."""
+        if self.device is None:
+            return
+        if method == "fedcref_local_models":
+            it = int(config["iteration"])
+            if self.active or it == 1:
+                jobs = self.local_jobs(it)
+                for _, uid, job in jobs:
+                    self.device.queue((self.cid, "local", uid), job)
+                self._ahead[("local", it)] = jobs
+        elif method == "fit":
+            q = int(config["cluster"])
+            key = (self.cid, "fit", str(config["group"]), q)
+            self.device.queue(key, self.fit_job(q, parameters, config))
+            self._ahead[key] = (parameters, (config["group"], int(config["epochs"])))
+
     def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]:
         """Local epochs of cluster ``config["cluster"]`` from the group's weights (Flower's
-        ``NumPyClient.fit``): (weights, cluster size, {"loss"})."""
+        ``NumPyClient.fit``): (weights, cluster size, {"loss"}); the batched result when this
+        very request was announced ahead (:meth:`prefetch`)."""
         q = int(config["cluster"])
-        job = self.fit_job(q, parameters, config)
-        flat, losses = run_jobs(self.template(), [job], self.p.batch_size, self.p.lr,
-                                self.p.device)[0]  # fmt: skip
+        key = (self.cid, "fit", str(config["group"]), q)
+        ahead = self._ahead.pop(key, None)
+        if (
+            ahead is not None
+            and ahead[1] == (config["group"], int(config["epochs"]))
+            and same_weights(ahead[0], parameters)
+        ):
+            flat, losses = self.device.take(key)  # type: ignore[union-attr]
+        else:
+            if ahead is not None:
+                self.device.drop(self.cid)  # type: ignore[union-attr]
+            flat, losses = self._run([self.fit_job(q, parameters, config)])[0]
         n = int(np.sum(self.labels == q))
         return unflatten(self.template(), flat), n, {"loss": float(losses[-1]) if losses else 0.0}
 
@@ -350,9 +385,14 @@ class Client:
         it = int(config["iteration"])
         out: dict[str, Any] = {}
         if self.active or it == 1:
-            jobs = self.local_jobs(it)
-            trained = run_jobs(self.template(), [j for _, _, j in jobs], self.p.batch_size,
-                               self.p.lr, self.p.device)  # fmt: skip
+            ahead = self._ahead.pop(("local", it), None)
+            if ahead is not None:  # queued on the shared device (prefetch)
+                jobs = ahead
+                dev: SharedDevice = self.device  # type: ignore[assignment]
+                trained = [dev.take((self.cid, "local", u)) for _, u, _ in jobs]
+            else:
+                jobs = self.local_jobs(it)
+                trained = self._run([j for _, _, j in jobs])
             new = self.set_local(jobs, trained)
             keep = [u for u in new if self.sizes[u] >= self.floor()]
             if config.get("share") and keep:
@@ -697,7 +737,9 @@ def run_fedcref(
         )
     check_params(p.theta, p.alpha)
     check_clients(xs, ks, init_labels)
-    clients = [Client(i, f"c{i:03d}", x, lab, k, p, seed)
+    d = int(np.shape(xs[0])[1])
+    device = SharedDevice(make_ae(d, p.hidden, None), p.batch_size, p.lr, p.device)
+    clients = [Client(i, f"c{i:03d}", x, lab, k, p, seed, device)
                for i, (x, lab, k) in enumerate(zip(xs, init_labels, ks, strict=True))]  # fmt: skip
     if mode == "perfect" and oracle_edges is None:
         raise ConfigError("perfect mode needs the ideal graph", where="fedcref.variants")
@@ -712,7 +754,7 @@ def run_fedcref(
     oracle = (lambda nodes: oracle_edges(clients, nodes)) if oracle_edges else None
     hooks = Hooks(observe if evaluate else None, oracle)
     ledger = Ledger()
-    server = fedcref_server(p, seed, int(np.shape(xs[0])[1]), mode, hooks)
+    server = fedcref_server(p, seed, d, mode, hooks)
     res = federate(clients, server, ledger=ledger, transport=transport)
     res.ledger = ledger
     res.labels = [c.labels.copy() for c in clients]  # each client's own result

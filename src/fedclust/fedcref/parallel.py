@@ -183,3 +183,39 @@ class GroupRuntime:
 
 def same_weights(a: NDArrays, b: NDArrays) -> bool:
     return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+class SharedDevice:
+    """The compute device the centres of one in-process simulation share (as they would share
+    a GPU): a centre told ahead of a request (:meth:`LedgerClientProxy.push_fit` /
+    ``push_call``, its ``prefetch``) queues its own training jobs here, and the first centre
+    that needs a result runs every queued job as one :func:`run_jobs` batch, in queue order;
+    each result goes back to the centre that queued it (by its key) and to no other. Batching
+    changes the time, never a number (:func:`run_jobs`). A deployed centre has no device."""
+
+    def __init__(self, model: FlatAE, batch_size: int, lr: float, device: str = "cpu") -> None:
+        self.model, self.batch_size, self.lr, self.device = model, batch_size, lr, device
+        self._queue: list[tuple[tuple, Job]] = []
+        self._done: dict[tuple, tuple[torch.Tensor, list[float]]] = {}
+        self.batches: list[int] = []  # jobs per batch (logs, tests)
+
+    def queue(self, key: tuple, job: Job) -> None:
+        self._queue.append((key, job))
+
+    def queued(self, key: tuple) -> bool:
+        return key in self._done or any(k == key for k, _ in self._queue)
+
+    def take(self, key: tuple) -> tuple[torch.Tensor, list[float]]:
+        """The result of the job queued under ``key`` (running the queue first if needed)."""
+        if key not in self._done:
+            queue, self._queue = self._queue, []
+            outs = run_jobs(self.model, [j for _, j in queue], self.batch_size, self.lr,
+                            self.device)  # fmt: skip
+            self.batches.append(len(queue))
+            self._done.update((k, o) for (k, _), o in zip(queue, outs, strict=True))
+        return self._done.pop(key)
+
+    def drop(self, owner: str) -> None:
+        """Forget ``owner``'s queued jobs and results (a prefetch its request did not match)."""
+        self._queue = [(k, j) for k, j in self._queue if k[0] != owner]
+        self._done = {k: v for k, v in self._done.items() if k[0] != owner}
