@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -483,9 +482,11 @@ class FedCRefResult:
 
 class _Member:
     """Local cluster ``q`` of the centre behind ``proxy``, as one FedAvg member: the centre's
-    proxy with the cluster named in every fit request (``config["cluster"]``). ``push``: send a
-    round's request before its reply is awaited (Flower; only when the centre has one member
-    in the group, since a proxy holds one pending fit per round)."""
+    proxy with the cluster named in every fit request (``config["cluster"]``). ``push``: tell
+    the centre a round's request before its answer is awaited (``fit_all``); only a centre's
+    first member in the group does (a Flower proxy holds one pending fit per round, and a
+    centre's second cluster then trains after its first, as in a run without pushes: its
+    minibatch generator of the group is shared with the first's)."""
 
     def __init__(self, proxy: Any, q: int, push: bool = True) -> None:
         self.proxy, self.q, self.cid = proxy, int(q), proxy.cid
@@ -539,8 +540,8 @@ def group_fedavg(
     strategy = _EpochSchedule(make_strategy(p.strategy, {}), p.first_epochs, p.later_epochs)
     params = get_parameters(make_ae(n_features, p.hidden, hash_seed(seed, tag)))
     members = sorted(members)[: p.max_members]
-    per_centre = Counter(ci for ci, _ in members)
-    group = [_Member(proxies[ci], q, push=per_centre[ci] == 1) for ci, q in members]
+    first = {ci: k for k, (ci, _) in reversed(list(enumerate(members)))}
+    group = [_Member(proxies[ci], q, push=first[ci] == k) for k, (ci, q) in enumerate(members)]
     try:
         return run_rounds(group, strategy, params, p.rounds, {"group": tag},
                           protocols(p.min_samples).group_fit, kind="group",
