@@ -132,3 +132,33 @@ def test_cuda_device_without_a_gpu_is_a_config_error():
     cfg = validate_config(load_yaml(root / "config" / "config.yaml"))["fedcref"]
     with pytest.raises(ConfigError, match="sees no GPU"):
         FedCRefParams.from_config({**cfg, "device": "cuda"}, theta=0.2)
+
+
+def test_groups_side_by_side_equal_each_group_alone():
+    """groups_fedavg (every group's FedAvg in one round loop, member fits batched) gives every
+    group the weights of its own loop, and the same messages."""
+    from fedclust.fedcref.algorithm import Client, groups_fedavg, train_group
+    from fedclust.federation import Ledger, federate
+
+    def clients():
+        x, y = synthetic_glyphs(2, 30, 0, side=4)
+        p = FedCRefParams(hidden=(8, 4), epochs=2, batch_size=8, rounds=2, first_epochs=1,
+                          later_epochs=2, patience=None)  # fmt: skip
+        parts = np.array_split(np.random.default_rng(0).permutation(len(x)), 3)
+        dev = SharedDevice(make_ae(x.shape[1], p.hidden, None), p.batch_size, p.lr)
+        return [Client(i, f"c{i}", x[r], (y[r] == y.min()).astype(int), 2, p, 4, dev)
+                for i, r in enumerate(parts)], p  # fmt: skip
+
+    groups = [[(0, 0), (1, 0), (2, 0)], [(0, 1), (2, 1)]]
+    cs, p = clients()
+    seq_ledger = Ledger()
+    seq = [train_group(cs, g, p, 7, f"G{gi}/it1", seq_ledger, 1) for gi, g in enumerate(groups)]
+    cs, p = clients()  # fresh generators
+    led = Ledger()
+    d = cs[0].x.shape[1]
+    par = federate(cs, lambda ps: groups_fedavg(ps, groups, p, 7, 1, d), ledger=led)
+    for a, b in zip(seq, par, strict=True):
+        assert all(np.array_equal(u, v) for u, v in zip(a, b, strict=True))
+    key = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]
+    a, b = (t.table()[key].sort_values(key).reset_index(drop=True) for t in (seq_ledger, led))
+    assert a.equals(b) and cs[0].device.batches == [5, 5]  # all members, per round

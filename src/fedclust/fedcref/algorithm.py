@@ -28,6 +28,7 @@ from fedclust.federation import (
     Abstain,
     EveryCentreAbstained,
     Ledger,
+    LedgerClientProxy,
     Protocol,
     Strategy,
     Transport,
@@ -38,6 +39,7 @@ from fedclust.federation import (
     run_rounds,
 )
 from fedclust.federation.guard import centre_policy
+from fedclust.federation.privacy import current as current_privacy
 
 from .association import (
     Node,
@@ -481,30 +483,45 @@ class FedCRefResult:
 
 
 class _Member:
-    """Local cluster ``q`` of the centre behind ``proxy``, as one FedAvg member: the centre's
-    proxy with the cluster named in every fit request (``config["cluster"]``). ``push``: tell
-    the centre a round's request before its answer is awaited (``fit_all``); only a centre's
-    first member in the group does (a Flower proxy holds one pending fit per round, and a
-    centre's second cluster then trains after its first, as in a run without pushes: its
-    minibatch generator of the group is shared with the first's)."""
+    """Local cluster ``q`` of the centre behind ``proxy``, member of group ``gi``: the centre's
+    proxy with the group and the cluster named in every fit request. Several groups' FedAvg
+    run as one round loop (:func:`groups_fedavg`): the loop's parameters are every group's
+    weights one after another, and a member sends and receives its group's ``size`` arrays
+    from ``offset`` only. ``push``: tell the centre a round's request before its answer is
+    awaited (``fit_all``): only where the proxy allows it (a Flower proxy holds one pending fit
+    per round: a centre's first member of the round) and never for a centre's second cluster
+    in one group, which trains after its first, as in a run without pushes (its minibatch
+    generator of the group is shared with the first's)."""
 
-    def __init__(self, proxy: Any, q: int, push: bool = True) -> None:
-        self.proxy, self.q, self.cid = proxy, int(q), proxy.cid
+    def __init__(self, proxy: Any, q: int, gi: int, tag: str, offset: int, size: int,
+                 push: bool = True) -> None:  # fmt: skip
+        self.proxy, self.q, self.gi, self.tag, self.cid = proxy, int(q), gi, tag, proxy.cid
+        self.offset, self.size = offset, size
         under = getattr(proxy, "push_fit", None)
         if push and under is not None:
             self.push_fit = lambda parameters, config, rnd, kind, protocol: under(
-                parameters, self._config(config), rnd, kind, protocol
+                self._mine(parameters), self._config(config), rnd, kind, protocol
             )
 
+    def _mine(self, parameters: NDArrays) -> NDArrays:
+        return list(parameters[self.offset : self.offset + self.size])
+
     def _config(self, config: dict[str, Any]) -> dict[str, Any]:
-        return {**config, "cluster": self.q}
+        return {**config, "group": self.tag, "cluster": self.q}
 
     def fit(self, parameters: NDArrays, config: dict[str, Any], server_round: int, kind: str,
             protocol: Protocol) -> tuple[NDArrays, int, dict] | None:  # fmt: skip
-        return self.proxy.fit(parameters, self._config(config), server_round, kind, protocol)
+        out = self.proxy.fit(self._mine(parameters), self._config(config), server_round, kind,
+                             protocol)  # fmt: skip
+        if out is None:
+            return None
+        return out[0], out[1], {**out[2], GROUP_KEY: self.gi}
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         return self.proxy.call(*args, **kwargs)
+
+
+GROUP_KEY = "__fedcref_group__"  # added by the server to a member's result, never sent
 
 
 @dataclass
@@ -524,6 +541,88 @@ class _EpochSchedule(Strategy):
         return self.inner.aggregate_fit(server_round, results, current)
 
 
+@dataclass
+class _PerGroup(Strategy):
+    """Every group's own strategy on its slice of the parameters (:func:`groups_fedavg`): a
+    round's results are split by group (the member's group index, added by :class:`_Member`)
+    and each group's weights are its strategy's ``aggregate_fit`` of its members' results. A
+    group with no result in a round (every member abstained) is ``failed`` and ends with its
+    initial weights, as its own round loop would (``EveryCentreAbstained``)."""
+
+    strategies: list[Strategy]
+    offsets: list[int]
+    sizes: list[int]
+    failed: set[int] = field(default_factory=set)
+
+    def configure_fit(self, server_round, parameters, clients, config):
+        return self.strategies[0].configure_fit(server_round, parameters, clients, config)
+
+    def aggregate_fit(self, server_round, results, current=None):
+        out = list(current)  # type: ignore[arg-type]
+        for gi, (off, size) in enumerate(zip(self.offsets, self.sizes, strict=True)):
+            mine = [(w, n, {k: v for k, v in m.items() if k != GROUP_KEY})
+                    for w, n, m in results if m.get(GROUP_KEY) == gi]  # fmt: skip
+            if not mine:
+                self.failed.add(gi)
+                continue
+            out[off : off + size] = self.strategies[gi].aggregate_fit(
+                server_round, mine, out[off : off + size]
+            )
+        return out
+
+
+def groups_fedavg(
+    proxies: Sequence[Any],
+    groups: Sequence[Sequence[Node]],
+    p: FedCRefParams,
+    seed: int,
+    it: int,
+    n_features: int,
+) -> list[NDArrays]:
+    """Every group's FedAvg (§2.4, :func:`group_fedavg`) side by side in one round loop of the
+    federation core (:func:`run_rounds`): the members of all groups are asked in one
+    ``fit_all`` per round, so their trainings run at the same time (Flower) or as one batch
+    (in-process, :class:`~.parallel.SharedDevice`); each group's weights are its own
+    strategy's aggregate of its own members (:class:`_PerGroup`). With secure aggregation or
+    central DP on, each group runs its own loop (the privacy layer sums one cohort a round)."""
+    if not groups:
+        return []
+    tags = [f"G{gi}/it{it}" for gi in range(len(groups))]
+    if current_privacy().active:
+        return [group_fedavg(proxies, g, p, seed, tag, it, n_features)
+                for g, tag in zip(groups, tags, strict=True)]  # fmt: skip
+    inits = [get_parameters(make_ae(n_features, p.hidden, hash_seed(seed, tag))) for tag in tags]
+    sizes = [len(w) for w in inits]
+    offsets = [sum(sizes[:gi]) for gi in range(len(groups))]
+    strategy = _PerGroup(
+        [_EpochSchedule(make_strategy(p.strategy, {}), p.first_epochs, p.later_epochs)
+         for _ in groups], offsets, sizes,
+    )  # fmt: skip
+    members, pushed = [], set()
+    for gi, g in enumerate(groups):
+        seen = set()
+        for ci, q in sorted(g)[: p.max_members]:
+            proxy = proxies[ci]
+            push = ci not in seen and (isinstance(proxy, LedgerClientProxy) or ci not in pushed)
+            seen.add(ci)
+            if push:
+                pushed.add(ci)
+            members.append(_Member(proxy, q, gi, tags[gi], offsets[gi], sizes[gi], push))
+    start = [a for w in inits for a in w]
+    try:
+        out = run_rounds(members, strategy, start, p.rounds, {}, protocols(p.min_samples).group_fit,
+                         kind="group", label=f"fedcref it {it}: {len(groups)} groups")  # fmt: skip
+    except EveryCentreAbstained:
+        strategy.failed.update(range(len(groups)))
+        out = start
+    for gi in sorted(strategy.failed):
+        log.warning("it %d: group %s not trained: every member abstained (clusters below "
+                    "the centres' disclosure floors); it keeps its initial weights",
+                    it, tags[gi])  # fmt: skip
+    return [inits[gi] if gi in strategy.failed else out[offsets[gi] : offsets[gi] + sizes[gi]]
+            for gi in range(len(groups))]  # fmt: skip
+
+
 def group_fedavg(
     proxies: Sequence[Any],
     members: Sequence[Node],
@@ -540,10 +639,13 @@ def group_fedavg(
     strategy = _EpochSchedule(make_strategy(p.strategy, {}), p.first_epochs, p.later_epochs)
     params = get_parameters(make_ae(n_features, p.hidden, hash_seed(seed, tag)))
     members = sorted(members)[: p.max_members]
-    first = {ci: k for k, (ci, _) in reversed(list(enumerate(members)))}
-    group = [_Member(proxies[ci], q, push=first[ci] == k) for k, (ci, q) in enumerate(members)]
+    seen: set[int] = set()
+    group = []
+    for ci, q in members:
+        group.append(_Member(proxies[ci], q, 0, tag, 0, len(params), ci not in seen))
+        seen.add(ci)
     try:
-        return run_rounds(group, strategy, params, p.rounds, {"group": tag},
+        return run_rounds(group, strategy, params, p.rounds, {},
                           protocols(p.min_samples).group_fit, kind="group",
                           label=f"fedcref it {it} group {tag}")  # fmt: skip
     except EveryCentreAbstained:  # every member's cluster is below its centre's own floor
@@ -676,8 +778,7 @@ def _coordinate(
         membership = [[gi, *n] for gi, g in enumerate(groups) for n in g]
         table = np.asarray(membership, dtype=np.int64).reshape(-1, 3)
         group_uids = [f"G{gi}/it{it}" for gi in range(len(groups))]
-        group_params = [group_fedavg(proxies, g, p, seed, tag, it, d)
-                        for g, tag in zip(groups, group_uids, strict=True)]  # fmt: skip
+        group_params = groups_fedavg(proxies, groups, p, seed, it, d)
         # Step 4: membership and group models to every client; active clients refine
         req = {"groups": table}
         if groups:
