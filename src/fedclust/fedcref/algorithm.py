@@ -411,8 +411,8 @@ class Client:
         if config.get("uids"):
             self.evaluate_flat(list(config["uids"]), list(config["models"]))
         nodes = np.asarray(config["foreign"], dtype=np.int64).reshape(-1, 2)
-        foreign = {(int(a), int(b)): str(u)
-                   for (a, b), u in zip(nodes, config["foreign_uids"], strict=True)}  # fmt: skip
+        uids = config.get("foreign_uids", [])
+        foreign = {(int(a), int(b)): str(u) for (a, b), u in zip(nodes, uids, strict=True)}
         msg = self.association_stats(foreign)
         keep = msg["n"] >= self.floor()
         if not keep.any():
