@@ -80,8 +80,10 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     deployment.write_centres(deployment.get("savae"), savae, root, folders)
     fedcref, fedcref_params = fedcref_centres(3)
     deployment.write_centres(deployment.get("fedcref"), fedcref, root, folders)
-    fedcref_params = {**fedcref_params, "params": {**fedcref_params["params"],
-                                                   "max_iterations": 1, "rounds": 1}}  # fmt: skip
+    # one iteration, one FedAvg round of one member (θ = 1: one group of every cluster; a
+    # centre's second member would be one more sequential round trip): 4 round trips
+    fedcref_params = {**fedcref_params, "params": {**fedcref_params["params"], "max_iterations": 1,
+                                                   "rounds": 1, "max_members": 1}}  # fmt: skip
     # the dgd stage (the same generic app, FedAvg like savae) passed here too, but its run adds
     # ~50 s (of which ~20 s is one run's fixed cost) under a CI load: tests/test_deployment.py
     # runs it on the deployment's own apps and flower-simulation; to add it here:

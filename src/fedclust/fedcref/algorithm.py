@@ -1,14 +1,18 @@
-"""FedCRef (seed 002 Algorithm 1, §4): clients (center side) and the loop (coordination).
+"""FedCRef (seed 002 Algorithm 1, §4): clients (centre side) and the server function
+(coordination), connected by :func:`fedclust.federation.federate` (issue 30 B.1).
 
-Privacy boundary: a :class:`Client` holds its samples and never sends them. What travels, each
-message through :class:`fedclust.federation.Ledger` under a :class:`~fedclust.federation.Protocol`
-(:func:`protocols`): local AE weights (all-to-all), the association statistics (client → graph
-builder), the refinement status, group membership, FedAvg weights (group aggregator = the
-group's lowest client id ↔ members) and group models (aggregator → every client). Every client
-message carries ``n``, the sizes of the local clusters it summarises, so the ledger's
-``min_samples`` rule (``fedcref.federated.min_samples``) applies to it. Each client
-computes errors of received models on its own data only. True labels enter only the
-evaluation callback and the Perfect-Associations oracle.
+Privacy boundary: a :class:`Client` holds its samples and never sends them; it answers named
+methods (``fedcref_local_models``, ``fedcref_association``, ``fedcref_refine``, ``fit``) whose
+replies pass the centre-side guard under the protocols it declares (:func:`protocols`).
+:func:`fedcref_server` sees only messages: the clients' new local AE weights (relayed by the
+server to every other client: the paper's all-to-all exchange), the association statistics
+(client → graph builder), the refinement status, the membership table, the groups' FedAvg
+(:func:`groups_fedavg` on the core's :func:`run_rounds`) and the group models (server → every
+client). Every client message carries ``n``, the sizes of the local clusters it summarises,
+checked against ``fedcref.federated.min_samples`` raised to the client's own disclosure floor;
+a cluster below it keeps its model and statistics to itself. Each client computes errors of
+received models on its own data only. True labels enter only the simulation's evaluation hook
+and the Perfect-Associations oracle (:class:`Hooks`), never a message.
 """
 
 from __future__ import annotations
@@ -59,11 +63,9 @@ MODES = ("fedcref", "perfect", "local_only")
 # counts ``n`` (checked entry-wise ≥ min_samples, ``fedcref.federated.min_samples``, default 1):
 # the local models of Step 1 (one size per model), the association statistics of Step 2 (one
 # per own cluster: stat[q, ·] is computed on cluster q's samples), the Step-4 status (the
-# client's size), a group member's AE weights with its cluster size; from the graph builder /
-# aggregator: the membership table and the group model.
+# client's size), a group member's AE weights with its cluster size; from the server (the graph
+# builder and the groups' aggregator): the requests below.
 GROUP_FIT = fit_protocol("fedcref_group_fit", metrics=())
-GROUP_MODEL = Protocol("fedcref_group_model", {"parameters": "parameters"})
-GROUPS = Protocol("fedcref_groups", {"groups": "metadata"})
 # Server → client requests (downlink: the server re-distributes what clients sent). Step 1 asks
 # a client for its new local models; Step 2 relays the other clients' new models (the paper's
 # all-to-all exchange, through the server) and names the foreign nodes to test; Step 4 carries
