@@ -478,6 +478,7 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "hac":
         centres, params, _ = hac_centres()
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "fedcref":
         centres, params = fedcref_centres()
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
