@@ -54,6 +54,10 @@ def test_infinite_epsilon_is_the_generative_stages_federated_arm_exactly(run):
     mt = out["metrics"]
     want = mt[(mt["arm"] == "federated") & (mt["test"] == "clean") & (mt["metric"] == "c_index")]
     assert float(got.iloc[0]) == float(want["value"].iloc[0])  # bit for bit
+    rec = curve[(curve["arm"] == "federated") & np.isinf(curve["epsilon"])
+                & (curve["metric"] == "recon_error")]["value"]  # fmt: skip
+    w = mt[(mt["arm"] == "federated") & (mt["test"] == "clean") & (mt["metric"] == "recon_error")]
+    assert float(rec.iloc[0]) == float(w["value"].iloc[0])
     pooled = mt[(mt["arm"] == "pooled") & (mt["test"] == "clean") & (mt["metric"] == "c_index")]
     cp = curve[curve["arm"] == "pooled"]["value"]
     assert float(cp.iloc[0]) == float(pooled["value"].iloc[0])
@@ -91,19 +95,9 @@ def test_the_runs_epsilon_is_dp_accountings_rdp_value(run):
 
 def test_epsilon_one_is_clearly_worse_than_no_noise(unit):
     """The C-index of these tiny runs is too noisy to separate; the model's reconstruction
-    error on the clean held-out rows (the same models) is not."""
-    from fedclust.generative import evaluate as E
-    from fedclust.generative import savae
-    from fedclust.generative.experiment import _cat, _eval_scale
-
-    def error(node) -> float:
-        t = unit.test
-        xs = node.scaler.transform(t.x)
-        est = node.scaler.inverse(savae.decode_mean(node.model, xs))
-        known = ~np.isnan(t.x)
-        return E.masked_error(est, np.nan_to_num(t.x), known, _eval_scale(t.x, t.spec),
-                              _cat(t.spec))  # fmt: skip
-
-    free = error(unit.federated(G.NO_PRIVACY))
-    private = error(unit.federated(PrivacySettings(True, epsilon=1.0, clip=0.01, seed=3)))
+    error on the clean held-out rows (the same models; the curve's ``recon_error``) is not."""
+    free = G.recon_error(unit.federated(G.NO_PRIVACY), unit.test)
+    private = G.recon_error(
+        unit.federated(PrivacySettings(True, epsilon=1.0, clip=0.01, seed=3)), unit.test
+    )
     assert private > 1.15 * free

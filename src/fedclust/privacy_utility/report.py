@@ -30,6 +30,7 @@ METRIC_NAMES = {
     "breach_rate": "attack: share of rows reconstructed within 20 %",
     "objective_gap": "relative objective gap (f(z) − f*)/|f*| to the pooled optimum",
     "diverged": "share of runs whose model went non-finite (C-index 0.5 recorded)",
+    "recon_error": "reconstruction error on clean held-out rows (SD units; lower is better)",
     "hac_fmi": "FMI of ward HAC on the top-N VST with the non-private federated one",
     "top_overlap": "top-N genes shared with the non-private federated run",
 }
