@@ -83,7 +83,7 @@ HEADLINE_METRICS = {
     "known_io": ("median_rel_error", True),
     "admm": ("objective_gap", False),
     "boosting": ("auc", True),
-    "generative": ("c_index", True),
+    "generative": ("recon_error", False),
     "fedprep": ("hac_fmi", True),
 }
 
