@@ -117,6 +117,45 @@ def test_secure_fedavg_equals_plain_fedavg(strategy):
         np.testing.assert_allclose(s, p, rtol=1e-6, atol=1e-7)
 
 
+class Tagged:
+    """A server-side wrapper of a proxy (as fedcref's ``_Member``): it adds an undeclared
+    number to every reply *after* the share arrived — unmasked, and sorting before every
+    declared field, so a server that counted it would read every mask one place off."""
+
+    def __init__(self, proxy, tag: int) -> None:
+        self.proxy, self.cid, self.tag = proxy, proxy.cid, tag
+
+    def fit(self, parameters, config, server_round, kind, protocol):
+        out = self.proxy.fit(parameters, config, server_round, kind, protocol)
+        return None if out is None else (out[0], out[1], {**out[2], "__tag__": self.tag})
+
+    def call(self, *args, **kwargs):
+        return self.proxy.call(*args, **kwargs)
+
+
+@pytest.mark.parametrize("epsilon", [None, 4.0])
+def test_a_server_side_tag_on_the_replies_is_no_part_of_the_secure_sum(epsilon):
+    """The unmask sums a protocol's declared fields only (what the centre masked): replies
+    tagged by a server-side wrapper decode to the untagged plain (noised) mean."""
+    init = [np.zeros(50, np.float32), np.ones(2, np.float32)]
+    dp = {"epsilon": epsilon, "clip": 5.0, "seed": 3}
+
+    def server(settings, tag):
+        def go(ps):
+            ps = [Tagged(p, 7 + i) for i, p in enumerate(ps)] if tag else ps
+            return run_rounds(ps, make_strategy("fedavg"), init, 2, {}, FIT, privacy=settings)
+
+        return go
+
+    plain = federate(centres(), server(PrivacySettings(**dp), False), ledger=Ledger())
+    secure = federate(centres(), server(PrivacySettings(secure_aggregation=True, **dp), True),
+                      ledger=Ledger())  # fmt: skip
+    for p, s in zip(plain, secure, strict=True):
+        np.testing.assert_allclose(s, p, rtol=1e-6, atol=1e-6)
+    assert secagg._numeric_keys({"__tag__": 1, "n": 2, "parameters": [], "secagg": ["x"]},
+                                FIT) == ["n", "parameters"]  # fmt: skip
+
+
 def test_server_sees_only_uniform_shares_independent_of_the_data():
     """Centre c0's round-1 update of two very different datasets: every value the server
     receives is a uint64 share; the shares are uniform modulo 2^64 (chi-square on the top byte)

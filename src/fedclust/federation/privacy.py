@@ -465,12 +465,13 @@ def _noise_seed(seed: int, label: str, rnd: int) -> int:
 def _plain_sum(
     replies: Mapping[str, Message | None], protocol: Protocol
 ) -> tuple[dict[str, Any], list[str]]:
-    """Σ over the replies (float64, in reply order) of every non-metadata field."""
+    """Σ over the replies (float64, in reply order) of every declared non-metadata field (as
+    :meth:`.secagg.SecureAggregator.unmask`: a key the server side added is not summed)."""
     alive = [c for c, m in replies.items() if m is not None]
     out: dict[str, Any] = {}
     for c in alive:
         for k, v in replies[c].items():
-            if protocol.kind(k) == "metadata":
+            if protocol.kind(k) in (None, "metadata"):
                 continue
             if isinstance(v, list | tuple):
                 arrs = [np.asarray(a, np.float64) for a in v]

@@ -175,7 +175,13 @@ def _key_bytes(a: Any) -> bytes:
 
 # ---------------------------------------------------------------- message layout
 def _numeric_keys(message: Mapping[str, Any], protocol: Protocol) -> list[str]:
-    return sorted(k for k in message if k != SECAGG_FIELD and protocol.kind(k) != "metadata")
+    """The fields a share masks, in mask order: ``protocol``'s declared non-metadata fields
+    present in ``message``. A centre's guard sends no other field; a key a server-side wrapper
+    adds to a reply after it arrived (unmasked, undeclared: e.g. fedcref's group index) is no
+    part of the share, and counting it would shift every mask against the centre's layout."""
+    return sorted(
+        k for k in message if k != SECAGG_FIELD and protocol.kind(k) not in (None, "metadata")
+    )
 
 
 def flatten(message: Mapping[str, Any], keys: Sequence[str]) -> tuple[np.ndarray, list]:

@@ -5,12 +5,11 @@ federation core's round loop (:func:`fedclust.fedcref.algorithm.train_group`). H
 runs under the core's central DP-FedAvg (:mod:`fedclust.federation.privacy`, McMahan et al.
 2018): each member (one local cluster of a client) clips its round update to L2 norm C
 (``clip``) at the member, before the message leaves; the group's aggregator sums the clipped
-updates and adds N(0, (z·C)²) once to the sum. Secure aggregation is OFF for this method:
-over the fedcref stage's group-member proxies (``_Member`` around a centre's proxy) the
-masked shares do not decode to the sum (a defect of the stage's member proxies under
-:mod:`fedclust.federation.secagg`, shown by an xfail test), so the server sees each member's
-clipped update (central DP trusts the server with them). Under privacy a client with several
-clusters in one group trains its first one only (one share per centre and round).
+updates and adds N(0, (z·C)²) once to the sum. Secure aggregation is on as configured
+(``privacy_utility.secure_aggregation``, default true): the group's server receives masked
+shares (:mod:`fedclust.federation.secagg`, one session per group loop) and learns only their
+sum. Under privacy a client with several clusters in one group trains its first one only (one
+share per centre and round).
 Nothing else changes: the stage's own centres, round loop and refinement
 (:func:`fedclust.fedcref.experiments.run_setting`). No second FedAvg here.
 
@@ -39,7 +38,6 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -154,9 +152,6 @@ def run_fedcref(fcfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[p
                 derive_seed(seed, "pu", "fedcref", eps, sd),
                 float(m["clip"]),
             )
-            # secure aggregation off here: over the fedcref stage's group-member proxies the
-            # masked shares do not decode (tests/test_privacy_utility_fedcref.py, xfail)
-            st = replace(st, secure_aggregation=False)
             PV.budget_rows(reset=True)
             with PV.using(st):
                 _, summ, _ = run_setting(stage, setting, x, y, s_seed, theta, ["fedcref"])

@@ -287,8 +287,7 @@ _DATA = {
         f"{m['samples_per_class']} samples per class, dirty-uniform start {m['dirtiness']}, "
         f"θ = {m['theta']}, AE {m['hidden']}, {m['max_iterations']} iteration(s) × "
         f"{m['rounds']} group FedAvg rounds (reduced size); member updates clipped to "
-        f"{m['clip']}, noise once on each group's sum (secure aggregation off: see the "
-        "module docstring); accuracy = mean Hungarian "
+        f"{m['clip']}, noise once on each group's secure sum; accuracy = mean Hungarian "
         "accuracy of the refined clusters over clients; pooled: k-means (K = |U|) on the "
         "pooled samples, isolated: the stage's local-only variant. NOT privatised: Step 1's "
         "local autoencoders (sent all-to-all), the association statistics, the membership "
@@ -366,7 +365,7 @@ def section_text(cfg: dict[str, Any], methods: Sequence[str]) -> list[str]:
         "squares), 1/s and VST deviations (and squares) clipped entry-wise; each centre adds "
         "N(0, (z·Δ₂)²) to its six sums (Δ₂ = bound·√genes), dispersions by moments. "
         "FedCRef: its group FedAvg under central DP-FedAvg (member updates clipped at the "
-        "member, noise once on the group's sum, without secure aggregation; its local "
+        "member, noise once on the group's secure sum; its local "
         "models and association messages stay in the clear). PVI: each centre clips its "
         "released change of natural parameters Δη and adds N(0, (z·2C)²) itself.",
         "Reading the curves: the threshold table gives, per method, the smallest ε of the grid "
