@@ -62,7 +62,8 @@ def _same(got: Any, ref: Any) -> bool:
     if isinstance(ref, pd.DataFrame):
         return isinstance(got, pd.DataFrame) and got[list(ref.columns)].equals(ref)
     if isinstance(ref, list) and ref and isinstance(ref[0], np.ndarray):
-        return len(got) == len(ref) and all(np.array_equal(a, b) for a, b in zip(got, ref, strict=True))
+        pairs = zip(got, ref, strict=True) if len(got) == len(ref) else None
+        return pairs is not None and all(np.array_equal(a, b) for a, b in pairs)
     return bool(got == ref)
 
 
