@@ -5,6 +5,7 @@ from _common import run
 
 from fedclust.hac import experiments as ex
 from fedclust.io import write_table
+from fedclust.transports import from_config
 
 
 def main() -> None:
@@ -21,6 +22,7 @@ def main() -> None:
         seed,
         e.get("perturbation_genes", "all"),
         e.get("n_min", 1),
+        transport=from_config(snakemake.config),  # genewise; the perturbation runs in-process
     )
     write_table(out.exact, t.assign(cohort=cohort), index=False)
 

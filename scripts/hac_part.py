@@ -14,6 +14,11 @@ from fedclust.hac import experiments as ex
 from fedclust.hac import workflow as wf
 from fedclust.io import write_table
 from fedclust.privacy.release_log import to_json
+from fedclust.transports import from_config
+
+#: the variants whose messages go through the transport seam (federation.engine); the others
+#: run in-process whatever the engine
+ON_TRANSPORT = ("simultaneous",)
 
 
 def main() -> None:
@@ -28,6 +33,10 @@ def main() -> None:
     paths = {p: getattr(snakemake.input, p) for p in preps}
     data, centers = ex.load_cohort(paths, snakemake.input.obs)
     logging.info("%s %s %s: %d samples, %d units", cohort, variant, part, len(centers), len(units))
+    transport = from_config(snakemake.config)
+    if transport.name != "inprocess" and variant not in ON_TRANSPORT:
+        logging.warning("hac %s runs in-process: only %s go through federation.engine = %s",
+                        variant, ", ".join(ON_TRANSPORT), transport.name)  # fmt: skip
     tables, cuts = [], []
     # the centres' release logs of the matrices this job publishes sums of (issue 22): started
     # from the previous job of the chain, written for the next
@@ -40,7 +49,7 @@ def main() -> None:
             tables.append(t)
             cuts.append(c)
         else:
-            t, c = wf.run_simultaneous(data, centers, cfg, u, cohort, logs, seed)
+            t, c = wf.run_simultaneous(data, centers, cfg, u, cohort, logs, seed, transport)
             tables.append(t)
             cuts.append(c)
         logging.info("%s done", u)

@@ -113,6 +113,26 @@ def admm_centres(n_centres: int = 3):
     return centres_from_rows(data.X, data.y, data.centers, data.names, s), params
 
 
+HAC_OPT_IN = ("hac.simultaneous",)
+
+
+def hac_centres(n_min: int = 5, method: str = "average", seed: int = 7):
+    """Simultaneous sharing's centres (names as the workflow's, ``center<k>``; the third below
+    its floor: it abstains), each opted in to the per-sample merge heights by its own policy;
+    the run parameters and the blocks."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.hac.centre import HacCentre
+    from fedclust.hac.deployment import params_from_config
+
+    g = np.random.default_rng(11)
+    blocks = [g.normal(size=(s, 6)) + k for k, s in enumerate((14, 20, 4))]
+    pol = DisclosurePolicy(allow_per_sample=HAC_OPT_IN)
+    params = params_from_config(n_min, method)
+    centres = [HacCentre(f"center{k}", b, n_min=n_min, method=method, index=k, seed=seed,
+                         disclosure=pol) for k, b in enumerate(blocks)]  # fmt: skip
+    return centres, params, blocks
+
+
 # ---------------------------------------------------------------- registry
 def test_a_stage_is_found_by_name_and_its_module_is_imported_only_then():
     code = (
@@ -122,8 +142,8 @@ def test_a_stage_is_found_by_name_and_its_module_is_imported_only_then():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
     assert set(deployment.MODULES) >= {"dec", "survival", "heart"}
-    with pytest.raises(ConfigError, match="no deployable stage 'hac'"):
-        deployment.get("hac")
+    with pytest.raises(ConfigError, match="no deployable stage 'nope'"):
+        deployment.get("nope")
     with pytest.raises(ValueError, match="must match"):
         deployment.register(deployment.DeployedStage("../x", *[lambda *a: None] * 3))
 
@@ -191,6 +211,75 @@ def test_admm_stage_is_the_workflow_run_and_equal_on_flower(tmp_path):
     pd.testing.assert_frame_equal(ref.history, a["history"])
     pd.testing.assert_frame_equal(led.table(), a["ledger"])
     assert (a["ledger"].kind == "local_update").sum() == 3 * 25
+
+
+@pytest.mark.parametrize("method", ["average", "ward"])
+def test_hac_stage_is_simultaneous_sharing_and_equal_on_flower(tmp_path, method):
+    """Simultaneous sharing from the centres' files: bit-identical outputs in-process and on the
+    simulation engine, and — once each site maps its own relabelled leaves back — the
+    workflow's tree (simultaneous_run) with the same ledger; the small centre abstains."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.hac.simultaneous import _relabel_leaves, simultaneous_run
+
+    centres, params, blocks = hac_centres(method=method)
+    dirs = deployment.write_centres(deployment.get("hac"), centres, tmp_path)
+    a = deployment.run("hac", dirs, params)
+    _equal(a, deployment.run("hac", dirs, params, transport=get_transport(SIM)))
+    assert a["centres"] == ["center0", "center1"]
+    led = Ledger()
+    ref, inc = simultaneous_run(blocks, 5, method, ledger=led, seed=7,
+                                policy=DisclosurePolicy(allow_per_sample=HAC_OPT_IN))  # fmt: skip
+    assert inc.sum() == 34 and not inc[34:].any()
+    back = np.concatenate([centres[0].leaf_order(), 14 + centres[1].leaf_order()])
+    assert not np.array_equal(a["z"], ref)  # the server holds relabelled leaves only
+    assert np.array_equal(_relabel_leaves(a["z"], back), ref)
+    pd.testing.assert_frame_equal(led.table(), a["ledger"])
+    assert list(a["ledger"].kind) == ["cut_request", "cut"] * 2 + ["cut_request", "abstain"]
+    # without the site's opt-in the merge heights do not leave it: every centre abstains
+    for c in centres:
+        del c.disclosure
+    with pytest.raises(InputDataError, match="every centre abstained"):
+        deployment.run("hac", deployment.write_centres(deployment.get("hac"), centres,
+                                                       tmp_path / "no"), params)  # fmt: skip
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "correlation"])
+def test_hac_genewise_stage_is_genewise_clustering_and_equal_on_flower(tmp_path, metric):
+    """Genewise clustering (Algorithm 3) from the same centre files: equal in-process and on
+    the simulation engine, and the workflow's genewise_clustering (distances, tree, ledger)."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.hac.deployment import params_from_config
+    from fedclust.hac.genewise import genewise_clustering, pooled_gene_distances
+
+    centres, _, blocks = hac_centres()
+    params = params_from_config(5, "average", metric, "genewise")
+    dirs = deployment.write_centres(deployment.get("hac"), centres, tmp_path)
+    a = deployment.run("hac", dirs, params)
+    _equal(a, deployment.run("hac", dirs, params, transport=get_transport(SIM)))
+    led = Ledger()
+    z, d = genewise_clustering(blocks, "average", metric, led, n_min=5,
+                               policy=DisclosurePolicy(allow_per_sample=HAC_OPT_IN))  # fmt: skip
+    assert np.array_equal(a["d"], d) and np.array_equal(a["z"], z)
+    np.testing.assert_allclose(d, pooled_gene_distances(np.vstack(blocks[:2]), metric),
+                               atol=1e-12)  # the 4-sample centre abstains  # fmt: skip
+    pd.testing.assert_frame_equal(led.table(), a["ledger"])
+    assert (a["ledger"].kind == "abstain").sum() == (2 if metric == "correlation" else 1)
+
+
+def test_hac_genewise_on_the_deployments_own_apps(tmp_path):
+    """The deployment's ClientApp (centre from its folder, a fresh process per message) and
+    ServerApp carry genewise correlation's two rounds, the statistics sent back included."""
+    from fedclust.flower.deploy import simulate
+    from fedclust.hac.deployment import params_from_config
+
+    centres, _, _ = hac_centres()
+    params = params_from_config(5, "average", "correlation", "genewise")
+    dirs = deployment.write_centres(deployment.get("hac"), centres, tmp_path / "c")
+    done = simulate("hac", dirs, params, tmp_path / "out")
+    ref = deployment.run("hac", dirs, params)
+    got = deployment.read_outputs(tmp_path / "out")
+    assert done["messages"] == _sent(ref["ledger"]) == 2 * (3 + 2)  # 3 asked a round, 2 answer
+    assert np.array_equal(got["d"][0], ref["d"]) and np.array_equal(got["z"][0], ref["z"])
 
 
 def test_heart_fl_stage_equal_on_flower(tmp_path):
@@ -312,7 +401,7 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
 
 @pytest.mark.parametrize(
     "stage",
-    ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "dgd"],
+    ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "dgd", "hac"],
 )
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
@@ -342,6 +431,9 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage in ("savae", "dgd"):
         centres, params, _ = (savae_centres if stage == "savae" else dgd_centres)()
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage == "hac":
+        centres, params, _ = hac_centres()
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     else:
         params = HEART
@@ -719,6 +811,7 @@ def test_a_fresh_centre_process_resolves_every_protocol_it_answers(tmp_path):
         "fedprep": fedprep_centres()[:2],
         "savae": savae_centres()[:2],
         "dgd": dgd_centres()[:2],
+        "hac": hac_centres()[:2],
     }.items():
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / stage)
         led = deployment.run(stage, dirs, params)["ledger"]

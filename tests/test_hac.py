@@ -272,11 +272,17 @@ def test_communication_matches_thesis_formulas(data):
     # genewise: per center one condensed d × d contribution (+ gene stats for cosine)
     led = Ledger()
     genewise_clustering(blocks, "average", "euclidean", ledger=led)
-    assert (led.table().floats == d * (d - 1) // 2 + 1).all() and led.n_messages == 3  # + n
+    t = led.table()
+    up = t[t.sender != "server"]  # the server's requests carry nothing (transport seam)
+    assert (up.floats == d * (d - 1) // 2 + 1).all() and len(up) == 3  # + n
+    assert len(t) == 6 and t[t.sender == "server"].floats.sum() == 0
     # simultaneous: one round, per center (#clusters) centroids of dimension d
     led = Ledger()
     simultaneous_sharing(blocks, 4, "average", ledger=led)
-    assert led.n_messages == 3 and led.table()["round"].nunique() == 1
+    t = led.table()
+    assert led.n_messages == 6 and t["round"].nunique() == 1
+    # the server's request to each centre (transport seam) carries nothing
+    assert (t.sender == "server").sum() == 3 and t[t.sender == "server"].floats.sum() == 0
     # gradual: n − 1 merge rounds; a centroid never describes fewer than n_min points
     led = Ledger()
     gradual_sharing(x, c, 4, "average", ledger=led)

@@ -4,6 +4,7 @@ moments, abstentions and skipped n_min settings."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.spatial.distance import pdist
 
@@ -283,3 +284,68 @@ def test_tables_cuts_per_k(data):
     assert r3["fmi"] == pytest.approx(1.0) and r3["ari"] == pytest.approx(1.0)
     assert r3["silhouette_fed"] == pytest.approx(silhouette_score(x, lab))
     assert r3["calinski_harabasz_pooled"] == pytest.approx(calinski_harabasz_score(x, lab))
+
+
+def test_check_config_accepts_hac_on_flower_simulation(tmp_path):
+    """The default config with the hac stage on ``federation.engine: flower-simulation``
+    validates (its simultaneous and genewise messages go through the seam; the rule scripts
+    log that gradual sharing and the projections stay in-process)."""
+    from pathlib import Path
+
+    from fedclust.config import SCHEMA, load_config_file, validate_config
+
+    cfg = Path(__file__).parents[1] / "config" / "config.yaml"
+    f = tmp_path / "sim.yaml"
+    f.write_text(f"base: {cfg}\nfederation:\n  engine: flower-simulation\n")
+    doc = load_config_file(f)
+    assert doc["hac"]["enabled"] and doc["federation"]["engine"] == "flower-simulation"
+    validate_config(doc, SCHEMA, source=str(f))
+
+
+def test_simultaneous_sharing_on_flower_simulation_equals_inprocess(data):
+    """The workflow's simultaneous-sharing table (hac_part with federation.engine:
+    flower-simulation) is the in-process one: every message a Flower Message, centres behind
+    ClientApps, the same tree, abstentions and counts; the ledgers are equal row for row."""
+    pytest.importorskip("flwr")
+    from fedclust.hac.experiments import simultaneous_table
+    from fedclust.hac.simultaneous import simultaneous_run
+    from fedclust.transports import get
+
+    x, c = data
+    sim = get("flower-simulation")
+    kw = {"linkages": ["average", "ward"], "metric": "euclidean", "n_mins": [1, 4, 16],
+          "k_max": 5, "seed": 3}  # fmt: skip
+    a = simultaneous_table(x, c, **kw)
+    b = simultaneous_table(x, c, **kw, transport=sim)
+    pd.testing.assert_frame_equal(a, b)
+    # the centres' messages, not the server's requests; the 13-sample centre abstains at 16
+    assert list(a.messages) == [3, 3, 2] * 2 and list(a.abstentions) == [0, 0, 1] * 2
+    blocks = [x[c == k] for k in range(3)]
+    la, lb = Ledger(), Ledger()
+    za, ia = simultaneous_run(blocks, 4, "complete", ledger=la, seed=3)
+    zb, ib = simultaneous_run(blocks, 4, "complete", ledger=lb, seed=3, transport=sim)
+    assert np.array_equal(za, zb) and np.array_equal(ia, ib)
+    pd.testing.assert_frame_equal(la.table(), lb.table())
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_genewise_on_flower_simulation_equals_inprocess(data, metric):
+    """hac_exact's genewise clustering with federation.engine: flower-simulation: the same
+    distances, tree and ledger (the 1-sample centre abstains from every round)."""
+    pytest.importorskip("flwr")
+    from fedclust.hac.experiments import _sent
+    from fedclust.transports import get
+
+    x, c = data
+    blocks = [x[c == k] for k in range(3)] + [x[:1]]
+    la, lb = Ledger(), Ledger()
+    za, da = genewise_clustering(blocks, "average", metric, la, n_min=2)
+    zb, db = genewise_clustering(blocks, "average", metric, lb, n_min=2,
+                                 transport=get("flower-simulation"))  # fmt: skip
+    assert np.array_equal(da, db) and np.array_equal(za, zb)
+    pd.testing.assert_frame_equal(la.table(), lb.table())
+    # the counted messages: 3 shares (cosine: + 3 moments + the statistics sent back with the
+    # round-2 request to all 4 centres; the 1-sample one abstains again)
+    assert _sent(la, rounds=True) == {"messages": 3 if metric == "euclidean" else 10,
+                                      "floats": _sent(la)["floats"],
+                                      "rounds": 1 if metric == "euclidean" else 2}  # fmt: skip

@@ -25,7 +25,7 @@ from fedclust.privacy_utility import experiment as E
 CLEAR = PrivacySettings(secure_aggregation=False)  # the tests read the plain messages
 ACFG = yaml.safe_load(open("config/config.yaml"))["admm"]
 M = {"problem": "ridge", "dataset": "diabetes", "lam": 0.1, "rho": 1.0, "n_blocks": 4,
-     "iterations": 8, "bound": 0.6}  # fmt: skip
+     "iterations": 8, "bound": 0.6, "attack": False}  # fmt: skip
 
 
 def _cfg(**kw):

@@ -28,7 +28,7 @@ from fedclust.privacy_utility import experiment as E
 from fedclust.seeds import derive_seed
 
 BCFG = yaml.safe_load(open("config/config.yaml"))["boosting"]
-M = {"n_centres": 4, "trees": 3, "max_depth": 2}
+M = {"n_centres": 4, "trees": 3, "max_depth": 2, "attack": False}
 CFG = {"epsilons": [1, None], "seeds": 2, "delta": 1e-5, "boosting": M}
 
 

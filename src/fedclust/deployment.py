@@ -58,6 +58,7 @@ MODULES: dict[str, str] = {
     "fedprep": "fedclust.data.fedpreprocess.deployment",
     "savae": "fedclust.generative.deployment",  # SAVAE's FedAvg (good node / poor node test)
     "dgd": "fedclust.generative.deployment",  # the Deep Generative Decoder's FedAvg
+    "hac": "fedclust.hac.deployment",  # simultaneous sharing (seed 001 §5.1)
 }
 REGISTRY: dict[str, DeployedStage] = {}
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -16,13 +16,13 @@ from scipy.spatial.distance import pdist, squareform
 from sklearn.metrics import calinski_harabasz_score, silhouette_score
 
 from ..errors import ConfigError, InputDataError
-from ..federation import Ledger
+from ..federation import INPROCESS, Ledger, Transport
 from ..federation.disclosure import DisclosurePolicy
 from ..io import read_table
 from ..metrics.hierarchy import ccc, compare, cut, flat_agreement, relative_cophenetic_error
 from ..privacy.release_log import ReleaseLog
 from ..seeds import derive_seed
-from .boundary import SYNTHETIC, Policies, policy_of
+from .boundary import SERVER, SYNTHETIC, Policies, policy_of
 from .federated import (
     perturbation_clustering,
     projection_center_costs,
@@ -180,6 +180,16 @@ def _compare(z, zp, k_max, krows: list[dict] | None) -> dict:
     }
 
 
+def _sent(led: Ledger, rounds: bool = False) -> dict:
+    """Messages and floats that carry something: the server's empty requests (the transport
+    seam's "your turn", no field) are not counted, so the columns keep their meaning from
+    before the seam; ``rounds``: also the number of rounds with such a message."""
+    t = led.messages()
+    t = t[(t["sender"] != SERVER) | (t["fields"] != "")]
+    out = {"messages": len(t), "floats": int(t["floats"].sum())}
+    return {**out, "rounds": int(t["round"].nunique())} if rounds else out
+
+
 def _square(x: np.ndarray, metric: str) -> np.ndarray:
     return squareform(pdist(x, metric))
 
@@ -278,12 +288,14 @@ def simultaneous_table(
     policy: Policies = None,
     logs: dict[int, ReleaseLog] | None = None,
     seed: int = 0,
+    transport: Transport = INPROCESS,
 ) -> pd.DataFrame:
     """Simultaneous sharing vs pooled for each linkage × n_min (Fig 4.3).
 
     Centers below their floor abstain (column ``abstentions``); the federated tree then covers
     the other centers' samples and is compared with the pooled tree of the same samples. n_min
-    below the centres' disclosure floor is a skipped row (issue 22); ``logs``: release logs.
+    below the centres' disclosure floor is a skipped row (issue 22); ``logs``: release logs;
+    ``transport``: what carries the messages (:func:`fedclust.federation.federate`).
     """
     xs, _, blocks = _stacked(x, centers)
     biggest = max(len(b) for b in blocks)
@@ -301,7 +313,7 @@ def simultaneous_table(
                 continue
             led = Ledger()
             z, inc = simultaneous_run(blocks, n_min, method, metric, ledger=led, policy=pols,
-                                      logs=logs, seed=seed)  # fmt: skip
+                                      logs=logs, seed=seed, transport=transport)  # fmt: skip
             ref = zp if inc.all() else pooled_linkage(xs[inc], method, metric)
             rows.append(
                 {
@@ -309,8 +321,7 @@ def simultaneous_table(
                     "metric": metric,
                     "n_min": n_min,
                     **compare(z, ref, k_max),
-                    "messages": led.n_messages,
-                    "floats": led.n_floats,
+                    **_sent(led),
                     "abstentions": led.n_abstentions,
                     "samples_left_out": int((~inc).sum()),
                     "skipped": False,
@@ -404,15 +415,17 @@ def exact_baselines(
     perturbation_genes: int | str = "all",
     n_min: int = 1,
     policy: Policies = None,
+    transport: Transport = INPROCESS,
 ) -> pd.DataFrame:
     """Genewise (Alg. 3, cosine/correlation/Euclidean) and orthogonal perturbation (Alg. 2):
     the largest deviation from pooled distances, and their communication. Genewise: centers
     below ``n_min`` abstain; the reference is then the pooled data of the other centers. The
     perturbation runs on every gene (``"all"``) or the N most variable. Genes are chosen by
-    their variance from the centers' moments (:func:`~.genewise.gene_variances`, issue 23)."""
+    their variance from the centers' moments (:func:`~.genewise.gene_variances`, issue 23).
+    ``transport`` carries the genewise messages (the perturbation's run in-process)."""
     xs, cs, blocks = _stacked(x, centers)
     pols = _policies(policy, cs)
-    var = gene_variances(blocks, n_min, policy=pols)
+    var = gene_variances(blocks, n_min, policy=pols, transport=transport)
     keep = np.argsort(var)[::-1][: min(genes, xs.shape[1])]
     sizes = np.bincount(np.unique(cs, return_inverse=True)[1])
     floors = np.array([p.floor(n_min) for p in pols])
@@ -421,8 +434,9 @@ def exact_baselines(
     for metric in ("euclidean", "cosine", "correlation"):
         led = Ledger()
         z, d = genewise_clustering(
-            [b[:, keep] for b in blocks], "average", metric, led, n_min=n_min, policy=pols
-        )
+            [b[:, keep] for b in blocks], "average", metric, led, n_min=n_min, policy=pols,
+            transport=transport,
+        )  # fmt: skip
         ref = pooled_gene_distances(xs[inc][:, keep], metric)
         zp = linkage(ref, "average")
         rows.append(
@@ -432,9 +446,7 @@ def exact_baselines(
                 "max_abs_cophenetic_error": float(np.abs(cophenet(z) - cophenet(zp)).max()),
                 "objects": len(keep),
                 "abstentions": led.n_abstentions,
-                "messages": led.n_messages,
-                "floats": led.n_floats,
-                "rounds": int(led.messages()["round"].nunique()),
+                **_sent(led, rounds=True),
             }
         )
     if perturbation_genes != "all":

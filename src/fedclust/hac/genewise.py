@@ -8,48 +8,27 @@ server takes the p-th root of the summed contributions. The result equals pooled
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist, squareform
 
 from ..errors import ConfigError, InputDataError
-from ..federation import Ledger
+from ..federation import INPROCESS, Ledger, Protocol, Transport, call_all, federate
 from ..stats import combine_moments
-from .boundary import (
-    Policies,
-    abstain,
-    centre_send,
-    floor_of,
-    genewise_protocol,
-    policy_of,
-    server_send,
+from .boundary import Policies, genewise_protocol, policy_of
+from .centre import (  # noqa: F401  (the centre side, re-exported: callers import it from here)
+    GENE_METRICS,
+    HacCentre,
+    center_gene_distances,
+    center_gene_stats,
 )
 from .pooled import check_method
 
-GENE_METRICS = ("euclidean", "cityblock", "cosine", "correlation")
-
-
-def center_gene_stats(x_k: np.ndarray) -> dict:
-    """Center-side round 1: per-gene count, mean, *centred* sum of squares and constancy.
-
-    Two-pass local statistics (mean first, then ``Σ (x − mean)²``), never ``Σx² − n·mean²``
-    (catastrophic cancellation for genes with large means, spec §4). ``sumsq`` (uncentred) is
-    kept for the cosine norm. ``constant`` is 1 where every local value is identical; the mean
-    of such a gene is then the value itself (exact, no rounding from ``sum / n``).
-    """
-    x_k = np.asarray(x_k, dtype=float)
-    mean = x_k.mean(axis=0)
-    const = np.all(x_k == x_k[:1], axis=0)
-    mean = np.where(const, x_k[0], mean)
-    m2 = ((x_k - mean) ** 2).sum(axis=0)
-    m2[const] = 0.0
-    return {
-        "n": int(x_k.shape[0]),
-        "mean": mean,
-        "m2": m2,
-        "sumsq": (x_k**2).sum(axis=0),
-        "constant": const.astype(float),
-    }
+#: the server's request of a round that carries nothing (the centre's settings are its own)
+REQUEST = Protocol("hac.genewise.request", {})
 
 
 def server_gene_stats(messages: list[dict]) -> dict:
@@ -69,58 +48,93 @@ def server_gene_stats(messages: list[dict]) -> dict:
     return {"mean": mean, "norm": np.sqrt(ss), "cnorm": cnorm, "constant": const.astype(float)}
 
 
-def gene_variances(blocks: list[np.ndarray], n_min: int = 1, ledger: Ledger | None = None,
-                   policy: Policies = None) -> np.ndarray:  # fmt: skip
-    """Per-gene variance (ddof 0) of the union of the centers' samples from their round-1
-    moments (:func:`center_gene_stats` through the ledger, Chan et al. merge): the gene
-    selection of the genewise and perturbation baselines (issue 23), equal to the pooled
-    ``var`` up to rounding. Centers below their floor (``n_min`` raised to their own
-    ``nfilter_subset``, issue 22) abstain."""
-    led = ledger if ledger is not None else Ledger()
-    proto = genewise_protocol(n_min)
-    msgs = []
-    for k, b in enumerate(blocks):
-        nm = f"center{k}"
-        pol = policy_of(policy, nm, k)
-        if b.shape[0] < floor_of(pol, n_min):
-            abstain(led, nm, 0, proto, "fewer samples than the centre's floor")
-            continue
-        stats = center_gene_stats(b)
-        msg = {key: stats[key] for key in ("n", "mean", "m2")}
-        msgs.append(centre_send(led, pol, nm, b.shape[0], msg, 0, "gene selection moments", proto))
-    if not msgs:
+def _genewise_centres(blocks: list[np.ndarray], n_min: int, policy: Policies, metric: str,
+                      where: str) -> list[HacCentre]:  # fmt: skip
+    """One :class:`HacCentre` per block (``center<k>``, its policy); refuses at once a run in
+    which every centre is below its floor (nothing could be shared)."""
+    centres = [HacCentre(f"center{k}", b, n_min=n_min, metric=metric, index=k,
+                         disclosure=policy_of(policy, f"center{k}", k))
+               for k, b in enumerate(blocks)]  # fmt: skip
+    if all(c.n_samples < c.floor for c in centres):
         raise InputDataError(
             f"every center holds fewer samples than its floor (n_min = {n_min} or the centres' "
-            "nfilter_subset): no gene variances",
-            where="hac genewise gene selection",
+            f"nfilter_subset): {where}",
+            where="hac genewise" + (" gene selection" if "variances" in where else ""),
             fix="lower n_min below the size of the largest center",
         )
-    n, _, m2 = float(msgs[0]["n"]), msgs[0]["mean"], msgs[0]["m2"]
-    mean = msgs[0]["mean"]
-    for m in msgs[1:]:
+    return centres
+
+
+def _answers(msgs: list) -> list[dict]:
+    got = [m for m in msgs if m is not None]
+    if not got:
+        raise InputDataError("every centre abstained", where="hac genewise",
+                             fix="lower n_min below the size of the largest center")  # fmt: skip
+    return got
+
+
+def merged_variances(messages: list[dict]) -> np.ndarray:
+    """Server-side: per-gene variance (ddof 0) of the union from the centres' moments."""
+    n, mean, m2 = float(messages[0]["n"]), messages[0]["mean"], messages[0]["m2"]
+    for m in messages[1:]:
         n, mean, m2 = combine_moments(n, mean, m2, float(m["n"]), m["mean"], m["m2"])
     return np.maximum(m2, 0.0) / n
 
 
-def center_gene_distances(x_k: np.ndarray, metric: str, stats: dict | None) -> dict:
-    """Center-side round 2: the center's additive contribution ``D^(k)`` (condensed)."""
-    if metric == "euclidean":
-        return {"d": pdist(x_k.T, "sqeuclidean"), "n": int(x_k.shape[0])}
-    if metric == "cityblock":
-        return {"d": pdist(x_k.T, "cityblock"), "n": int(x_k.shape[0])}
-    if metric == "cosine":
-        y = x_k / stats["norm"]
-    elif metric == "correlation":
-        y = (x_k - stats["mean"]) / stats["cnorm"]
-    else:
-        raise ConfigError(f"unknown genewise metric {metric!r}", fix=f"use one of {GENE_METRICS}")
-    return {"d": 0.5 * pdist(y.T, "sqeuclidean"), "n": int(x_k.shape[0])}
+def gene_variances(blocks: list[np.ndarray], n_min: int = 1, ledger: Ledger | None = None,
+                   policy: Policies = None, transport: Transport = INPROCESS
+                   ) -> np.ndarray:  # fmt: skip
+    """Per-gene variance (ddof 0) of the union of the centers' samples from their round-1
+    moments (``gene_moments`` of each :class:`HacCentre`, Chan et al. merge): the gene
+    selection of the genewise and perturbation baselines (issue 23), equal to the pooled
+    ``var`` up to rounding. Centers below their floor (``n_min`` raised to their own
+    ``nfilter_subset``, issue 22) abstain."""
+    centres = _genewise_centres(blocks, n_min, policy, "euclidean", "no gene variances")
+    proto = genewise_protocol(n_min)
+
+    def server(proxies: list[Any]) -> np.ndarray:
+        return merged_variances(
+            _answers(
+                call_all(proxies, "gene_moments", {}, 0, "gene selection moments", proto, REQUEST)
+            )
+        )
+
+    return federate(centres, server, ledger=ledger, transport=transport)
 
 
 def server_gene_distances(messages: list[dict], metric: str) -> np.ndarray:
     """Server-side: sum the contributions (and take the square root for Euclidean)."""
     d = np.sum([m["d"] for m in messages], axis=0)
     return np.sqrt(d) if metric == "euclidean" else d
+
+
+def genewise_server(metric: str, n_min: int = 1) -> Callable[[list[Any]], np.ndarray]:
+    """The server function of Algorithm 3 over client proxies: for cosine / correlation round
+    0 asks every centre for its gene statistics (:func:`server_gene_stats` merges them), round 1
+    sends them back with the request for each centre's distance share and sums the shares
+    (:func:`server_gene_distances`). Returns the condensed gene distances."""
+    proto = genewise_protocol(n_min)
+
+    def server(proxies: list[Any]) -> np.ndarray:
+        stats = None
+        if metric in ("cosine", "correlation"):
+            stats = server_gene_stats(
+                _answers(call_all(proxies, "gene_stats", {}, 0, "gene stats", proto, REQUEST))
+            )
+            bad = stats["norm"] == 0 if metric == "cosine" else stats["constant"] > 0
+            if np.any(bad):
+                raise ConfigError(
+                    f"{int(bad.sum())} gene(s) constant (zero "
+                    f"{'norm' if metric == 'cosine' else 'variance'}), e.g. gene column "
+                    f"{int(np.flatnonzero(bad)[0])}",
+                    where="hac.genewise",
+                    fix="drop constant genes before genewise cosine/correlation clustering",
+                )
+        request, down = ({}, REQUEST) if stats is None else (stats, proto)
+        msgs = call_all(proxies, "gene_distances", request, 1, "gene distances", proto, down)
+        return server_gene_distances(_answers(msgs), metric)
+
+    return server
 
 
 def genewise_clustering(
@@ -130,8 +144,10 @@ def genewise_clustering(
     ledger: Ledger | None = None,
     n_min: int = 1,
     policy: Policies = None,
+    transport: Transport = INPROCESS,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Run Algorithm 3 on per-center sample blocks (same genes in every block).
+    """Run Algorithm 3 on per-center sample blocks (same genes in every block): one
+    :class:`HacCentre` per block, :func:`genewise_server` over ``transport``.
 
     A center with fewer samples than its floor — ``n_min`` raised to its own
     ``nfilter_subset`` (``policy``: the centres' disclosure policies, default the configured
@@ -140,46 +156,10 @@ def genewise_clustering(
     then covers the other centers' samples only. Returns ``(Z, condensed distances)``.
     """
     check_method(method, metric, where="hac.genewise")
-    led = ledger if ledger is not None else Ledger()
-    proto = genewise_protocol(n_min)
-    names = [f"center{k}" for k in range(len(blocks))]
-    pols = {nm: policy_of(policy, nm, k) for k, nm in enumerate(names)}
-    keep = []
-    for nm, b in zip(names, blocks, strict=True):
-        if b.shape[0] < floor_of(pols[nm], n_min):
-            for r in (0, 1) if metric in ("cosine", "correlation") else (1,):
-                abstain(led, nm, r, proto, "fewer samples than the centre's floor")
-        else:
-            keep.append((nm, b))
-    if not keep:
-        raise InputDataError(
-            f"every center holds fewer samples than its floor (n_min = {n_min} or the centres' "
-            "nfilter_subset): nothing can be shared",
-            where="hac genewise",
-            fix="lower n_min below the size of the largest center",
-        )
-    stats = None
-    if metric in ("cosine", "correlation"):
-        msgs = [centre_send(led, pols[nm], nm, len(b), center_gene_stats(b), 0, "gene stats",
-                            proto) for nm, b in keep]  # fmt: skip
-        stats = server_gene_stats(msgs)
-        bad = stats["norm"] == 0 if metric == "cosine" else stats["constant"] > 0
-        if np.any(bad):
-            raise ConfigError(
-                f"{int(bad.sum())} gene(s) constant (zero "
-                f"{'norm' if metric == 'cosine' else 'variance'}), e.g. gene column "
-                f"{int(np.flatnonzero(bad)[0])}",
-                where="hac.genewise",
-                fix="drop constant genes before genewise cosine/correlation clustering",
-            )
-        for nm, _ in keep:
-            server_send(led, nm, stats, 0, "gene stats broadcast", proto)
-    msgs = [
-        centre_send(led, pols[nm], nm, len(b), center_gene_distances(b, metric, stats), 1,
-                    "gene distances", proto)
-        for nm, b in keep
-    ]  # fmt: skip
-    d = server_gene_distances(msgs, metric)
+    if metric not in GENE_METRICS:
+        raise ConfigError(f"unknown genewise metric {metric!r}", fix=f"use one of {GENE_METRICS}")
+    centres = _genewise_centres(blocks, n_min, policy, metric, "nothing can be shared")
+    d = federate(centres, genewise_server(metric, n_min), ledger=ledger, transport=transport)
     return linkage(d, method=method), d
 
 

@@ -18,118 +18,34 @@ other n_min), would isolate a sample, and coarsens the cut (doubling its n_min) 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
 import numpy as np
-from scipy.cluster.hierarchy import linkage
-from scipy.spatial.distance import cdist, pdist
+from scipy.spatial.distance import cdist
 
 from ..errors import InputDataError
-from ..federation import Ledger
+from ..federation import INPROCESS, Ledger, Protocol, Transport, call_all, federate
 from ..privacy.release_log import ReleaseLog
-from ..seeds import rng as seeded_rng
-from .boundary import (
-    PER_SAMPLE,
-    Policies,
-    abstain,
-    centre_send,
-    floor_of,
-    policy_of,
-    require,
-    simultaneous_protocol,
+from .boundary import PER_SAMPLE, Policies, floor_of, policy_of, require, simultaneous_protocol
+from .centre import (  # noqa: F401  (the centre side, re-exported: callers import it from here)
+    HacCentre,
+    center_simultaneous,
+    centred_rows,
+    recursive_cut,
 )
 from .pooled import EUCLIDEAN_ONLY, check_method, weighted_linkage
 
-
-def recursive_cut(z: np.ndarray, n: int, n_min: int) -> list[int]:
-    """Node ids of the smallest clusters of size ≥ n_min found by descending from the root."""
-    if n == 1:
-        return [0]
-    size = np.concatenate([np.ones(n), z[:, 3]])
-    out, stack = [], [2 * n - 2]
-    while stack:
-        node = stack.pop()
-        if node < n:
-            out.append(node)
-            continue
-        a, b = int(z[node - n, 0]), int(z[node - n, 1])
-        if size[a] >= n_min and size[b] >= n_min:
-            stack += [a, b]
-        else:
-            out.append(node)
-    return sorted(out)
+#: the server's request for a centre's cut: it carries nothing (the centre's settings are its own)
+CUT_REQUEST = Protocol("hac.simultaneous.request", {})
 
 
-def _subtree_rows(z: np.ndarray, n: int, node: int) -> list[int]:
-    rows, stack = [], [node]
-    while stack:
-        v = stack.pop()
-        if v >= n:
-            rows.append(v - n)
-            stack += [int(z[v - n, 0]), int(z[v - n, 1])]
-    return sorted(rows)
+class Federated(NamedTuple):
+    """What the server of simultaneous sharing ends with: the global tree over the
+    participating centres' relabelled leaves (stacked in centre order) and their ids."""
 
-
-def _leaves(z: np.ndarray, n: int, node: int) -> list[int]:
-    if node < n:
-        return [node]
-    return [int(v) for r in _subtree_rows(z, n, node) for v in z[r, :2] if v < n]
-
-
-def center_simultaneous(
-    x_k: np.ndarray,
-    method: str,
-    metric: str,
-    n_min: int,
-    log: ReleaseLog | None = None,
-    relabel: np.ndarray | None = None,
-) -> dict | None:
-    """Center-side: local tree, recursive cut, centroids + sizes + partial dendrograms.
-
-    Partial dendrogram rows are ``[a, b, height, size, node]`` in anonymous local ids (leaf ``v``
-    is sent as ``relabel[v]``, a permutation of ``0 … n−1``; identity when None); ``roots`` is each
-    cut cluster's local node id. ``log``: the centre's release log; the cut is coarsened (n_min
-    doubled) until the log allows every cluster's sum; None when it never does (the centre
-    abstains).
-    """
-    n = x_k.shape[0]
-    if n >= 2:
-        if method in EUCLIDEAN_ONLY:
-            z = linkage(x_k, method=method)
-        else:
-            z = linkage(pdist(x_k, metric), method=method)
-    else:
-        z = np.zeros((0, 4))
-    m = int(n_min)
-    while True:
-        nodes = recursive_cut(z, n, m) if n >= 2 else [0]
-        sets = [_leaves(z, n, node) for node in nodes]
-        if log is None or log.release_all(sets):
-            break
-        if m >= n:
-            return None
-        m = min(2 * m, n)
-    cents, sizes, rows = [], [], []
-    for node, leaves in zip(nodes, sets, strict=True):
-        cents.append(x_k[leaves].mean(axis=0))
-        sizes.append(len(leaves))
-        rows += _subtree_rows(z, n, node)
-    rows = sorted(rows)
-    dend = (
-        np.column_stack([z[rows], n + np.asarray(rows, dtype=float)]) if rows else np.zeros((0, 5))
-    )
-    if relabel is not None and len(dend):
-        for c in (0, 1):
-            leaf = dend[:, c] < n
-            dend[leaf, c] = relabel[dend[leaf, c].astype(int)]
-    roots = np.asarray(nodes, dtype=np.int64)
-    if relabel is not None:
-        roots = np.where(roots < n, relabel[np.minimum(roots, n - 1)], roots)
-    return {
-        "centroids": np.asarray(cents),
-        "sizes": np.asarray(sizes, dtype=float),
-        "dendrogram": dend,
-        "roots": roots,
-        "n": n,
-    }
+    z: np.ndarray
+    centres: list[str]
 
 
 def server_simultaneous(messages: list[dict], method: str, metric: str) -> np.ndarray:
@@ -165,6 +81,26 @@ def server_simultaneous(messages: list[dict], method: str, metric: str) -> np.nd
     return np.asarray(rows, dtype=float)
 
 
+def simultaneous_server(n_min: int, method: str, metric: str = "euclidean"
+                        ) -> Callable[[list[Any]], Federated]:  # fmt: skip
+    """The server function of simultaneous sharing over client proxies: one ``cut`` request
+    to every centre (one round), the answers' centroids agglomerated
+    (:func:`server_simultaneous`). Centres that abstain are left out; none left is an error."""
+    proto = simultaneous_protocol(n_min)
+    metric = "cosine" if metric == "correlation" else metric  # the centres centre their rows
+
+    def server(proxies: list[Any]) -> Federated:
+        msgs = call_all(proxies, "cut", {}, 0, "cut", proto, CUT_REQUEST)
+        took = [(p.cid, m) for p, m in zip(proxies, msgs, strict=True) if m is not None]
+        if not took:
+            raise InputDataError("every centre abstained from simultaneous sharing",
+                                 where="hac.simultaneous", fix="lower n_min")  # fmt: skip
+        return Federated(server_simultaneous([m for _, m in took], method, metric),
+                         [cid for cid, _ in took])  # fmt: skip
+
+    return server
+
+
 def simultaneous_run(
     blocks: list[np.ndarray],
     n_min: int,
@@ -174,8 +110,10 @@ def simultaneous_run(
     policy: Policies = None,
     logs: dict[int, ReleaseLog] | None = None,
     seed: int = 0,
+    transport: Transport = INPROCESS,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Run simultaneous sharing on per-center blocks.
+    """Run simultaneous sharing on per-center blocks: one :class:`HacCentre` per block, the
+    server function :func:`simultaneous_server` over ``transport`` (:func:`federate`).
 
     A center with fewer samples than its floor cannot form one cluster: it abstains (recorded)
     and its samples are left out of the tree. ``policy``: the centres' disclosure policies
@@ -185,9 +123,6 @@ def simultaneous_run(
     Returns ``(Z over the included stacked samples, included mask over all stacked samples)``.
     """
     check_method(method, metric, where="hac.simultaneous")
-    if metric == "correlation":
-        blocks = [b - b.mean(axis=1, keepdims=True) for b in blocks]
-        metric = "cosine"
     names = [f"center{k}" for k in range(len(blocks))]
     pols = [policy_of(policy, nm, k) for k, nm in enumerate(names)]
     require(pols, n_min, PER_SAMPLE["simultaneous"], "hac.simultaneous.n_min")
@@ -196,34 +131,22 @@ def simultaneous_run(
         raise InputDataError(
             f"no center holds n_min = {n_min} samples", where="hac.simultaneous", fix="lower n_min"
         )
-    led = ledger if ledger is not None else Ledger()
-    proto = simultaneous_protocol(n_min)
-    msgs, included, perms = [], [], []
-    for k, b in enumerate(blocks):
-        msg = None
-        if b.shape[0] >= floors[k]:
-            perm = seeded_rng(seed, "hac simultaneous relabel", method, n_min, k).permutation(
-                b.shape[0]
-            )
-            msg = center_simultaneous(b, method, metric, max(n_min, floors[k]),
-                                      None if logs is None else logs.get(k), perm)  # fmt: skip
-        if msg is None:
-            abstain(led, names[k], 0, proto, "fewer samples than the centre's floor, or "
-                    "every cut refused by its release log")  # fmt: skip
-            included.append(np.zeros(b.shape[0], dtype=bool))
-            continue
-        included.append(np.ones(b.shape[0], dtype=bool))
-        msgs.append(centre_send(led, pols[k], names[k], b.shape[0], msg, 0, "cut", proto))
-        perms.append(perm)
-    z = server_simultaneous(msgs, method, metric)
+    centres = [
+        HacCentre(nm, b, n_min=n_min, method=method, metric=metric, index=k, seed=seed,
+                  disclosure=pols[k], log=None if logs is None else logs.get(k))
+        for k, (nm, b) in enumerate(zip(names, blocks, strict=True))
+    ]  # fmt: skip
+    res = federate(centres, simultaneous_server(n_min, method, metric), ledger=ledger,
+                   transport=transport)  # fmt: skip
+    took = set(res.centres)
     # each centre maps its relabelled leaves of the global tree back to its own order
-    back = np.concatenate(
-        [
-            o + np.argsort(p)
-            for o, p in zip(np.cumsum([0] + [len(p) for p in perms[:-1]]), perms, strict=True)
-        ]
-    )
-    return _relabel_leaves(z, back), np.concatenate(included)
+    back, offset = [], 0
+    for c in centres:
+        if c.cid in took:
+            back.append(offset + c.leaf_order())
+            offset += c.n_samples
+    included = [np.full(c.n_samples, c.cid in took) for c in centres]
+    return _relabel_leaves(res.z, np.concatenate(back)), np.concatenate(included)
 
 
 def _relabel_leaves(z: np.ndarray, back: np.ndarray) -> np.ndarray:

@@ -291,17 +291,20 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
 
 
 def run_simultaneous(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str,
-                     logs: dict | None = None, seed: int = 0):  # fmt: skip
-    """Simultaneous sharing of one linkage: (table, cuts). ``logs``: release logs by matrix."""
+                     logs: dict | None = None, seed: int = 0, transport=None):  # fmt: skip
+    """Simultaneous sharing of one linkage: (table, cuts). ``logs``: release logs by matrix;
+    ``transport``: what carries the messages (default in-process; the rule script's
+    :func:`fedclust.transports.from_config`)."""
     import pandas as pd
 
+    from ..federation import INPROCESS
     from . import experiments as ex
 
     s = cfg["simultaneous"]
     cut_rows: list[dict] = []
     t = ex.simultaneous_table(
         data[unit.prep], centers, [unit.linkage], "euclidean", s["n_min"], int(cfg["k_max"]),
-        cut_rows, seed=seed,
+        cut_rows, seed=seed, transport=INPROCESS if transport is None else transport,
         logs=_logs_of(logs if cfg.get("release_log", True) else None, unit.prep, centers),
     )  # fmt: skip
     t = t.assign(cohort=cohort, prep=unit.prep)

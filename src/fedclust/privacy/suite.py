@@ -205,7 +205,8 @@ def genewise() -> Outcome:
     def attack(led: RecordingLedger) -> int:
         st = led.received(sender="center0", kind="gene stats")
         dm = led.received(sender="center0", kind="gene distances")
-        gs = [m for r, m in led.kept if r["kind"] == "gene stats broadcast"]
+        # the global statistics the server sends back with its round-2 request
+        gs = [m for r, m in led.kept if r["sender"] == "server" and "norm" in m]
         if not (st and dm and gs):
             return 0
         return A.matched_rows(A.genewise_two_samples(st[0][1], dm[0][1], gs[0]), x[:2])

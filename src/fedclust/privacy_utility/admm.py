@@ -36,8 +36,10 @@ from fedclust.admm.reference import reference_solution
 from fedclust.federation import Ledger, PrivacySettings
 from fedclust.federation import privacy as PV
 from fedclust.federation.dp import clip_rows
+from fedclust.privacy.recorder import RecordingLedger
 from fedclust.seeds import derive_seed, rng
 
+from . import attacks as AT
 from .centre import SECURE_ONLY
 from .records import budget_rows, curve_row, epsilons, frames, noise_multiplier, spent
 
@@ -86,6 +88,45 @@ class PrivateAdmmCentre(AdmmCentre):
         return {"n": self.n_samples}
 
 
+#: a reconstruction within this relative error counts as a success (as ``known_io``'s breach)
+ATTACK_TOL = 0.2
+#: secure aggregation off: the counterfactual the attack needs (per-centre releases in clear)
+CLEAR = PrivacySettings(secure_aggregation=False)
+
+
+def attack_errors(
+    data: Any, s: AdmmSettings, std: bool, bound: float, z: float, noise_seed: int,
+    privacy: PrivacySettings = CLEAR,
+) -> np.ndarray:  # fmt: skip
+    """The curious server's reconstruction of every patient from one private run's kept
+    messages (:func:`.attacks.admm_record`, ridge/lasso): the relative error per patient, the
+    target's centre's other rows known (the DP adversary). The run is the privacy–utility run
+    at the same ε with the same noise draws (``noise_seed``), its transport's secure
+    aggregation as ``privacy`` says (default off: the per-centre releases the attack needs);
+    z = 0: no noise and no clipping."""
+    cs = centres_from_rows(data.X, data.y, data.centers, data.names, s, std)
+    cs = [PrivateAdmmCentre(c, math.inf if z == 0 else bound, z, noise_seed, privacy=privacy)
+          for c in cs]  # fmt: skip
+    led = RecordingLedger()
+    with PV.using(privacy):
+        admm_federated(cs, s, led, private=True)
+    errs = []
+    for c in cs:
+        X, G = AT.admm_iterates(*AT.admm_releases(led.kept, c.cid), s.rho)
+        for i in range(c.n_samples):
+            rest = np.arange(c.n_samples) != i
+            rec = AT.admm_record(X, G, c.weight, c.A[rest], c.b[rest])
+            errs.append(AT.relative_error(rec, np.append(c.A[i, :-1], c.b[i])))
+    return np.asarray(errs)
+
+
+def _attack_rows(errs: np.ndarray, eps: float, sd: int) -> list[dict]:
+    return [
+        curve_row("admm", "attack", eps, sd, "attack_record_error", np.median(errs)),
+        curve_row("admm", "attack", eps, sd, "attack_success", np.mean(errs <= ATTACK_TOL)),
+    ]
+
+
 def _settings(acfg: dict[str, Any], m: dict[str, Any]) -> AdmmSettings:
     task = {"problem": m["problem"], "lam": m["lam"], "rho": m["rho"]}
     return replace(settings_for(acfg, task), max_iter=int(m["iterations"]), eps_abs=None)
@@ -101,6 +142,7 @@ def run_admm(acfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[pd.D
     s = _settings(acfg, m)
     iters, bound, std = s.max_iter, float(m["bound"]), bool(acfg["standardize"])
     task = {"problem": s.problem, "dataset": m["dataset"], "n_blocks": int(m["n_blocks"])}
+    attack = bool(m["attack"]) and s.problem in ("ridge", "lasso")  # the x-update is linear
     curve, budget = [], []
     for sd in range(int(cfg["seeds"])):
         data = load_task(acfg, task, derive_seed(seed, "pu", "admm", sd), "privacy_utility.admm")
@@ -124,6 +166,9 @@ def run_admm(acfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[pd.D
                 with PV.using(PrivacySettings(bool(cfg.get("secure_aggregation", True)))):
                     res = admm_federated(cs, s, Ledger(), private=True)
             curve.append(curve_row("admm", "federated", eps, sd, "objective_gap", gap(res.z)))
+            if attack:
+                noise_seed = derive_seed(seed, "pu", "admm", eps, sd)
+                curve += _attack_rows(attack_errors(data, s, std, bound, z, noise_seed), eps, sd)
             budget += budget_rows(
                 "admm",
                 eps,
@@ -145,4 +190,8 @@ def run_admm(acfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[pd.D
         w = np.array([n for n, _ in own], float)
         iso = float(np.dot(w, [g for _, g in own]) / w.sum())
         curve.append(curve_row("admm", "isolated", math.inf, sd, "objective_gap", iso))
+        if attack:  # chance: the best fixed guess of a standardised [row; target]
+            W = np.column_stack([A[:, :-1], b])
+            kappa = AT.prior_success(W, ATTACK_TOL)
+            curve.append(curve_row("admm", "chance", math.inf, sd, "attack_success", kappa))
     return frames(curve, budget)

@@ -40,13 +40,16 @@ from fedclust.boosting import data as BD
 from fedclust.boosting import grid as GR
 from fedclust.boosting import pooled as BP
 from fedclust.boosting import server as BS
+from fedclust.boosting import tree as T
 from fedclust.boosting.centre import Centre, without_floor
 from fedclust.boosting.experiment import grid_cfg, params_of, scores
 from fedclust.boosting.protocols import protocols
 from fedclust.federation import Abstain, Ledger, federate
 from fedclust.federation.disclosure import configured_policy
+from fedclust.privacy.recorder import RecordingLedger
 from fedclust.seeds import derive_seed, rng
 
+from . import attacks as AT
 from .records import budget_rows, curve_row, epsilons, frames, noise_multiplier, spent
 
 #: Δ₂ of Σg and Σh of one patient (logistic loss: |g| ≤ 1, h ≤ 1/4)
@@ -104,6 +107,42 @@ class PrivateBoostingCentre(Centre):
                 "h": np.maximum(self._draw(out["h"], H_BOUND), 0.0)}  # fmt: skip
 
 
+def attack_hits(kept: Any, centres: list[Centre], params: T.Params) -> tuple[np.ndarray, ...]:
+    """The curious server's differencing attack on one run's kept messages
+    (:func:`.attacks.boosting_bins`, :func:`.attacks.boosting_label`), every training patient
+    of every centre as the target, its centre's other rows known (the DP adversary): per
+    patient the share of features whose bin is recovered and whether the label is."""
+    p0 = float(T.sigmoid32(np.float32(params.base_margin)))
+    bins, labels = [], []
+    for c in centres:
+        n_bins, width = np.asarray(c.n_bins), int(c.width)
+        roots = [AT.dense_counts(r, n_bins) for r in AT.root_histograms(kept, c.cid)]
+        g_with = [
+            float(m["g"])
+            for r, m in kept
+            if r["kind"] == "totals" and r["sender"] == c.cid and int(r["round"]) == 1
+        ]
+        if not g_with:  # the centre abstained from the first tree: nothing to attack
+            continue
+        g0, _ = T.gradients(np.full(c.n_samples, params.base_margin, np.float32), c.y)
+        every = T.histogram(c.codes, g0, g0, width)[2][:, : int(n_bins.max())]
+        feat = np.arange(c.codes.shape[1])
+        for i in range(c.n_samples):
+            rest = every.copy()
+            rest[feat, c.codes[i]] -= 1.0
+            bins.append(np.mean(AT.boosting_bins(roots, rest, n_bins) == c.codes[i]))
+            g_rest = float(np.sum(g0, dtype=np.float64) - g0[i])
+            labels.append(AT.boosting_label(g_with[0], g_rest, p0) == int(c.y[i]))
+    return np.asarray(bins), np.asarray(labels, float)
+
+
+def bin_chance(codes: np.ndarray, n_bins: np.ndarray) -> float:
+    """Chance level of the bin attack: the best constant guess, per feature the share of its
+    most frequent bin (mean over features)."""
+    return float(np.mean([np.bincount(codes[:, j], minlength=int(n_bins[j])).max() / len(codes)
+                          for j in range(codes.shape[1])]))  # fmt: skip
+
+
 def run_boosting(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[pd.DataFrame, ...]:
     """Federated boosting (histogram protocol) over ε × seeds on the bundled breast-cancer
     data (``bcfg``: the boosting stage's section, for its tree parameters and grid; ``cfg``:
@@ -116,6 +155,7 @@ def run_boosting(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[
     releases = n_trees * releases_per_tree(params.max_depth)
     ds = BD.load_breast_cancer()
     spec = {"kind": "equal", "n_centres": int(m["n_centres"])}
+    attack = bool(m["attack"])
     curve, budget = [], []
     for sd in range(int(cfg["seeds"])):
         centre = BD.centres(ds, "iid", spec, derive_seed(seed, "pu", "boosting"), sd)
@@ -138,10 +178,18 @@ def run_boosting(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[
                 )  # fmt: skip
                 for c in names
             ]
+            led = RecordingLedger() if attack else Ledger()
             model = federate(cs, lambda ps: BS.boost(ps, protocols(1), params, n_trees,
-                                                     grid_cfg=gcfg), ledger=Ledger())  # fmt: skip
+                                                     grid_cfg=gcfg), ledger=led)  # fmt: skip
             auc = scores(yte, model.margin(GR.encode(Xte, model.grid)))[0]
             curve.append(curve_row("boosting", "federated", eps, sd, "auc", auc))
+            if attack:
+                bins, labels = attack_hits(led.kept, cs, params)
+                curve += [
+                    curve_row("boosting", "attack", eps, sd, "attack_bin_accuracy", bins.mean()),
+                    curve_row("boosting", "attack", eps, sd, "attack_label_accuracy",
+                              labels.mean()),
+                ]  # fmt: skip
             budget += budget_rows(
                 "boosting",
                 eps,
@@ -163,4 +211,11 @@ def run_boosting(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[
             bst, _ = BP.xgboost_fit(Xtr[w], ytr[w], params, n_trees, gcfg["max_bin"])
             each.append(scores(yte, BP.xgboost_margin(bst, Xte))[0])
         curve.append(curve_row("boosting", "isolated", math.inf, sd, "auc", float(np.mean(each))))
+        if attack:  # chance: the best constant guess (most frequent bin, majority label)
+            curve += [
+                curve_row("boosting", "chance", math.inf, sd, "attack_bin_accuracy",
+                          bin_chance(GR.encode(Xtr, model.grid), model.grid.n_bins)),
+                curve_row("boosting", "chance", math.inf, sd, "attack_label_accuracy",
+                          max(ytr.mean(), 1 - ytr.mean())),
+            ]  # fmt: skip
     return frames(curve, budget)
