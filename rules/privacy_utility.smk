@@ -33,7 +33,7 @@ rule privacy_utility_run:
         methods=lambda wc: PUW.job_methods(PU, wc),
         config=lambda wc: {
             k: config.get(k, {})
-            for k in ("dec", "survival", "decentral", "admm", "boosting")
+            for k in ("dec", "survival", "decentral", "admm", "boosting", "generative")
         },
         seed=SEED,
     script:

@@ -9,6 +9,7 @@ from _common import run
 from fedclust.fedcref.experiments import calibrated_theta, resolve_theta, run_units
 from fedclust.fedcref.workflow import run_inputs
 from fedclust.io import write_result_and_benchmark, write_table
+from fedclust.transports import from_config
 
 
 def main() -> None:
@@ -37,7 +38,7 @@ def main() -> None:
         if "fedcref_calibrated" in st.get("variants", cfg["variants"]):
             side = calibrated_theta(cfg, files.get("calibration"), st)
         units.append((e, s, st, x, y, theta, side))
-    results = run_units(cfg, units, int(snakemake.params.seed), rep)
+    results = run_units(cfg, units, int(snakemake.params.seed), rep, from_config(snakemake.config))
     scalar = (str, int, float)
     for (e, s), (hist, summ, ledger), (p_hist, p_summ, p_ledger, b_hist, b_summ) in zip(
         pairs, results, paths, strict=True

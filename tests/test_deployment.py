@@ -133,6 +133,25 @@ def hac_centres(n_min: int = 5, method: str = "average", seed: int = 7):
     return centres, params, blocks
 
 
+def fedcref_centres(n_centres: int = 3, mode: str = "fedcref"):
+    """Clients with two well-separated clusters each (their initial partition slightly off),
+    θ = 1 (every pair associates: groups form), and the run's parameters."""
+    from fedclust.fedcref import deployment as fd
+    from fedclust.fedcref.algorithm import Client, FedCRefParams
+
+    p = FedCRefParams(theta=1.0, hidden=(8, 4), epochs=2, batch_size=8, rounds=2,
+                      first_epochs=1, later_epochs=1, max_iterations=2, patience=None)  # fmt: skip
+    g = np.random.default_rng(0)
+    centres = []
+    for i in range(n_centres):
+        y = np.repeat([0, 1], [10 + 2 * i, 12])
+        x = np.clip(g.normal(0.3 + 0.4 * y[:, None], 0.1, (len(y), 10)), 0, 1)
+        lab = y.copy()
+        lab[:2] = 1  # two samples start in the wrong cluster
+        centres.append(Client(i, f"c{i:03d}", x.astype(np.float32), lab, 2, p, 5))
+    return centres, fd.params_for(p, 5, mode)
+
+
 # ---------------------------------------------------------------- registry
 def test_a_stage_is_found_by_name_and_its_module_is_imported_only_then():
     code = (
@@ -211,6 +230,30 @@ def test_admm_stage_is_the_workflow_run_and_equal_on_flower(tmp_path):
     pd.testing.assert_frame_equal(ref.history, a["history"])
     pd.testing.assert_frame_equal(led.table(), a["ledger"])
     assert (a["ledger"].kind == "local_update").sum() == 3 * 25
+
+
+@pytest.mark.parametrize("mode", ["fedcref", "local_only"])
+def test_fedcref_stage_is_the_workflow_run_and_equal_on_flower(tmp_path, mode):
+    """Algorithm 1 from the sites' files: the workflow function's history (run_fedcref on the
+    same data, in-process) and bit-identical outputs in-process and on the simulation engine."""
+    from fedclust.fedcref.algorithm import run_fedcref
+    from fedclust.fedcref.deployment import fedcref_params
+
+    centres, params = fedcref_centres(mode=mode)
+    xs, labels = [c.x.numpy() for c in centres], [c.labels.copy() for c in centres]
+    dirs = deployment.write_centres(deployment.get("fedcref"), centres, tmp_path)
+    a = deployment.run("fedcref", dirs, params)
+    b = deployment.run("fedcref", dirs, params, transport=get_transport(SIM))
+    _equal(a, b)
+    ref = run_fedcref(xs, labels, [2] * len(xs), fedcref_params(params), 5, mode)
+    hist = pd.DataFrame(ref.history).drop(columns=["seconds", "cpu_seconds"])
+    pd.testing.assert_frame_equal(a["history"], hist)
+    pd.testing.assert_frame_equal(a["ledger"], ref.ledger.table())
+    assert a["iterations"] == ref.iterations and len(a["history"]) == ref.iterations + 1
+    if mode == "fedcref":
+        assert (a["history"].groups.iloc[1:] > 0).all() and len(a["edges"]) > 0
+    with pytest.raises(ConfigError, match="simulation only"):
+        deployment.run("fedcref", dirs, {**params, "mode": "perfect"})
 
 
 @pytest.mark.parametrize("method", ["average", "ward"])
@@ -401,8 +444,9 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
 
 @pytest.mark.parametrize(
     "stage",
-    ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "dgd", "hac"],
-)
+    ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "dgd", "hac",
+     "fedcref"],
+)  # fmt: skip
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
 ):
@@ -434,6 +478,9 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "hac":
         centres, params, _ = hac_centres()
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage == "fedcref":
+        centres, params = fedcref_centres()
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     else:
         params = HEART
@@ -812,6 +859,7 @@ def test_a_fresh_centre_process_resolves_every_protocol_it_answers(tmp_path):
         "savae": savae_centres()[:2],
         "dgd": dgd_centres()[:2],
         "hac": hac_centres()[:2],
+        "fedcref": fedcref_centres(),
     }.items():
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / stage)
         led = deployment.run(stage, dirs, params)["ledger"]

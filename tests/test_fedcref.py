@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import yaml
@@ -227,8 +228,8 @@ def test_fedavg_group_is_weighted_average_of_members():
     init = get_parameters(make_ae(16, p.hidden, hash_seed(5, "G")))
     for c in clients:
         c._fl_gens = {}
-    w0, n0, _ = clients[0].fit(0, init, {"epochs": 1, "group": "G"})
-    w1, n1, _ = clients[1].fit(0, init, {"epochs": 1, "group": "G"})
+    w0, n0, _ = clients[0].fit(init, {"epochs": 1, "group": "G", "cluster": 0})
+    w1, n1, _ = clients[1].fit(init, {"epochs": 1, "group": "G", "cluster": 0})
     for a, b in zip(got, weighted_average([(w0, n0), (w1, n1)]), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6)
 
@@ -251,9 +252,14 @@ def test_perfect_associations_at_dirtiness_zero():
     assert row["wrong_links"] == 0 and row["wrong_clusters"] == 0
     assert row["isolated"] == int((holders == 1).sum())
     assert res.history[0]["isolated"] == sum(ks)
-    # models travel, samples never: no message field carries a sample matrix
+    # models travel, samples never: in Perfect Associations no local model leaves a client;
+    # the server asks for nodes (local_models, ids only), runs each group's FedAvg and sends
+    # the membership and group models with the refinement request
     t = res.ledger.table()
-    assert set(t.kind) == {"groups", "group_global", "group_update", "group_model", "status"}
+    assert set(t.kind) == {"local_models_request", "local_models", "group_global",
+                           "group_update", "status_request", "status"}  # fmt: skip
+    assert not t[t.kind == "local_models"].fields.str.contains("models").any()
+    assert set(t[t.kind == "status_request"].fields) == {"groups,models,uids"}
 
 
 def test_fedcref_loop_runs_and_ledger_carries_models_only():
@@ -263,8 +269,13 @@ def test_fedcref_loop_runs_and_ledger_carries_models_only():
     t = res.ledger.table()
     assert {"local_models", "association_stats"} <= set(t.kind)
     nparams = sum(a.size for a in get_parameters(make_ae(64, p.hidden, 0)))
-    lm = t[t.kind == "local_models"]
-    assert (lm.floats % (nparams + 1) == 0).all()  # whole models, each with its count n
+    lm = t[t.kind == "local_models"]  # the replies of Step 1: whole models, each with its
+    assert (lm.floats >= nparams + 1).all()  # count n, and the live clusters' ids (≤ K_i)
+    assert (lm.floats % (nparams + 1) <= max(ks)).all()
+    relay = t[t.kind == "association_stats_request"]  # every client gets the others' models
+    assert len(relay) == len(xs) * res.iterations
+    assert (relay[relay["round"] == 1].floats >= (len(xs) - 1) * nparams).all()
+    assert set(relay.sender) == {"server"} and set(lm.receiver) == {"server"}
     assert len(res.edges) > 0  # θ = 1 links every pair: one giant group
     assert res.history[1]["groups"] >= 1
 
@@ -502,3 +513,22 @@ def test_cross_method_federated_dec_not_run_when_every_centre_abstains(monkeypat
                ClientData("c1", np.arange(3, 6), np.ones(3, int))]  # fmt: skip
     row = federated_dec(cfg, stage, np.zeros((6, 2)), clients, 2, 0)
     assert "not run, only 0 centroids" in row["method"] and np.isnan(row["acc_pooled"])
+
+
+@pytest.mark.parametrize("mode", ["fedcref", "perfect"])
+def test_a_tiny_run_on_flower_simulation_equals_inprocess(mode):
+    """``federation.engine: flower-simulation`` (issue 30 B.1): every message a Flower message,
+    the same history (evaluation columns included), labels and ledger as in-process."""
+    pytest.importorskip("flwr")
+    from fedclust.transports import get
+
+    xs, ys, init, ks = _system(n_clients=3, dirt=0.3)
+    p = FedCRefParams(**{**TINY.__dict__, "max_iterations": 2, "theta": 1.0})
+    runs = [run_fedcref(xs, init, ks, p, 1, mode, make_evaluator(ys), perfect_oracle(ys), t)
+            for t in (get("inprocess"), get("flower-simulation"))]  # fmt: skip
+    a, b = (pd.DataFrame(r.history).drop(columns=["seconds", "cpu_seconds"]) for r in runs)
+    pd.testing.assert_frame_equal(a, b)
+    pd.testing.assert_frame_equal(runs[0].ledger.table(), runs[1].ledger.table())
+    for u, v in zip(runs[0].labels, runs[1].labels, strict=True):
+        np.testing.assert_array_equal(u, v)
+    assert runs[0].edges == runs[1].edges and len(runs[0].edges) > 0

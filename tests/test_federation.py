@@ -242,3 +242,39 @@ def test_dec_make_strategy_builds_the_core_strategies():
                                                 "tau": 1e-3}), strategy.FedOpt)  # fmt: skip
     w = strategy.FedAvg("simple").aggregate_fit(1, [([np.ones(1)], 1), ([np.zeros(1)], 9)])
     assert w[0][0] == 0.5
+
+
+def test_inprocess_proxy_tells_a_centre_ahead_and_records_as_before():
+    """fit_all / call_all in-process: a centre with ``prefetch`` learns every request of the
+    step before the first answer is asked for (a simulation batches its centres' work); the
+    requests are still sent, checked and recorded when answered, in the centres' order."""
+    from fedclust.federation import LedgerClientProxy, call_all, fit_all, fit_protocol
+
+    told: list = []
+
+    class Centre:
+        n_samples = 10
+
+        def __init__(self, cid):
+            self.cid = cid
+
+        def prefetch(self, method, parameters, config):
+            told.append((self.cid, method, config.get("x")))
+
+        def fit(self, parameters, config):
+            told.append((self.cid, "answer"))
+            return parameters, 10, {}
+
+        def ping(self, parameters, config):
+            return {"n": 10}
+
+    led = Ledger()
+    proxies = [LedgerClientProxy(c, Centre(c), led) for c in ("a", "b")]
+    fit_all([(p, [np.ones(2)], {"x": 1}) for p in proxies], 1, "fit",
+            fit_protocol("t_fit", metrics=()))  # fmt: skip
+    assert told == [("a", "fit", 1), ("b", "fit", 1), ("a", "answer"), ("b", "answer")]
+    assert list(led.table().kind) == ["fit_global", "fit_update"] * 2
+    call_all(proxies, "ping", {"x": 2}, 1, "ping", Protocol("t_ping", {"n": "count"}),
+             Protocol("t_ping_req", {"x": "metadata"}))  # fmt: skip
+    assert told[4:] == [("a", "ping", 2), ("b", "ping", 2)]
+    assert list(led.table().kind[4:]) == ["ping_request", "ping"] * 2

@@ -155,7 +155,7 @@ def test_fedcref_group_round_loop_equals_plain_fedavg():
     params = ae_params(make_ae(16, TINY.hidden, hash_seed(5, "G0")))
     for rnd in (1, 2):
         cfg = {"group": "G0", "epochs": 1 if rnd < 2 else 2}
-        params = weighted_average([c.fit(1, params, cfg)[:2] for c in clients])
+        params = weighted_average([c.fit(params, {**cfg, "cluster": 1})[:2] for c in clients])
     for a, b in zip(got, params, strict=True):
         np.testing.assert_array_equal(a, b)
     t = led.table()
@@ -165,8 +165,8 @@ def test_fedcref_group_round_loop_equals_plain_fedavg():
 
 def test_fedcref_empty_update_and_per_sample_rows_raise():
     class Empty(Client):
-        def fit(self, q, parameters, config):
-            return super().fit(q, parameters, config)[0], 0, {}
+        def fit(self, parameters, config):
+            return super().fit(parameters, config)[0], 0, {}
 
     clients = _fcr_clients()
     clients[1] = _fcr_clients(Empty)[1]

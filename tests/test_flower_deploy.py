@@ -3,15 +3,15 @@ secured as real sites run it — TLS with an openssl-made CA, SuperNode authenti
 registered with ``flwr supernode register``), in-memory state, no runtime dependency
 installation — and one SuperNode per centre holding only that centre's folder. Several stages
 run on the session (DEC stages A–C, survival Weights Averaging, heart FL, cyclic XGBoost-style
-boosting, hierarchical PVI, SAVAE's FedAvg, HAC simultaneous sharing), each equal bit for bit to
-the same stage in-process with the centres built from the same files (consensus ADMM:
-tests/test_deployment_rule.py, the workflow's rule deploying it with the same recipe; federated
-RNA-seq preprocessing: tests/test_deployment.py, its own apps in one process and a fresh centre
-process per message — on this session it took ~100 s of CI for the same generic apps); then a
-centre that fails, a SuperNode killed mid-run under a FedAvg protocol with ``min_available``
-(the run goes on, the ledger records the drop) and under an exact protocol (the run stops naming
-the site and the round), and a SuperNode with ``--trusted-entities`` refusing an unsigned app
-bundle. Every process is killed at the end."""
+boosting, hierarchical PVI, SAVAE's FedAvg, HAC simultaneous sharing, FedCRef), each equal bit
+for bit to the same stage in-process with the centres built from the same files (consensus
+ADMM: tests/test_deployment_rule.py, the workflow's rule deploying it with the same recipe;
+federated RNA-seq preprocessing: tests/test_deployment.py, its own apps in one process and a
+fresh centre process per message — on this session it took ~100 s of CI for the same generic
+apps); then a centre that fails, a SuperNode killed mid-run under a FedAvg protocol with
+``min_available`` (the run goes on, the ledger records the drop) and under an exact protocol
+(the run stops naming the site and the round), and a SuperNode with ``--trusted-entities``
+refusing an unsigned app bundle. Every process is killed at the end."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from test_deployment import (
     bayes_cfg,
     boosting_centres,
     dec_setup,
+    fedcref_centres,
     hac_centres,
     heart_centres,
     savae_centres,
@@ -52,7 +53,7 @@ COLS = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     """Three sites' folders (dec.npz, survival.npz, heart.npz, boosting.npz, bayes.npz,
-    savae.npz, hac.npz each) and the stages' params."""
+    savae.npz, hac.npz, fedcref.npz each) and the stages' params."""
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("sites")
     folders = [root / f"site_{i}" for i in range(3)]
@@ -75,6 +76,12 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     deployment.write_centres(deployment.get("savae"), savae, root, folders)
     hac, hac_params, _ = hac_centres()  # the third site abstains (below its floor)
     deployment.write_centres(deployment.get("hac"), hac, root, folders)
+    fedcref, fedcref_params = fedcref_centres(3)
+    deployment.write_centres(deployment.get("fedcref"), fedcref, root, folders)
+    # one iteration, one FedAvg round of one member (θ = 1: one group of every cluster; a
+    # centre's second member would be one more sequential round trip): 4 round trips
+    fedcref_params = {**fedcref_params, "params": {**fedcref_params["params"], "max_iterations": 1,
+                                                   "rounds": 1, "max_members": 1}}  # fmt: skip
     # the dgd stage (the same generic app, FedAvg like savae) passed here too, but its run adds
     # ~50 s (of which ~20 s is one run's fixed cost) under a CI load: tests/test_deployment.py
     # runs it on the deployment's own apps and flower-simulation; to add it here:
@@ -82,7 +89,8 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     return root, folders, {"dec": dec_params, "survival": {**SURVIVAL, "hp": {**SURVIVAL["hp"],
                            "fe": 1}}, "heart": {**HEART, "rounds": 1},
                            "boosting": boosting_params, "bayes": bayes_params,
-                           "savae": savae_params, "hac": hac_params}  # fmt: skip
+                           "savae": savae_params, "hac": hac_params,
+                           "fedcref": fedcref_params}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +129,9 @@ def _same(got: dict, ref: dict, tmp) -> None:
             assert got[k] == v, k
 
 
-@pytest.mark.parametrize("stage", ["dec", "survival", "heart", "boosting", "bayes", "savae", "hac"])
+@pytest.mark.parametrize(
+    "stage", ["dec", "survival", "heart", "boosting", "bayes", "savae", "hac", "fedcref"]
+)
 def test_stage_on_the_deployment_equals_inprocess(fed, site, stage):
     _, folders, params = site
     got = fed.run(stage, params[stage])

@@ -48,10 +48,10 @@ def test_fedcref_messages_carry_counts_and_defaults_are_unchanged():
     assert set(sent.protocol) == {"fedcref_local_models", "fedcref_association_stats",
                                   "fedcref_status"}  # fmt: skip
     assert sent.fields.str.split(",").map(lambda f: "n" in f).all()
-    # a local-models message: whole models plus one count per model
+    # a local-models message: whole models plus one count per model, and the two live clusters
     nparams = sum(a.size for a in get_parameters(make_ae(10, P.hidden, 0)))
     lm = t[t.kind == "local_models"]
-    assert (lm.floats == 2 * (nparams + 1)).all()
+    assert (lm.floats == 2 * (nparams + 1) + 2).all()
     # status: stable, acc_prev, n
     assert (t[t.kind == "status"].floats == 3).all()
     # the smallest cluster has 3 samples: a minimum of 3 passes and changes no number
@@ -63,12 +63,18 @@ def test_fedcref_messages_carry_counts_and_defaults_are_unchanged():
                               "cpu_seconds": res.history[1]["cpu_seconds"]}  # fmt: skip
 
 
-def test_fedcref_client_below_min_samples_is_rejected():
-    with pytest.raises(DisclosureError) as err:
-        _run(4)
-    e = err.value
-    assert (e.center, e.protocol, e.rule) == ("c002", "fedcref_local_models", "min-samples>=4")
-    assert "c002" in str(e) and "min-samples>=4" in str(e) and "3 sample(s)" in str(e)
+def test_fedcref_cluster_below_min_samples_stays_at_its_client():
+    """min_samples 4 and a 3-sample cluster at c002: the client keeps that cluster's model and
+    statistics to itself (the guard would refuse the message); nothing below 4 is sent."""
+    res = _run(4)
+    t = res.ledger.table()
+    nparams = sum(a.size for a in get_parameters(make_ae(10, P.hidden, 0)))
+    lm = t[t.kind == "local_models"].set_index("sender").floats
+    assert lm.to_dict() == {"c000": 2 * (nparams + 1) + 2, "c001": 2 * (nparams + 1) + 2,
+                            "c002": nparams + 1 + 2}  # fmt: skip
+    st = t[t.kind == "association_stats"].set_index("sender").floats
+    assert st["c002"] < st["c000"]  # one own cluster's row instead of two
+    assert res.ledger.n_abstentions == 0
 
 
 # ---------------------------------------------------------------- survival

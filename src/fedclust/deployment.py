@@ -59,6 +59,7 @@ MODULES: dict[str, str] = {
     "savae": "fedclust.generative.deployment",  # SAVAE's FedAvg (good node / poor node test)
     "dgd": "fedclust.generative.deployment",  # the Deep Generative Decoder's FedAvg
     "hac": "fedclust.hac.deployment",  # simultaneous sharing (seed 001 §5.1)
+    "fedcref": "fedclust.fedcref.deployment",
 }
 REGISTRY: dict[str, DeployedStage] = {}
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")

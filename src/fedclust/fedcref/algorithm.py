@@ -1,19 +1,22 @@
-"""FedCRef (seed 002 Algorithm 1, §4): clients (center side) and the loop (coordination).
+"""FedCRef (seed 002 Algorithm 1, §4): clients (centre side) and the server function
+(coordination), connected by :func:`fedclust.federation.federate` (issue 30 B.1).
 
-Privacy boundary: a :class:`Client` holds its samples and never sends them. What travels, each
-message through :class:`fedclust.federation.Ledger` under a :class:`~fedclust.federation.Protocol`
-(:func:`protocols`): local AE weights (all-to-all), the association statistics (client → graph
-builder), the refinement status, group membership, FedAvg weights (group aggregator = the
-group's lowest client id ↔ members) and group models (aggregator → every client). Every client
-message carries ``n``, the sizes of the local clusters it summarises, so the ledger's
-``min_samples`` rule (``fedcref.federated.min_samples``) applies to it. Each client
-computes errors of received models on its own data only. True labels enter only the
-evaluation callback and the Perfect-Associations oracle.
+Privacy boundary: a :class:`Client` holds its samples and never sends them; it answers named
+methods (``fedcref_local_models``, ``fedcref_association``, ``fedcref_refine``, ``fit``) whose
+replies pass the centre-side guard under the protocols it declares (:func:`protocols`).
+:func:`fedcref_server` sees only messages: the clients' new local AE weights (relayed by the
+server to every other client: the paper's all-to-all exchange), the association statistics
+(client → graph builder), the refinement status, the membership table, the groups' FedAvg
+(:func:`groups_fedavg` on the core's :func:`run_rounds`) and the group models (server → every
+client). Every client message carries ``n``, the sizes of the local clusters it summarises,
+checked against ``fedcref.federated.min_samples`` raised to the client's own disclosure floor;
+a cluster below it keeps its model and statistics to itself. Each client computes errors of
+received models on its own data only. True labels enter only the simulation's evaluation hook
+and the Perfect-Associations oracle (:class:`Hooks`), never a message.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -25,15 +28,22 @@ import torch
 
 from fedclust.errors import ConfigError, InputDataError
 from fedclust.federation import (
+    INPROCESS,
+    Abstain,
     EveryCentreAbstained,
     Ledger,
     LedgerClientProxy,
     Protocol,
     Strategy,
+    Transport,
+    call_all,
+    federate,
     fit_protocol,
     make_strategy,
     run_rounds,
 )
+from fedclust.federation.guard import centre_policy
+from fedclust.federation.privacy import current as current_privacy
 
 from .association import (
     Node,
@@ -43,7 +53,7 @@ from .association import (
     direction_statistic,
 )
 from .model import NDArrays, errors_many, flatten, generator, get_parameters, make_ae, unflatten
-from .parallel import GroupRuntime, Job, Lockstep, run_jobs, same_weights
+from .parallel import Job, SharedDevice, run_jobs, same_weights
 from .refine import align_labels, client_stable, cluster_refine, series_stable
 
 log = logging.getLogger(__name__)
@@ -53,11 +63,24 @@ MODES = ("fedcref", "perfect", "local_only")
 # counts ``n`` (checked entry-wise ≥ min_samples, ``fedcref.federated.min_samples``, default 1):
 # the local models of Step 1 (one size per model), the association statistics of Step 2 (one
 # per own cluster: stat[q, ·] is computed on cluster q's samples), the Step-4 status (the
-# client's size), a group member's AE weights with its cluster size; from the graph builder /
-# aggregator: the membership table and the group model.
+# client's size), a group member's AE weights with its cluster size; from the server (the graph
+# builder and the groups' aggregator): the requests below.
 GROUP_FIT = fit_protocol("fedcref_group_fit", metrics=())
-GROUP_MODEL = Protocol("fedcref_group_model", {"parameters": "parameters"})
-GROUPS = Protocol("fedcref_groups", {"groups": "metadata"})
+# Server → client requests (downlink: the server re-distributes what clients sent). Step 1 asks
+# a client for its new local models; Step 2 relays the other clients' new models (the paper's
+# all-to-all exchange, through the server) and names the foreign nodes to test; Step 4 carries
+# the membership table and the group models (every group's FedAvg result) before refinement.
+LOCAL_REQUEST = Protocol("fedcref_local_request", {"iteration": "metadata", "share": "metadata"})
+ASSOCIATION_REQUEST = Protocol(
+    "fedcref_association_request",
+    {"models": "parameters", "uids": "metadata", "foreign": "metadata",
+     "foreign_uids": "metadata"},
+)  # fmt: skip
+REFINE_REQUEST = Protocol(
+    "fedcref_refine_request", {"groups": "metadata", "models": "parameters", "uids": "metadata"}
+)
+#: the methods a FedCRef client answers (:attr:`Client.protocols`)
+METHODS = ("fedcref_local_models", "fedcref_association", "fedcref_refine", "fit")
 
 
 @dataclass(frozen=True)
@@ -74,8 +97,16 @@ def protocols(min_samples: int = 1) -> Protocols:
     m = int(min_samples)
     return Protocols(
         local_models=Protocol(
-            "fedcref_local_models", {"models": "parameters", "n": "count"}, min_samples=m
-        ),
+            "fedcref_local_models",
+            {
+                "models": "parameters",
+                "uids": "metadata",
+                "n": "count",
+                "live": "metadata",
+                "live_uids": "metadata",
+            },
+            min_samples=m,
+        ),  # fmt: skip
         association=Protocol(
             "fedcref_association_stats",
             {"clusters": "metadata", "foreign": "metadata", "stat": "aggregate", "n": "count"},
@@ -162,8 +193,11 @@ class Client:
     and a cache of per-sample errors of every model it has evaluated (keyed by model id)."""
 
     def __init__(self, index: int, cid: str, x: np.ndarray, labels: np.ndarray, k: int,
-                 p: FedCRefParams, seed: int) -> None:  # fmt: skip
+                 p: FedCRefParams, seed: int,
+                 device: SharedDevice | None = None) -> None:  # fmt: skip
         self.index, self.cid, self.k, self.p, self.seed = index, cid, int(k), p, seed
+        self.device = device  # a simulation's shared compute device (None: train here)
+        self._ahead: dict[tuple, Any] = {}  # requests announced ahead (prefetch)
         self.x = torch.as_tensor(np.asarray(x, dtype=np.float32))
         self.labels = np.asarray(labels, dtype=int).copy()
         self.models: dict[int, str] = {}  # local cluster → model id
@@ -171,7 +205,23 @@ class Client:
         self.cache: dict[str, np.ndarray] = {}
         self.active = True
         self._fl_gens: dict[str, torch.Generator] = {}
-        self._prefetch: dict[tuple, tuple] = {}  # (cluster, group) → (weights, config, result)
+        self._status: dict[str, Any] = {}  # the last Step-4 status (repeated once stable)
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.x)
+
+    @property
+    def protocols(self) -> dict[str, Protocol]:
+        """The protocol of each method this client answers (the guard applies these)."""
+        pr = protocols(self.p.min_samples)
+        return dict(zip(METHODS, (pr.local_models, pr.association, pr.status, pr.group_fit),
+                        strict=True))  # fmt: skip
+
+    def floor(self) -> int:
+        """The smallest cluster whose model or statistics may leave this client: the run's
+        ``min_samples`` raised to the client's own disclosure policy (``nfilter_subset``)."""
+        return centre_policy(self).floor(self.p.min_samples)
 
     def template(self) -> Any:
         """An AE of this run's shape (weights set per use)."""
@@ -265,31 +315,47 @@ class Client:
         )
         return Job(flatten(parameters), self.x[rows], int(config["epochs"]), gen, None)
 
-    def fit_result(self, q: int, out: tuple[torch.Tensor, list]) -> tuple[NDArrays, int, dict]:
-        flat, losses = out
+    def _run(self, jobs: Sequence[Job]) -> list[tuple[torch.Tensor, list]]:
+        return run_jobs(self.template(), list(jobs), self.p.batch_size, self.p.lr, self.p.device)
+
+    def prefetch(self, method: str, parameters: Any, config: dict[str, Any]) -> None:
+        """A request announced ahead (in-process, :meth:`LedgerClientProxy.push_fit` /
+        ``push_call``): queue this client's trainings on the simulation's shared device, so
+        that every client's trainings of one step run as one batch."""
+        if self.device is None:
+            return
+        if method == "fedcref_local_models":
+            it = int(config["iteration"])
+            if self.active or it == 1:
+                jobs = self.local_jobs(it)
+                for _, uid, job in jobs:
+                    self.device.queue((self.cid, "local", uid), job)
+                self._ahead[("local", it)] = jobs
+        elif method == "fit":
+            q = int(config["cluster"])
+            key = (self.cid, "fit", str(config["group"]), q)
+            self.device.queue(key, self.fit_job(q, parameters, config))
+            self._ahead[key] = (parameters, (config["group"], int(config["epochs"])))
+
+    def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]:
+        """Local epochs of cluster ``config["cluster"]`` from the group's weights (Flower's
+        ``NumPyClient.fit``): (weights, cluster size, {"loss"}); the batched result when this
+        very request was announced ahead (:meth:`prefetch`)."""
+        q = int(config["cluster"])
+        key = (self.cid, "fit", str(config["group"]), q)
+        ahead = self._ahead.pop(key, None)
+        if (
+            ahead is not None
+            and ahead[1] == (config["group"], int(config["epochs"]))
+            and same_weights(ahead[0], parameters)
+        ):
+            flat, losses = self.device.take(key)  # type: ignore[union-attr]
+        else:
+            if ahead is not None:
+                self.device.drop(self.cid)  # type: ignore[union-attr]
+            flat, losses = self._run([self.fit_job(q, parameters, config)])[0]
         n = int(np.sum(self.labels == q))
         return unflatten(self.template(), flat), n, {"loss": float(losses[-1]) if losses else 0.0}
-
-    def prefetched(self, q: int, parameters: NDArrays, config: dict[str, Any]) -> bool:
-        """Whether cluster q holds a batched result for exactly these weights and config."""
-        got = self._prefetch.get((q, config.get("group")))
-        return got is not None and got[1] == config and same_weights(got[0], parameters)
-
-    def prefetch(self, q: int, parameters: NDArrays, config: dict[str, Any], out: Any) -> None:
-        """Cluster q's fit computed in a batch with other members' (:class:`GroupRuntime`)."""
-        self._prefetch[(q, config.get("group"))] = (parameters, dict(config), out)
-
-    def fit(
-        self, q: int, parameters: NDArrays, config: dict[str, Any]
-    ) -> tuple[NDArrays, int, dict]:
-        """Local epochs of cluster q from the group's weights: the batched result when one was
-        computed for these weights, else trained here alone."""
-        if self.prefetched(q, parameters, config):
-            out = self._prefetch.pop((q, config.get("group")))[2]
-        else:
-            job = self.fit_job(q, parameters, config)
-            out = run_jobs(self.template(), [job], self.p.batch_size, self.p.lr, self.p.device)[0]
-        return self.fit_result(q, out)
 
     # Step 4
     def refine(self, group_models: Sequence[str]) -> dict[str, Any]:
@@ -302,6 +368,72 @@ class Client:
         if stable:
             self.active = False
         return {"stable": int(stable), "acc_prev": acc, "n": len(self.labels)}
+
+    def evaluate_flat(self, uids: Sequence[str], flats: Sequence[np.ndarray]) -> None:
+        """:meth:`evaluate_models` for models sent as flat weight vectors."""
+        new = [(str(u), f) for u, f in zip(uids, flats, strict=True) if str(u) not in self.cache]
+        if not new:
+            return
+        stacked = torch.stack([torch.as_tensor(np.asarray(f, dtype=np.float32)) for _, f in new])
+        errs = errors_many(self.template(), stacked, self.x, device=self.p.device)
+        for a, (u, _) in enumerate(new):
+            self.cache[u] = errs[:, a]
+
+    # ---- the methods the server calls (through a proxy: in-process or Flower)
+    def fedcref_local_models(self, parameters: Any, config: dict[str, Any]) -> dict[str, Any]:
+        """Step 1: an active client (every client in iteration 1) trains a fresh AE per
+        non-empty local cluster; with ``share`` it sends them (flat weight vectors, their ids,
+        cluster sizes; clusters below its :meth:`floor` keep their model to themselves). Every
+        client names its live clusters and their models' ids (the graph's nodes)."""
+        it = int(config["iteration"])
+        out: dict[str, Any] = {}
+        if self.active or it == 1:
+            ahead = self._ahead.pop(("local", it), None)
+            if ahead is not None:  # queued on the shared device (prefetch)
+                jobs = ahead
+                dev: SharedDevice = self.device  # type: ignore[assignment]
+                trained = [dev.take((self.cid, "local", u)) for _, u, _ in jobs]
+            else:
+                jobs = self.local_jobs(it)
+                trained = self._run([j for _, _, j in jobs])
+            new = self.set_local(jobs, trained)
+            keep = [u for u in new if self.sizes[u] >= self.floor()]
+            if config.get("share") and keep:
+                out = {"models": [flatten(new[u]).numpy() for u in keep], "uids": keep,
+                       "n": np.asarray([self.sizes[u] for u in keep], dtype=np.int64)}  # fmt: skip
+        live = self.live()
+        out["live"] = np.asarray(live, dtype=np.int64)
+        out["live_uids"] = [self.models[q] for q in live]
+        return out
+
+    def fedcref_association(self, parameters: Any, config: dict[str, Any]) -> dict | Abstain:
+        """Step 2: the other clients' new models (relayed by the server) evaluated on this
+        client's data, then the association statistics of its clusters (those at or above its
+        :meth:`floor`) against the ``foreign`` nodes' models."""
+        if config.get("uids"):
+            self.evaluate_flat(list(config["uids"]), list(config["models"]))
+        nodes = np.asarray(config["foreign"], dtype=np.int64).reshape(-1, 2)
+        uids = config.get("foreign_uids", [])
+        foreign = {(int(a), int(b)): str(u) for (a, b), u in zip(nodes, uids, strict=True)}
+        msg = self.association_stats(foreign)
+        keep = msg["n"] >= self.floor()
+        if not keep.any():
+            return Abstain("every local cluster is below the centre's disclosure floor")
+        if not keep.all():
+            msg = {**msg, "clusters": msg["clusters"][keep], "stat": msg["stat"][keep],
+                   "n": msg["n"][keep]}  # fmt: skip
+        return msg
+
+    def fedcref_refine(self, parameters: Any, config: dict[str, Any]) -> dict[str, Any]:
+        """Steps 3–4 at the client: the membership table and the group models arrive; an
+        active client evaluates the group models and refines (:meth:`refine`); a stable one
+        repeats its last status."""
+        if self.active:
+            uids = [str(u) for u in config.get("uids", [])]
+            if uids:
+                self.evaluate_flat(uids, list(config["models"]))
+            self._status = self.refine(uids)
+        return self._status
 
 
 def hash_seed(seed: int, uid: str) -> int:
@@ -353,16 +485,45 @@ class FedCRefResult:
 
 
 class _Member:
-    """Local cluster ``q`` of a client, member ``k`` of a group, as a Flower-shaped fit client:
-    the group's :class:`~fedclust.fedcref.parallel.GroupRuntime` first runs the round's member
-    fits as one batch, then the client's own ``fit`` answers."""
+    """Local cluster ``q`` of the centre behind ``proxy``, member of group ``gi``: the centre's
+    proxy with the group and the cluster named in every fit request. Several groups' FedAvg
+    run as one round loop (:func:`groups_fedavg`): the loop's parameters are every group's
+    weights one after another, and a member sends and receives its group's ``size`` arrays
+    from ``offset`` only. ``push``: tell the centre a round's request before its answer is
+    awaited (``fit_all``): only where the proxy allows it (a Flower proxy holds one pending fit
+    per round: a centre's first member of the round) and never for a centre's second cluster
+    in one group, which trains after its first, as in a run without pushes (its minibatch
+    generator of the group is shared with the first's)."""
 
-    def __init__(self, client: Client, q: int, runtime: GroupRuntime, k: int) -> None:
-        self.client, self.q, self.runtime, self.k = client, q, runtime, k
+    def __init__(self, proxy: Any, q: int, gi: int, tag: str, offset: int, size: int,
+                 push: bool = True) -> None:  # fmt: skip
+        self.proxy, self.q, self.gi, self.tag, self.cid = proxy, int(q), gi, tag, proxy.cid
+        self.offset, self.size = offset, size
+        under = getattr(proxy, "push_fit", None)
+        if push and under is not None:
+            self.push_fit = lambda parameters, config, rnd, kind, protocol: under(
+                self._mine(parameters), self._config(config), rnd, kind, protocol
+            )
 
-    def fit(self, parameters: NDArrays, config: dict[str, Any]) -> tuple[NDArrays, int, dict]:
-        self.runtime.prepare(self.k, parameters, config)
-        return self.client.fit(self.q, parameters, config)
+    def _mine(self, parameters: NDArrays) -> NDArrays:
+        return list(parameters[self.offset : self.offset + self.size])
+
+    def _config(self, config: dict[str, Any]) -> dict[str, Any]:
+        return {**config, "group": self.tag, "cluster": self.q}
+
+    def fit(self, parameters: NDArrays, config: dict[str, Any], server_round: int, kind: str,
+            protocol: Protocol) -> tuple[NDArrays, int, dict] | None:  # fmt: skip
+        out = self.proxy.fit(self._mine(parameters), self._config(config), server_round, kind,
+                             protocol)  # fmt: skip
+        if out is None:
+            return None
+        return out[0], out[1], {**out[2], GROUP_KEY: self.gi}
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        return self.proxy.call(*args, **kwargs)
+
+
+GROUP_KEY = "__fedcref_group__"  # added by the server to a member's result, never sent
 
 
 @dataclass
@@ -382,38 +543,111 @@ class _EpochSchedule(Strategy):
         return self.inner.aggregate_fit(server_round, results, current)
 
 
-def train_group(
-    clients: Sequence[Client],
+@dataclass
+class _PerGroup(Strategy):
+    """Every group's own strategy on its slice of the parameters (:func:`groups_fedavg`): a
+    round's results are split by group (the member's group index, added by :class:`_Member`)
+    and each group's weights are its strategy's ``aggregate_fit`` of its members' results. A
+    group with no result in a round (every member abstained) is ``failed`` and ends with its
+    initial weights, as its own round loop would (``EveryCentreAbstained``)."""
+
+    strategies: list[Strategy]
+    offsets: list[int]
+    sizes: list[int]
+    failed: set[int] = field(default_factory=set)
+
+    def configure_fit(self, server_round, parameters, clients, config):
+        return self.strategies[0].configure_fit(server_round, parameters, clients, config)
+
+    def aggregate_fit(self, server_round, results, current=None):
+        out = list(current)  # type: ignore[arg-type]
+        for gi, (off, size) in enumerate(zip(self.offsets, self.sizes, strict=True)):
+            mine = [(w, n, {k: v for k, v in m.items() if k != GROUP_KEY})
+                    for w, n, m in results if m.get(GROUP_KEY) == gi]  # fmt: skip
+            if not mine:
+                self.failed.add(gi)
+                continue
+            out[off : off + size] = self.strategies[gi].aggregate_fit(
+                server_round, mine, out[off : off + size]
+            )
+        return out
+
+
+def groups_fedavg(
+    proxies: Sequence[Any],
+    groups: Sequence[Sequence[Node]],
+    p: FedCRefParams,
+    seed: int,
+    it: int,
+    n_features: int,
+) -> list[NDArrays]:
+    """Every group's FedAvg (§2.4, :func:`group_fedavg`) side by side in one round loop of the
+    federation core (:func:`run_rounds`): the members of all groups are asked in one
+    ``fit_all`` per round, so their trainings run at the same time (Flower) or as one batch
+    (in-process, :class:`~.parallel.SharedDevice`); each group's weights are its own
+    strategy's aggregate of its own members (:class:`_PerGroup`). With secure aggregation or
+    central DP on, each group runs its own loop (the privacy layer sums one cohort a round)."""
+    if not groups:
+        return []
+    tags = [f"G{gi}/it{it}" for gi in range(len(groups))]
+    if current_privacy().active:
+        return [group_fedavg(proxies, g, p, seed, tag, it, n_features)
+                for g, tag in zip(groups, tags, strict=True)]  # fmt: skip
+    inits = [get_parameters(make_ae(n_features, p.hidden, hash_seed(seed, tag))) for tag in tags]
+    sizes = [len(w) for w in inits]
+    offsets = [sum(sizes[:gi]) for gi in range(len(groups))]
+    strategy = _PerGroup(
+        [_EpochSchedule(make_strategy(p.strategy, {}), p.first_epochs, p.later_epochs)
+         for _ in groups], offsets, sizes,
+    )  # fmt: skip
+    members, pushed = [], set()
+    for gi, g in enumerate(groups):
+        seen = set()
+        for ci, q in sorted(g)[: p.max_members]:
+            proxy = proxies[ci]
+            push = ci not in seen and (isinstance(proxy, LedgerClientProxy) or ci not in pushed)
+            seen.add(ci)
+            if push:
+                pushed.add(ci)
+            members.append(_Member(proxy, q, gi, tags[gi], offsets[gi], sizes[gi], push))
+    start = [a for w in inits for a in w]
+    try:
+        out = run_rounds(members, strategy, start, p.rounds, {}, protocols(p.min_samples).group_fit,
+                         kind="group", label=f"fedcref it {it}: {len(groups)} groups")  # fmt: skip
+    except EveryCentreAbstained:
+        strategy.failed.update(range(len(groups)))
+        out = start
+    for gi in sorted(strategy.failed):
+        log.warning("it %d: group %s not trained: every member abstained (clusters below "
+                    "the centres' disclosure floors); it keeps its initial weights",
+                    it, tags[gi])  # fmt: skip
+    return [inits[gi] if gi in strategy.failed else out[offsets[gi] : offsets[gi] + sizes[gi]]
+            for gi in range(len(groups))]  # fmt: skip
+
+
+def group_fedavg(
+    proxies: Sequence[Any],
     members: Sequence[Node],
     p: FedCRefParams,
     seed: int,
     tag: str,
-    ledger: Ledger,
     it: int,
-    submit: Callable[[Sequence[Job]], list] | None = None,
+    n_features: int,
 ) -> NDArrays:
-    """One group AE by FedAvg (§2.4) on the federation core's round loop: fresh init, ``rounds``
-    rounds, local epochs ``first_epochs`` in round 1 then ``later_epochs``, weighted by cluster
-    size; the aggregator (the ledger's ``server``) is the group's lowest client id; only the
-    first ``max_members`` members train. ``submit`` runs the members' fits of a round (default:
-    at once, :func:`~fedclust.fedcref.parallel.run_jobs`; a :class:`Lockstep` batches them with
-    other groups')."""
+    """One group AE by FedAvg (§2.4) on the federation core's round loop, over the centres'
+    proxies: fresh init, ``rounds`` rounds, local epochs ``first_epochs`` in round 1 then
+    ``later_epochs``, weighted by cluster size; only the first ``max_members`` members (node
+    order) train. A member (centre index, cluster) is asked through its centre's proxy."""
     strategy = _EpochSchedule(make_strategy(p.strategy, {}), p.first_epochs, p.later_epochs)
-    d = clients[0].x.shape[1]
-    params = get_parameters(make_ae(d, p.hidden, hash_seed(seed, tag)))
+    params = get_parameters(make_ae(n_features, p.hidden, hash_seed(seed, tag)))
     members = sorted(members)[: p.max_members]
-    template = make_ae(d, p.hidden, None)
-    runtime = GroupRuntime(
-        [(clients[ci], q) for ci, q in members],
-        lambda m, prm, cfg: m[0].fit_job(m[1], prm, cfg),
-        lambda m, prm, cfg: m[0].prefetched(m[1], prm, cfg),
-        lambda m, prm, cfg, out: m[0].prefetch(m[1], prm, cfg, out),
-        submit or (lambda jobs: run_jobs(template, jobs, p.batch_size, p.lr, p.device)),
-    )
-    proxies = [LedgerClientProxy(clients[ci].cid, _Member(clients[ci], q, runtime, k), ledger)
-               for k, (ci, q) in enumerate(members)]  # fmt: skip
+    seen: set[int] = set()
+    group = []
+    for ci, q in members:
+        group.append(_Member(proxies[ci], q, 0, tag, 0, len(params), ci not in seen))
+        seen.add(ci)
     try:
-        return run_rounds(proxies, strategy, params, p.rounds, {"group": tag},
+        return run_rounds(group, strategy, params, p.rounds, {},
                           protocols(p.min_samples).group_fit, kind="group",
                           label=f"fedcref it {it} group {tag}")  # fmt: skip
     except EveryCentreAbstained:  # every member's cluster is below its centre's own floor
@@ -423,146 +657,148 @@ def train_group(
         return params
 
 
-def train_groups(
+def train_group(
     clients: Sequence[Client],
-    groups: Sequence[Sequence[Node]],
+    members: Sequence[Node],
     p: FedCRefParams,
     seed: int,
+    tag: str,
     ledger: Ledger,
     it: int,
-) -> list[NDArrays]:
-    """Every group's FedAvg (:func:`train_group`), the groups' round loops side by side with
-    each round's member fits of all groups as one batch (:class:`Lockstep`); each group's
-    messages go through its own ledger, appended to ``ledger`` in group order."""
-    if not groups:
-        return []
-    lock = Lockstep(clients[0].template(), p.batch_size, p.lr, p.device)
-    subs = [dataclasses.replace(ledger, records=[], abstention_records=[]) for _ in groups]
-
-    def one(gi: int) -> Callable[[], NDArrays]:
-        return lambda: train_group(clients, groups[gi], p, seed, f"G{gi}/it{it}", subs[gi], it,
-                                   lambda jobs: lock.submit((gi,), jobs))  # fmt: skip
-
-    out = lock.map([one(gi) for gi in range(len(groups))])
-    for sub in subs:
-        ledger.records += sub.records
-        ledger.abstention_records += sub.abstention_records
-    log.info("it %d: %d groups, member fits in %d batches (%s jobs)", it, len(groups),
-             len(lock.batches), "/".join(map(str, sorted(set(lock.batches)))))  # fmt: skip
-    return out
+    transport: Transport = INPROCESS,
+) -> NDArrays:
+    """:func:`group_fedavg` of ``members`` (indices into ``clients``) on its own federation."""
+    d = int(clients[0].x.shape[1])
+    return federate(clients, lambda ps: group_fedavg(ps, members, p, seed, tag, it, d),
+                    ledger=ledger, transport=transport)  # fmt: skip
 
 
-def run_fedcref(
-    xs: Sequence[np.ndarray],
-    init_labels: Sequence[np.ndarray],
-    ks: Sequence[int],
-    p: FedCRefParams,
-    seed: int,
-    mode: str = "fedcref",
-    evaluate: Callable[..., dict] | None = None,
-    oracle_edges: Callable[[list[Client], list[Node]], list] | None = None,
-) -> FedCRefResult:
-    """Algorithm 1. ``mode``: fedcref (association test), perfect (``oracle_edges`` gives the
-    ideal graph at Step 3), local_only (no association: refinement with local AEs only).
-    ``evaluate(clients, groups, isolated, edges, labels_at_association)`` is called after
-    iteration 0 and every iteration (evaluation only; the algorithm never reads its output)."""
+@dataclass
+class Hooks:
+    """A simulation's evaluation callbacks (the harness holds the centres and the true labels;
+    neither is part of the protocol). ``observe(groups, isolated, edges)``: the evaluation
+    columns of a history row, after iteration 0 and after every iteration (the algorithm never
+    reads them); ``oracle(nodes)``: the ideal graph of the Perfect-Associations variant."""
+
+    observe: Callable[[list, list, list], dict] | None = None
+    oracle: Callable[[list[Node]], list] | None = None
+
+
+def fedcref_server(
+    p: FedCRefParams, seed: int, n_features: int, mode: str = "fedcref",
+    hooks: Hooks | None = None,
+) -> Callable[[list], FedCRefResult]:  # fmt: skip
+    """Algorithm 1's coordination as a server function over the clients' proxies
+    (:func:`fedclust.federation.federate`): it sees only messages. Per iteration: Step 1
+    ``fedcref_local_models`` at every client, Step 2 (``fedcref``) the new models relayed with
+    ``fedcref_association`` and the association graph, Step 3 one FedAvg per group
+    (:func:`group_fedavg`), Step 4 the membership table and group models with
+    ``fedcref_refine``; Step 5 the stopping rules on the server's counts."""
     if mode not in MODES:
         raise ConfigError(
             f"unknown FedCRef mode {mode!r}", where="fedcref.variants", fix=f"{MODES}"
         )
-    check_params(p.theta, p.alpha)
-    check_clients(xs, ks, init_labels)
-    clients = [Client(i, f"c{i:03d}", x, lab, k, p, seed)
-               for i, (x, lab, k) in enumerate(zip(xs, init_labels, ks, strict=True))]  # fmt: skip
+    if mode == "perfect" and (hooks is None or hooks.oracle is None):
+        raise ConfigError("perfect mode needs the ideal graph", where="fedcref.variants")
+    hk = hooks or Hooks()
+
+    def server(proxies: list) -> FedCRefResult:
+        return _coordinate(proxies, p, seed, n_features, mode, hk)
+
+    return server
+
+
+def _coordinate(
+    proxies: list, p: FedCRefParams, seed: int, d: int, mode: str, hooks: Hooks
+) -> FedCRefResult:
     res = FedCRefResult()
-    ledger = res.ledger
     proto = protocols(p.min_samples)
-    hist_g, hist_i = [0], [int(sum(len(np.unique(c.labels)) for c in clients))]
-    row0 = {"iteration": 0, "groups": 0, "isolated": hist_i[0], "active": len(clients),
-            "edges": 0, "seconds": 0.0, "cpu_seconds": 0.0}  # fmt: skip
-    if evaluate:
-        row0.update(evaluate(clients, [], [], [], [c.labels for c in clients]))
+    k = len(proxies)
+    active = [True] * k
+    row0 = {"iteration": 0, "groups": 0, "isolated": 0, "active": k, "edges": 0,
+            "seconds": 0.0, "cpu_seconds": 0.0}  # fmt: skip
+    if hooks.observe:
+        row0.update(hooks.observe([], [], []))
     res.history.append(row0)
+    hist_g, hist_i = [0], [0]
     groups: list[list[Node]] = []
     isolated: list[Node] = []
     edges: list = []
+    shared: set[str] = set()  # ids of the models relayed so far
     for it in range(1, p.max_iterations + 1):
         t0, c0 = time.perf_counter(), time.process_time()
-        # Step 1: active clients (every client at it 1) train fresh local AEs
-        new_models: dict[int, dict[str, NDArrays]] = {}
-        training = [c for c in clients if c.active or it == 1]
-        jobs = [c.local_jobs(it) for c in training]
-        trained = run_jobs(clients[0].template(), [j for js in jobs for _, _, j in js],
-                           p.batch_size, p.lr, p.device)  # fmt: skip
-        for c, js in zip(training, jobs, strict=True):  # each client's own models back
-            new_models[c.index] = c.set_local(js, trained[: len(js)])
-            trained = trained[len(js) :]
-        nodes = sorted(n for c in clients for n in c.nodes())
-        uid_of = {(c.index, q): c.models[q] for c in clients for q in c.live()}
-        # Step 2: all-to-all exchange of the new local models; association statistics
+        # Step 1: active clients (every client at it 1) train fresh local AEs; nodes
+        replies = call_all(proxies, "fedcref_local_models",
+                           {"iteration": it, "share": mode == "fedcref"}, it, "local_models",
+                           proto.local_models, LOCAL_REQUEST)  # fmt: skip
+        uid_of: dict[Node, str] = {}
+        new_models: list[tuple[int, list[str], list[np.ndarray]]] = []
+        for i, r in enumerate(replies):
+            if r is None:  # abstained: no node this iteration
+                continue
+            lives = np.asarray(r["live"], dtype=np.int64).ravel()
+            uid_of.update({(i, int(q)): str(u)
+                           for q, u in zip(lives, r["live_uids"], strict=True)})  # fmt: skip
+            if r.get("models") is not None and len(r["models"]):
+                new_models.append((i, [str(u) for u in r["uids"]], list(r["models"])))
+        nodes = sorted(uid_of)
+        if it == 1:  # the initial partition's non-empty clusters (every one got a model)
+            hist_i[0] = row0["isolated"] = len(nodes)
+        # Step 2: the new local models relayed to every other client; association statistics
         stat: dict[tuple[Node, Node], float] = {}
         if mode == "fedcref":
-            for c in clients:
-                received: dict[str, NDArrays] = {}
-                for j, models in new_models.items():
-                    if c.index != j and models:
-                        got = ledger.send(
-                            clients[j].cid, c.cid, clients[j].models_message(models), it,
-                            "local_models", protocol=proto.local_models, downlink=False,
-                        )  # fmt: skip
-                        received.update(got["models"])
-                c.evaluate_models(received)
-            for c in clients:
-                foreign = {n: u for n, u in uid_of.items() if n[0] != c.index}
-                msg = ledger.send(
-                    c.cid, "graph", c.association_stats(foreign), it, "association_stats",
-                    protocol=proto.association, downlink=False,
-                )  # fmt: skip
-                for a, q in enumerate(msg["clusters"]):
-                    for b, f in enumerate(msg["foreign"]):
-                        stat[((c.index, int(q)), (int(f[0]), int(f[1])))] = float(msg["stat"][a, b])
+            shared.update(u for _, us, _ in new_models for u in us)
+            requests = []
+            for i in range(k):
+                relay = [(u, f) for j, us, fs in new_models if j != i
+                         for u, f in zip(us, fs, strict=True)]  # fmt: skip
+                foreign = sorted(n for n, u in uid_of.items() if n[0] != i and u in shared)
+                req: dict[str, Any] = {
+                    "foreign": np.asarray(foreign, dtype=np.int64).reshape(-1, 2),
+                    "foreign_uids": [uid_of[n] for n in foreign],
+                }
+                if relay:
+                    req["models"] = [f for _, f in relay]
+                    req["uids"] = [u for u, _ in relay]
+                requests.append(req)
+            msgs = call_all(proxies, "fedcref_association", requests, it, "association_stats",
+                            proto.association, ASSOCIATION_REQUEST)  # fmt: skip
+            for i, msg in enumerate(msgs):
+                if msg is None:
+                    continue
+                fs = np.asarray(msg["foreign"], dtype=np.int64).reshape(-1, 2)
+                for a, q in enumerate(np.asarray(msg["clusters"]).ravel()):
+                    for b, f in enumerate(fs):
+                        stat[((i, int(q)), (int(f[0]), int(f[1])))] = float(msg["stat"][a, b])
             edges = association_edges(nodes, stat, p.theta, p.policy, p.strict)
         elif mode == "perfect":
-            if oracle_edges is None:
-                raise ConfigError("perfect mode needs the ideal graph", where="fedcref.variants")
-            edges = oracle_edges(clients, nodes)
+            edges = hooks.oracle(nodes)  # type: ignore[misc]
         else:
             edges = []
         # Step 3: groups = connected components with ≥ 2 clusters; one FedAvg AE each
         groups, isolated = components(nodes, edges)
         membership = [[gi, *n] for gi, g in enumerate(groups) for n in g]
         table = np.asarray(membership, dtype=np.int64).reshape(-1, 3)
-        for c in clients:
-            ledger.send("graph", c.cid, {"groups": table}, it, "groups", protocol=GROUPS,
-                        downlink=True)  # fmt: skip
         group_uids = [f"G{gi}/it{it}" for gi in range(len(groups))]
-        group_params = train_groups(clients, groups, p, seed, ledger, it)
-        for c in clients:  # from each group's aggregator (re-distributes the group's FedAvg)
-            got = {
-                tag: ledger.send(
-                    "server", c.cid, {"parameters": params}, it, "group_model",
-                    protocol=GROUP_MODEL, downlink=True,
-                )["parameters"]
-                for tag, params in zip(group_uids, group_params, strict=True)
-            }  # fmt: skip
-            if c.active:
-                c.evaluate_models(got)
-        # Step 4: active clients refine; stable ones leave A
-        pre_labels = [c.labels.copy() for c in clients]
-        for c in clients:
-            if c.active:
-                ledger.send(
-                    c.cid, "graph", c.refine(group_uids), it, "status", protocol=proto.status,
-                    downlink=False,
-                )  # fmt: skip
+        group_params = groups_fedavg(proxies, groups, p, seed, it, d)
+        # Step 4: membership and group models to every client; active clients refine
+        req = {"groups": table}
+        if groups:
+            req["models"] = [flatten(w).numpy() for w in group_params]
+            req["uids"] = group_uids
+        status = call_all(proxies, "fedcref_refine", req, it, "status", proto.status,
+                          REFINE_REQUEST)  # fmt: skip
+        for i, s in enumerate(status):
+            if s is not None:
+                active[i] = not bool(s["stable"])
         hist_g.append(len(groups))
         hist_i.append(len(isolated))
         row = {"iteration": it, "groups": len(groups), "isolated": len(isolated),
-               "active": sum(c.active for c in clients), "edges": len(edges),
+               "active": sum(active), "edges": len(edges),
                "seconds": time.perf_counter() - t0,
                "cpu_seconds": time.process_time() - c0}  # fmt: skip
-        if evaluate:
-            row.update(evaluate(clients, groups, isolated, edges, pre_labels))
+        if hooks.observe:
+            row.update(hooks.observe(groups, isolated, edges))
         res.history.append(row)
         log.info("it %d: |G|=%d |I|=%d |A|=%d edges=%d (%.1fs)", it, len(groups), len(isolated),
                  row["active"], len(edges), row["seconds"])  # fmt: skip
@@ -578,6 +814,52 @@ def run_fedcref(
             break
     else:
         res.stop_reason = "max_iterations"
-    res.labels = [c.labels.copy() for c in clients]
     res.groups, res.isolated, res.edges = groups, isolated, edges
+    return res
+
+
+def run_fedcref(
+    xs: Sequence[np.ndarray],
+    init_labels: Sequence[np.ndarray],
+    ks: Sequence[int],
+    p: FedCRefParams,
+    seed: int,
+    mode: str = "fedcref",
+    evaluate: Callable[..., dict] | None = None,
+    oracle_edges: Callable[[list[Client], list[Node]], list] | None = None,
+    transport: Transport = INPROCESS,
+) -> FedCRefResult:
+    """Algorithm 1 on a simulated client system: one :class:`Client` per data block, the
+    coordination (:func:`fedcref_server`) through one :func:`federate` call over ``transport``.
+    ``mode``: fedcref (association test), perfect (``oracle_edges`` gives the ideal graph at
+    Step 3), local_only (no association: refinement with local AEs only).
+    ``evaluate(clients, groups, isolated, edges, labels_at_association)`` is called after
+    iteration 0 and every iteration (evaluation only; the algorithm never reads its output)."""
+    if mode not in MODES:
+        raise ConfigError(
+            f"unknown FedCRef mode {mode!r}", where="fedcref.variants", fix=f"{MODES}"
+        )
+    check_params(p.theta, p.alpha)
+    check_clients(xs, ks, init_labels)
+    d = int(np.shape(xs[0])[1])
+    device = SharedDevice(make_ae(d, p.hidden, None), p.batch_size, p.lr, p.device)
+    clients = [Client(i, f"c{i:03d}", x, lab, k, p, seed, device)
+               for i, (x, lab, k) in enumerate(zip(xs, init_labels, ks, strict=True))]  # fmt: skip
+    if mode == "perfect" and oracle_edges is None:
+        raise ConfigError("perfect mode needs the ideal graph", where="fedcref.variants")
+    pre = [c.labels.copy() for c in clients]
+
+    def observe(groups: list, isolated: list, edges: list) -> dict:
+        nonlocal pre
+        out = evaluate(clients, groups, isolated, edges, pre)  # type: ignore[misc]
+        pre = [c.labels.copy() for c in clients]  # the labels at the next association
+        return out
+
+    oracle = (lambda nodes: oracle_edges(clients, nodes)) if oracle_edges else None
+    hooks = Hooks(observe if evaluate else None, oracle)
+    ledger = Ledger()
+    server = fedcref_server(p, seed, d, mode, hooks)
+    res = federate(clients, server, ledger=ledger, transport=transport)
+    res.ledger = ledger
+    res.labels = [c.labels.copy() for c in clients]  # each client's own result
     return res

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from fedclust.errors import ConfigError
+from fedclust.federation import INPROCESS, Transport
 from fedclust.metrics.assignment import hungarian_accuracy
 from fedclust.seeds import derive_seed
 
@@ -60,9 +61,11 @@ def run_setting(
     theta: float,
     variants: list[str] | None = None,
     side_theta: float | None = None,
+    transport: Transport = INPROCESS,
 ) -> tuple[pd.DataFrame, list[dict[str, Any]], pd.DataFrame]:
     """One repetition: (per-iteration history, per-variant summaries, ledger summary). The
-    variant ``fedcref_calibrated`` is FedCRef at ``side_theta`` (the calibrated θ)."""
+    variant ``fedcref_calibrated`` is FedCRef at ``side_theta`` (the calibrated θ). Every run's
+    messages go through ``transport`` (the rule script's, ``federation.engine``)."""
     clients = system_for(cfg, setting, y_pool, seed)
     xs = [x_pool[c.idx] for c in clients]
     ys = [c.y for c in clients]
@@ -94,7 +97,8 @@ def run_setting(
             )
         p = FedCRefParams.from_config(cfg, side_theta if v == "fedcref_calibrated" else theta)
         mode = "fedcref" if v == "fedcref_calibrated" else v
-        res = run_fedcref(xs, init, ks, p, seed, mode, make_evaluator(ys), perfect_oracle(ys))
+        res = run_fedcref(xs, init, ks, p, seed, mode, make_evaluator(ys), perfect_oracle(ys),
+                          transport)  # fmt: skip
         h = pd.DataFrame(res.history).assign(variant=v)
         hist.append(h)
         last, first = res.history[-1], res.history[0]
@@ -265,6 +269,7 @@ def run_units(
     units: list[tuple],
     seed: int,
     rep: int,
+    transport: Transport = INPROCESS,
 ) -> list[tuple[pd.DataFrame, list[dict[str, Any]], pd.DataFrame]]:
     """Several runs of one repetition in one process (``fedcref.fanout: repetition``, issue 15);
     a unit is (experiment, setting name, setting, x, y, θ[, side θ]). Each run's seed derives
@@ -272,7 +277,7 @@ def run_units(
     alone."""
     return [
         run_setting(cfg, u[2], u[3], u[4], unit_seed(seed, u[0], u[1], rep), u[5],
-                    side_theta=u[6] if len(u) > 6 else None)
+                    side_theta=u[6] if len(u) > 6 else None, transport=transport)
         for u in units
     ]  # fmt: skip
 

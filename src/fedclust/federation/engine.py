@@ -9,6 +9,7 @@ of a message; the proxy records the abstention in the ledger and the round goes 
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -65,6 +66,25 @@ class LedgerClientProxy:
     cid: str
     client: Any
     ledger: Ledger
+
+    # -- told ahead (fit_all / call_all): Flower sends the request now; in-process nothing
+    # travels early, but a centre that can start its work before its answer is asked for
+    # (``client.prefetch(method, parameters, config)``: a simulation's centres batching their
+    # trainings on one shared device) learns what the request will be. The request itself is
+    # sent, checked and recorded when the answer is asked for, as before.
+    def push_fit(self, parameters: NDArrays, config: dict[str, Any], server_round: int,
+                 kind: str, protocol: Protocol) -> None:  # fmt: skip
+        self._hint("fit", parameters, config)
+
+    def push_call(self, method: str, server_msg: Message, server_round: int, kind: str,
+                  protocol: Protocol, down_protocol: Protocol | None = None) -> None:  # fmt: skip
+        msg = dict(server_msg)
+        self._hint(method, msg.pop("parameters", None), msg)
+
+    def _hint(self, method: str, parameters: Any, config: Mapping[str, Any]) -> None:
+        prefetch = getattr(self.client, "prefetch", None)
+        if prefetch is not None:
+            prefetch(method, copy.deepcopy(parameters), copy.deepcopy(dict(config)))
 
     def fit(
         self, parameters: NDArrays, config: dict[str, Any], server_round: int, kind: str,

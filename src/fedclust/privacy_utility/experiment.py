@@ -31,7 +31,12 @@ Methods (headline metric):
   the centre, summed under secure aggregation (:mod:`.admm`): the relative objective gap to
   the pooled optimum (lower is better);
 - ``boosting`` — federated gradient boosting (histogram protocol, seed 003 §9.2) with Gaussian
-  noise on each centre's gradient/hessian sums and counts (:mod:`.boosting`): test AUC.
+  noise on each centre's gradient/hessian sums and counts (:mod:`.boosting`): test AUC;
+- ``generative`` — SAVAE's FedAvg arm (seed 003, D6.2's good node / poor node test) with central
+  DP-FedAvg (:mod:`.generative`): the clean-test C-index of the Weibull time decoder;
+- ``fedprep`` — federated RNA-seq preprocessing (size factors, moments, VST, top-N) with noisy
+  clipped sums at each centre (:mod:`.fedprep`): FMI of ward HAC on the private top-N VST with
+  that on the non-private federated one (top-N overlap beside it).
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ from .records import (
 
 log = logging.getLogger(__name__)
 
-METHODS = ("dp_lloyd", "hac", "km", "survival", "heart", "dec", "known_io", "admm", "boosting")
+METHODS = ("dp_lloyd", "hac", "km", "survival", "heart", "dec", "known_io", "admm", "boosting",
+           "generative", "fedprep")  # fmt: skip
 #: per method: headline metric, whether higher is better, the "within 5 %" rule
 HEADLINE_METRICS = {
     "dp_lloyd": ("fmi", True),
@@ -77,6 +83,8 @@ HEADLINE_METRICS = {
     "known_io": ("median_rel_error", True),
     "admm": ("objective_gap", False),
     "boosting": ("auc", True),
+    "generative": ("recon_error", False),
+    "fedprep": ("hac_fmi", True),
 }
 
 
@@ -560,6 +568,20 @@ def run_boosting(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int):
     return _run(bcfg, cfg, seed)
 
 
+def run_generative(gcfg: dict[str, Any], cfg: dict[str, Any], seed: int):
+    """SAVAE FedAvg with central DP-FedAvg (:mod:`.generative`)."""
+    from .generative import run_generative as _run
+
+    return _run(gcfg, cfg, seed)
+
+
+def run_fedprep(counts: pd.DataFrame, centre: pd.Series, cfg: dict[str, Any], seed: int):
+    """Federated RNA-seq preprocessing with noisy clipped sums (:mod:`.fedprep`)."""
+    from .fedprep import run_fedprep as _run
+
+    return _run(counts, centre, cfg, seed)
+
+
 RUNNERS = {
     "dp_lloyd": run_dp_lloyd,
     "hac": run_hac,
@@ -570,6 +592,8 @@ RUNNERS = {
     "dec": run_dec,
     "admm": run_admm,
     "boosting": run_boosting,
+    "generative": run_generative,
+    "fedprep": run_fedprep,
 }
 
 
@@ -599,6 +623,11 @@ def run_unit(
         return run_admm(config["admm"], cfg, seed)
     if method == "boosting":  # the bundled breast-cancer data: no input files
         return run_boosting(config["boosting"], cfg, seed)
+    if method == "generative":  # the simulated MDS cohort: no input files
+        return run_generative(config["generative"], cfg, seed)
+    if method == "fedprep":  # features: the raw counts; split: sample → centre
+        ctr = split.set_axis(split.index.astype(str))["center"].astype(str)
+        return run_fedprep(features.set_axis(features.index.astype(str)), ctr, cfg, seed)
     if method in ("dp_lloyd", "km", "dec"):
         ids = features.index.astype(str)
         obs = obs.set_axis(obs.index.astype(str)).loc[ids]

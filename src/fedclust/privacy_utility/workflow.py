@@ -7,7 +7,8 @@ from typing import Any
 
 from fedclust.errors import ConfigError
 
-METHODS = ("dp_lloyd", "hac", "km", "known_io", "survival", "heart", "dec", "admm", "boosting")
+METHODS = ("dp_lloyd", "hac", "km", "known_io", "survival", "heart", "dec", "admm", "boosting",
+           "generative", "fedprep")  # fmt: skip
 #: what every method writes under results/privacy_utility/{method}/
 UNIT_FILES = ("curve", "budget")
 
@@ -59,7 +60,7 @@ def unit_outputs(grouped: list[str] | None) -> dict[str, str]:
 def inputs(method: str, cfg: dict[str, Any]) -> dict[str, str]:
     """The named input files of one method's job."""
     m = cfg.get(method, {})
-    if method in ("admm", "boosting"):  # bundled data sets (scikit-learn)
+    if method in ("admm", "boosting", "generative"):  # bundled / simulated in the job
         return {}
     if method in ("dp_lloyd", "km", "dec"):
         return {
@@ -77,6 +78,13 @@ def inputs(method: str, cfg: dict[str, Any]) -> dict[str, str]:
         return {
             "features": "results/survival/cohort/covariates.parquet",
             "obs": "results/survival/cohort/outcomes.tsv",
+        }
+    if method == "fedprep":  # the cohort's raw counts and its centre split
+        c = m.get("cohort", "SIMA")
+        return {
+            "features": f"results/data/rnaseq/{c}/counts.parquet",
+            "obs": f"results/data/rnaseq/{c}/obs.tsv",
+            "split": f"results/data/rnaseq/{c}/splits/{m.get('split', 'region')}.tsv",
         }
     if method == "heart":
         return {

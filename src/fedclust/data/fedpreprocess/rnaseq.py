@@ -11,6 +11,7 @@ of differences the data report shows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -66,12 +67,14 @@ def federated_rnaseq(
     transport: Transport = INPROCESS,
     ledger: Ledger | None = None,
     disclosure: DisclosurePolicy | None = None,
+    make_centre: Callable[..., RnaseqCentre] = RnaseqCentre,
 ) -> FederatedRnaseq:
     """Federated size factors, VST and top-N genes of ``counts`` (samples × genes, all genes)
     over the centres ``centre`` (sample → centre name); outputs restricted to expressed genes
     and then the top-N, as the pooled rule does. ``disclosure``: every centre's own policy
     (default: the job's configured ``disclosure`` section,
-    :mod:`fedclust.federation.disclosure`)."""
+    :mod:`fedclust.federation.disclosure`). ``make_centre``: builds each centre from
+    ``(name, counts, min_samples, disclosure)`` (the privacy–utility stage's private centre)."""
     settings = settings if settings is not None else RnaseqSettings()
     counts = check_counts(counts, where="federated preprocessing counts")
     if not counts.columns.is_unique:
@@ -80,7 +83,7 @@ def federated_rnaseq(
     names = sorted(labels.unique())
     values = counts.to_numpy()
     centres = [
-        RnaseqCentre(c, values[(labels == c).to_numpy()], min_samples, disclosure) for c in names
+        make_centre(c, values[(labels == c).to_numpy()], min_samples, disclosure) for c in names
     ]
     led = ledger if ledger is not None else Ledger()
     server = partial(

@@ -59,6 +59,9 @@ class RnaseqSettings:
     min_mu: float = 0.5
     min_disp: float = 1e-8
     max_disp: float = 10.0
+    #: ``mle``: step 3 (pydeseq2's genewise fit); ``moments``: its start points (the MoM
+    #: dispersions of step 2) without step 3's rounds (the privacy–utility stage's private run)
+    dispersions: str = "mle"
 
 
 @dataclass
@@ -227,13 +230,17 @@ def rnaseq_server(
         return loss, grad[:, None]
 
     lo, hi = np.log(settings.min_disp), np.log(max_disp)
-    res = minimize_lockstep(evaluate, np.log(alpha_hat)[:, None], lo, hi)
-    log_alpha = res.x[:, 0].copy()
-    failed = np.flatnonzero(~res.success)
-    if len(failed):
-        log.info("federated dispersions: %d gene(s) by grid search", len(failed))
-        log_alpha[failed] = _grid_or_last(terms, failed, log_alpha[failed], lo, hi)
-    disp = np.clip(np.exp(log_alpha), settings.min_disp, max_disp)
+    if settings.dispersions == "moments":  # no step 3: the MoM start points
+        disp, converged, rounds, failed = alpha_hat, np.ones(len(fit), bool), 0, []
+    else:
+        res = minimize_lockstep(evaluate, np.log(alpha_hat)[:, None], lo, hi)
+        log_alpha = res.x[:, 0].copy()
+        failed = np.flatnonzero(~res.success)
+        if len(failed):
+            log.info("federated dispersions: %d gene(s) by grid search", len(failed))
+            log_alpha[failed] = _grid_or_last(terms, failed, log_alpha[failed], lo, hi)
+        disp = np.clip(np.exp(log_alpha), settings.min_disp, max_disp)
+        converged, rounds = res.success, res.rounds
     # 4. trend (pydeseq2's code), broadcast; the centres transform and answer VST moments
     coeffs, mean_disp = fit_trend(names[fit], disp, means[fit], settings.min_disp)
     msgs = r.ask("apply_vst", {"coeffs": coeffs, "mean_disp": mean_disp, "genes": expressed},
@@ -247,9 +254,9 @@ def rnaseq_server(
     r.ask("select", {"genes": selected}, "select", P.ACK, P.SELECTION)
     return RnaseqFit(
         n=n2, logmeans=logmeans, normed_means=means, normed_var=var, expressed=expressed,
-        fit_idx=fit, alpha_hat=alpha_hat, dispersions=disp, converged=res.success,
+        fit_idx=fit, alpha_hat=alpha_hat, dispersions=disp, converged=converged,
         coeffs=coeffs, mean_disp=mean_disp, vst_var=vst_var, selected=selected,
-        nb_rounds=res.rounds + (2 if len(failed) else 0),
+        nb_rounds=rounds + (2 if len(failed) else 0),
         participants=[p.cid for p in senders],
     )  # fmt: skip
 
