@@ -128,6 +128,29 @@ def test_heart_class_medians(heart_raw):
             assert (x[hosp == s].notna()).sum() >= 3
 
 
+def test_heart_classes_come_from_the_hospitals_messages(heart_raw):
+    """Issue 30: the server took the classes from the pooled target column. The hospitals now
+    report their label sets (``prep_labels``); a class no hospital reports is never asked for,
+    and one only some hospitals hold is asked for all the same."""
+    raw, hosp = heart_raw
+    raw = raw.copy()
+    first = hosp == sorted(hosp.unique())[0]
+    raw.loc[first.to_numpy(), heart.TARGET] = 2  # a class only that hospital holds
+    led = Ledger()
+    _, fed = heart_impute_federated(raw, hosp, heart.TARGET, "mean", min_samples=1,
+                                    ledger=led, disclosure=NO_FLOOR)  # fmt: skip
+    msgs = led.messages()
+    labels = msgs[msgs.kind == "labels"]
+    assert set(labels.sender) == set(hosp.unique()) and set(labels.protocol) == {"prep_labels"}
+    assert sorted({c for by in fed.values() for c in by}) == sorted(
+        str(c) for c in raw.loc[raw.Cholesterol == 0, heart.TARGET].unique()
+    )
+    _, pm = heart.impute_class_conditional(raw, "mean")
+    for col, classes in pm.items():
+        for cls, v in classes.items():
+            assert fed[col][cls]["value"] == pytest.approx(v["value"], rel=1e-12)
+
+
 def test_binned_quantile_and_range_are_exact_without_floor():
     gen = np.random.default_rng(3)
     x = gen.integers(20, 90, size=(300, 1)).astype(float)

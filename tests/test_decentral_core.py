@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from fedclust.data.heart import impute_class_conditional
+from fedclust.decentral import imputation
 from fedclust.decentral.imputation import impute_per_center
 from fedclust.federation import Ledger
 
@@ -44,7 +45,53 @@ def test_each_center_uses_its_own_rows_and_nothing_leaves():
         rows = g == center
         ref, _ = impute_class_conditional(df[rows])
         np.testing.assert_allclose(out[rows].to_numpy(), ref[["Cholesterol", "RestingBP"]])
-    assert led.n_messages == 0  # every center had observed values: all local
+    # every center had observed values: all local; the server learnt only that no class
+    # needs help (one empty list per center and column), no statistic left a center
+    msgs = led.messages()
+    assert set(msgs.kind) == {"impute_needs_request", "impute_needs"}
+    assert (msgs[msgs.kind == "impute_needs"].floats == 0).all() and len(msgs) == 8
+
+
+def test_the_server_sees_only_messages_and_learns_the_labels_the_centers_report(monkeypatch):
+    """Issue 30: the classes came from the pooled target column and the other centers'
+    statistics were read from the pooled table on the server side. The server function now gets
+    only proxies and settings (a spy checks that no array or table reaches it), and it learns a
+    class only when a center reports it cannot fill it: here hospital "c" holds only class-1
+    rows (the pooled label set is {0, 1}) and never recorded cholesterol, "b" holds only class 0,
+    so the server asks for class 1 only and never for class 0."""
+    df, missing = _table(3, 90)
+    g = np.repeat(["a", "b", "c"], 30)
+    y = df.HeartDisease.to_numpy().copy()
+    y[g == "b"], y[g == "c"] = 0, 1
+    df.loc[g == "c", "Cholesterol"] = 0.0
+    missing = df[["Cholesterol", "RestingBP"]] == 0
+    seen = []
+    real = imputation.impute_server
+
+    def spy(proxies, columns, min_samples):
+        for arg in (columns, min_samples):
+            assert not isinstance(arg, np.ndarray | pd.DataFrame | pd.Series)
+        assert all(type(p).__name__ == "LedgerClientProxy" for p in proxies)
+        seen.append([p.cid for p in proxies])
+        return real(proxies, columns, min_samples)
+
+    monkeypatch.setattr(imputation, "impute_server", spy)
+    led = Ledger()
+    feats = df[["Cholesterol", "RestingBP"]]
+    out, info = impute_per_center(feats, missing, y, g, ledger=led)
+    assert seen == [["a", "b", "c"]]
+    msgs = led.messages()
+    needs = msgs[msgs.kind == "impute_needs"]
+    assert list(needs.protocol.unique()) == ["heart_impute_needs"]
+    asked = msgs[msgs.kind == "impute_stats_request"]
+    assert set(asked.receiver) == {"a", "b"} and len(asked) == 2  # Cholesterol, class 1 only
+    fed = info[info.source == "federated"]
+    assert fed[["center", "column", "class"]].values.tolist() == [["c", "Cholesterol", 1]]
+    obs_a1 = df.Cholesterol[(g == "a") & (y == 1) & ~missing.Cholesterol.to_numpy()]
+    # b has no class-1 rows: it abstains, the fill is a's class-1 median
+    assert fed.fill.iloc[0] == pytest.approx(np.median(obs_a1))
+    assert (out.Cholesterol[g == "c"] == np.median(obs_a1)).all()
+    assert set(led.abstentions().center) == {"b"}
 
 
 def test_center_without_observed_values_gets_a_federated_fill_and_small_centers_abstain():

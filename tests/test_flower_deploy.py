@@ -2,11 +2,13 @@
 secured as real sites run it — TLS with an openssl-made CA, SuperNode authentication (keys
 registered with ``flwr supernode register``), in-memory state, no runtime dependency
 installation — and one SuperNode per centre holding only that centre's folder. Several stages
-run on the session (DEC stages A–C, survival Weights Averaging, heart FL, consensus ADMM, cyclic
-XGBoost-style boosting, hierarchical PVI, federated RNA-seq preprocessing, SAVAE's FedAvg,
-HAC simultaneous sharing, FedCRef),
-each equal bit for bit to the same stage in-process with the centres built from the
-same files; then a centre that fails, a SuperNode killed mid-run under a FedAvg protocol with
+run on the session (DEC stages A–C, survival Weights Averaging, heart FL, cyclic XGBoost-style
+boosting, hierarchical PVI, SAVAE's FedAvg, HAC simultaneous sharing, FedCRef), each equal bit
+for bit to the same stage in-process with the centres built from the same files (consensus
+ADMM: tests/test_deployment_rule.py, the workflow's rule deploying it with the same recipe;
+federated RNA-seq preprocessing: tests/test_deployment.py, its own apps in one process and a
+fresh centre process per message — on this session it took ~100 s of CI for the same generic
+apps); then a centre that fails, a SuperNode killed mid-run under a FedAvg protocol with
 ``min_available`` (the run goes on, the ledger records the drop) and under an exact protocol
 (the run stops naming the site and the round), and a SuperNode with ``--trusted-entities``
 refusing an unsigned app bundle. Every process is killed at the end."""
@@ -31,13 +33,11 @@ from test_deployment import (
     HEART,
     SURVIVAL,
     _sent,
-    admm_centres,
     bayes_centres,
     bayes_cfg,
     boosting_centres,
     dec_setup,
     fedcref_centres,
-    fedprep_centres,
     hac_centres,
     heart_centres,
     savae_centres,
@@ -52,8 +52,8 @@ COLS = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
-    """Three sites' folders (dec.npz, survival.npz, heart.npz, admm.npz, boosting.npz,
-    bayes.npz, fedprep.npz, savae.npz, hac.npz, fedcref.npz each) and the stages' params."""
+    """Three sites' folders (dec.npz, survival.npz, heart.npz, boosting.npz, bayes.npz,
+    savae.npz, hac.npz, fedcref.npz each) and the stages' params."""
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("sites")
     folders = [root / f"site_{i}" for i in range(3)]
@@ -65,9 +65,6 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     deployment.write_centres(deployment.get("dec"), cs, root, folders)
     deployment.write_centres(deployment.get("survival"), survival_centres(), root, folders)
     deployment.write_centres(deployment.get("heart"), heart_centres(), root, folders)
-    admm, admm_params = admm_centres()
-    deployment.write_centres(deployment.get("admm"), admm, root, folders)
-    admm_params = {**admm_params, "settings": {**admm_params["settings"], "max_iter": 4}}
     # the deployed stages below: few round trips (each ~3-10 s here, a fresh flwr-clientapp per
     # message); every scheme and more rounds: tests/test_deployment.py, on flower-simulation
     boosting, boosting_params, _ = boosting_centres("cyclic")
@@ -75,8 +72,6 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     boosting_params = {**boosting_params, "trees": 1}
     bayes, bayes_params, _ = bayes_centres(bayes_cfg(hierarchical=True))
     deployment.write_centres(deployment.get("bayes"), bayes, root, folders)
-    fedprep, fedprep_params, _ = fedprep_centres()
-    deployment.write_centres(deployment.get("fedprep"), fedprep, root, folders)
     savae, savae_params, _ = savae_centres(third=True, rounds=1, local_epochs=1)
     deployment.write_centres(deployment.get("savae"), savae, root, folders)
     hac, hac_params, _ = hac_centres()  # the third site abstains (below its floor)
@@ -93,8 +88,7 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     # dgd_centres(gaussian=False, rounds=1, local_epochs=1) and "dgd" below
     return root, folders, {"dec": dec_params, "survival": {**SURVIVAL, "hp": {**SURVIVAL["hp"],
                            "fe": 1}}, "heart": {**HEART, "rounds": 1},
-                           "admm": admm_params, "boosting": boosting_params,
-                           "bayes": bayes_params, "fedprep": fedprep_params,
+                           "boosting": boosting_params, "bayes": bayes_params,
                            "savae": savae_params, "hac": hac_params,
                            "fedcref": fedcref_params}  # fmt: skip
 
@@ -136,8 +130,7 @@ def _same(got: dict, ref: dict, tmp) -> None:
 
 
 @pytest.mark.parametrize(
-    "stage",
-    ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "hac", "fedcref"],
+    "stage", ["dec", "survival", "heart", "boosting", "bayes", "savae", "hac", "fedcref"]
 )
 def test_stage_on_the_deployment_equals_inprocess(fed, site, stage):
     _, folders, params = site

@@ -32,6 +32,7 @@ LAYERS = {
     # DP on the dec, hac, survival, decentral (heart), admm and boosting methods: above boosting
     "privacy_utility": 5,
     "flower": 5, "transports": 5, "sections": 5, "cli": 5, "config_doc": 5,
+    "deployrun": 5,  # the workflow's deployment rule: a stage's centres on fedclust.flower
 }  # fmt: skip
 #: stage packages: one imports another only across layers (attacks -> hac, fedcref -> dec)
 STAGES = {

@@ -65,3 +65,23 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
 
 
 STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=False))
+
+
+def workflow_centres(
+    cfg: Mapping[str, Any], task_name: str, seed: int, source: str = "",
+    inputs: Mapping[str, str] | None = None, iterations: int | None = None,
+) -> tuple[list[AdmmCentre], dict[str, Any]]:  # fmt: skip
+    """The centres of the workflow's split of task ``task_name`` (each holding only its rows,
+    as rule ``admm_run`` builds them) and the run parameters of its distributed mode;
+    ``iterations``: a smaller iteration budget (every ADMM iteration is a round trip)."""
+    from .admm import centres_from_rows
+    from .pipeline import check_floor, load_task
+
+    task = dict(cfg["tasks"][task_name])
+    data = load_task(dict(cfg), task, seed, task_name, **dict(inputs or {}), source=source)
+    params = params_from_config(cfg, task)
+    if iterations is not None:
+        params["settings"]["max_iter"] = int(iterations)
+    s, m, std = settings(params), int(params["min_samples"]), bool(params["standardize"])
+    check_floor(data, m, std)
+    return centres_from_rows(data.X, data.y, data.centers, data.names, s, std, m), params

@@ -118,7 +118,7 @@ class Protocols:
 
     def table_methods(self) -> dict[str, Protocol]:
         return {"column_moments": self.column_moments, "binned_counts": self.binned_counts,
-                "take_fill": ACK}  # fmt: skip
+                "label_set": LABELS, "take_fill": ACK}  # fmt: skip
 
 
 DEFAULT = Protocols()
@@ -137,6 +137,9 @@ TREND = Protocol(
 )
 SELECTION = Protocol("prep_selection_broadcast", {"genes": "metadata"})
 ACK = Protocol("prep_ack", {})  # an empty reply: the centre keeps what it was sent
+# centre -> server: the classes of its rows (class-conditional statistics: the server learns
+# the label set from the centres, never from a pooled target column; issue 30)
+LABELS = Protocol("prep_labels", {"labels": "metadata"})
 COLUMNS = Protocol("prep_columns_request", {"columns": "metadata", "labels": "metadata"})
 BINS = Protocol(
     "prep_bins_request", {"parameters": "parameters", "columns": "metadata", "labels": "metadata"}

@@ -103,11 +103,13 @@ def heart_impute_federated(
     x = x.where(x != 0)  # 0 codes a missing value (seed 004 §2.4)
     y = df[target].astype(int).to_numpy()
     centres, _ = _centres(x, hospital, y, min_samples, "heart federated imputation", disclosure)
-    classes = sorted(np.unique(y).tolist())
     led = ledger if ledger is not None else Ledger()
 
     def server(proxies):
         r = Rounds(proxies)
+        # the classes the centres report (never the pooled target column; issue 30)
+        reported = r.ask("label_set", {"step": "labels"}, "labels", P.LABELS, P.REQUEST)
+        classes = sorted({int(v) for _, m in reported for v in m["labels"]})
         fills = {}
         for cls in classes:
             st = column_stats_server(
@@ -133,7 +135,7 @@ def heart_impute_federated(
     for j, col in enumerate(columns):
         vals = x[col].copy()
         info[col] = {}
-        for cls in classes:
+        for cls in sorted(fills):
             miss = (y == cls) & vals.isna().to_numpy()
             if miss.any():
                 vals[miss] = fills[cls][j]

@@ -74,6 +74,13 @@ class TableCentre:
             return self.x
         return self.x[self.labels == config["labels"]]
 
+    def label_set(self, parameters: Any, config: dict) -> dict:
+        """The distinct labels of the centre's rows (metadata): the classes the server asks
+        class-conditional statistics for."""
+        if self.labels is None:
+            return {"labels": []}
+        return {"labels": [int(v) for v in np.unique(self.labels)]}
+
     def column_moments(self, parameters: Any, config: dict) -> dict | Abstain:
         """Observed count, mean, centred sum of squares, 0/1 and whole-number flags per column
         with ≥ floor observed values (``columns`` lists them)."""
