@@ -14,7 +14,7 @@ epochs and the learning-rate grid. Test accuracy = on the centers' rows projecte
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,6 +140,7 @@ def run_property_inference(
     genes: str = "no_zero",
     max_genes: int | None = None,
     runs: Iterable[int] | None = None,
+    release: Callable[[np.ndarray, int], np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """Test accuracy per run × condition × classifier (thesis Fig 4.16).
 
@@ -147,6 +148,8 @@ def run_property_inference(
     (orthogonal: k = d, square). ``runs``: the run indices to compute (default all ``n_runs``;
     a block of the fan-out, issue 14): every seed derives from the run index and the condition,
     so a run's rows do not depend on which other runs or conditions share the call.
+    ``release``: what the centres release instead of their projected rows, ``release(xQ, run)``
+    (e.g. clipped + Gaussian noise, :mod:`fedclust.privacy_utility.inference`); None = ``xQ``.
     """
     y_all = sex_labels(obs)
     ok = y_all.notna().to_numpy()
@@ -174,6 +177,8 @@ def run_property_inference(
                     x_tr, y_tr, x_val, y_val, spec=spec, seed=s, mode=mode, kind=kind, k=k, q=q
                 )
                 x_te = xc if q is None else project(xc, q)
+                if release is not None:
+                    x_te = release(x_te, run)
                 xt = torch.as_tensor(x_te, dtype=torch.float32, device=spec.device)
                 yt = torch.as_tensor(y_te, dtype=torch.float32, device=spec.device)
                 acc = _accuracy(model, xt, yt)

@@ -42,7 +42,11 @@ Methods (headline metric):
   association messages are not privatised, :mod:`.fedcref`): mean Hungarian accuracy of the
   refined clusters;
 - ``bayes`` — PVI (seed 003 ch. 4) with each centre's Δη clipped and noised at the centre
-  (:mod:`.bayes`): test accuracy of the global posterior.
+  (:mod:`.bayes`): test accuracy of the global posterior;
+- ``property_inference`` / ``reconstruction`` — the seed-001 sex inference and MMD
+  reconstruction attacks on projected rows released like ``known_io``'s (:mod:`.inference`):
+  the attacker's test accuracy (chance: majority share) and median relative error (chance: the
+  attacker's mean row) over ε.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ log = logging.getLogger(__name__)
 
 METHODS = ("dp_lloyd", "hac", "km", "survival", "heart", "dec", "known_io", "admm", "boosting",
            "generative", "fedprep")  # fmt: skip
-METHODS += ("fedcref", "bayes")
+METHODS += ("fedcref", "bayes", "property_inference", "reconstruction")
 #: per method: headline metric, whether higher is better, the "within 5 %" rule
 HEADLINE_METRICS = {
     "dp_lloyd": ("fmi", True),
@@ -94,7 +98,11 @@ HEADLINE_METRICS = {
     "fedprep": ("hac_fmi", True),
     "fedcref": ("accuracy", True),
     "bayes": ("test_accuracy", True),
+    "property_inference": ("pi_accuracy", True),
+    "reconstruction": ("recon_rel_error", False),
 }
+#: the seed-001 attacks over ε (arms attack / chance; no federated headline line)
+ATTACK_METHODS = ("known_io", "property_inference", "reconstruction")
 
 
 def secure(cfg: dict[str, Any]) -> PrivacySettings:
@@ -619,7 +627,20 @@ RUNNERS = {
     "fedprep": run_fedprep,
     "fedcref": run_fedcref,
     "bayes": run_bayes,
+    "property_inference": lambda counts, obs, cfg, seed: _inference(
+        "run_property_inference", counts, obs, cfg, seed
+    ),
+    "reconstruction": lambda counts, obs, cfg, seed: _inference(
+        "run_reconstruction", counts, obs, cfg, seed
+    ),
 }
+
+
+def _inference(name: str, counts, obs, cfg, seed):
+    """The seed-001 attacks on privatised releases (:mod:`.inference`)."""
+    from . import inference
+
+    return getattr(inference, name)(counts, obs, cfg, seed)
 
 
 def check_method(method: str) -> None:
@@ -656,6 +677,10 @@ def run_unit(
         return run_fedprep(features.set_axis(features.index.astype(str)), ctr, cfg, seed)
     if method in ("fedcref", "bayes"):  # bundled glyph / digit images: no input files
         return RUNNERS[method](config.get(method) or {}, cfg, seed)
+    if method in ("property_inference", "reconstruction"):  # raw counts, obs with sex
+        counts = features.set_axis(features.index.astype(str))
+        obs = obs.set_axis(obs.index.astype(str)).loc[counts.index]
+        return RUNNERS[method](counts, obs, cfg, seed)
     if method in ("dp_lloyd", "km", "dec"):
         ids = features.index.astype(str)
         obs = obs.set_axis(obs.index.astype(str)).loc[ids]

@@ -9,7 +9,7 @@ from fedclust.errors import ConfigError
 
 METHODS = ("dp_lloyd", "hac", "km", "known_io", "survival", "heart", "dec", "admm", "boosting",
            "generative", "fedprep")  # fmt: skip
-METHODS += ("fedcref", "bayes")
+METHODS += ("fedcref", "bayes", "property_inference", "reconstruction")
 #: what every method writes under results/privacy_utility/{method}/
 UNIT_FILES = ("curve", "budget")
 
@@ -75,6 +75,12 @@ def inputs(method: str, cfg: dict[str, Any]) -> dict[str, str]:
         c, p = m.get("cohort", "SIMA"), m.get("preprocessing", "vst")
         return {
             "features": f"results/data/rnaseq/{c}/{p}.parquet",
+            "obs": f"results/data/rnaseq/{c}/obs.tsv",
+        }
+    if method in ("property_inference", "reconstruction"):  # raw counts (each side preprocesses)
+        c = m.get("cohort", "COAD")
+        return {
+            "features": f"results/data/rnaseq/{c}/counts.parquet",
             "obs": f"results/data/rnaseq/{c}/obs.tsv",
         }
     if method == "survival":
