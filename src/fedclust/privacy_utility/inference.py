@@ -104,7 +104,11 @@ def run_property_inference(
             if math.isinf(eps):
                 curve.append(
                     curve_row(
-                        "property_inference", "chance", math.inf, r.run, metric,
+                        "property_inference",
+                        "chance",
+                        math.inf,
+                        r.run,
+                        metric,
                         r.majority_share_test,
                     )  # fmt: skip
                 )
@@ -143,7 +147,9 @@ def run_reconstruction(
         q = projection_matrix(xa.shape[1], k, "gaussian", derive_seed(seed, "recon-q", s))
         base = RC.relative_error(np.broadcast_to(xa.mean(0), xs.shape), xs)
         for metric in ("recon_rel_error", "recon_pinv_rel_error"):
-            curve.append(curve_row("reconstruction", "chance", math.inf, s, metric, np.median(base)))
+            curve.append(
+                curve_row("reconstruction", "chance", math.inf, s, metric, np.median(base))
+            )
         for eps in epsilons(cfg["epsilons"]):
             g = rng(seed, "privacy_utility", "reconstruction", "noise", eps, s)
             y = privatise(xs @ q, eps, delta, bound, g)

@@ -92,7 +92,7 @@ def thresholds(summ: pd.DataFrame, budget: pd.DataFrame, within: float = 0.05) -
             finite = a[np.isfinite(a.index)]
             if method in ATTACK_METHODS[1:]:  # the attack as good as without noise
                 ok = finite >= (1 - within) * ref if higher else finite <= ref + within
-                rule = "attack within {:g} of its success without noise".format(within)
+                rule = f"attack within {within:g} of its success without noise"
             elif method == "known_io":
                 ok = finite <= within  # the attack succeeds (error ≤ 5 %) from this ε on
                 rule = f"median reconstruction error ≤ {within:g} (the attack succeeds)"
@@ -201,7 +201,12 @@ def figure(method: str, summ: pd.DataFrame):
         ax.set_xticklabels(["∞" if t > fmax else f"{t:g}" for t in ticks])
         ax.minorticks_off()
         ax.set_xlabel("ε (δ fixed)")
-        if metric in ("objective_gap", "attack_record_error"):  # spans orders of magnitude
+        if metric in (
+            "objective_gap",
+            "attack_record_error",
+            "recon_rel_error",
+            "recon_pinv_rel_error",
+        ):  # spans orders of magnitude
             ax.set_yscale("symlog", linthresh=1e-3)
             ax.set_ylim(bottom=0)
         ax.set_title(METRIC_NAMES[metric], fontsize=9)
@@ -341,6 +346,12 @@ def caption(method: str, cfg: dict[str, Any]) -> str:
         ", ".join("∞" if e is None else f"{e:g}" for e in cfg["epsilons"]),
     )
     data = _DATA[method](cfg[method])
+    if method in ATTACK_METHODS[1:]:
+        return (
+            f"{TITLES[method]}: the attack's success over ε ∈ {{{eps}}} at δ = "
+            f"{cfg['delta']:g}, mean ± sd over {seeds} seed(s); dashed: chance. Data: {data}. "
+            "∞ = the attacks stage's attack on the same rows without noise."
+        )
     return (
         f"{TITLES[method]}: headline metric over ε ∈ {{{eps}}} at δ = {cfg['delta']:g}, mean ± "
         f"sd over {seeds} seed(s); dashed: the non-private pooled and isolated baselines. "
