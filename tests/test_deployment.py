@@ -249,6 +249,7 @@ def test_survival_km_stage_is_federated_km_and_lifelines(tmp_path):
     from lifelines.statistics import logrank_test
 
     from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.survival.deployment import km_params
     from fedclust.survival.km import federated_km, grid_edges
 
     _, t0, *_ = _survival_data()
@@ -273,7 +274,7 @@ def test_survival_km_stage_is_federated_km_and_lifelines(tmp_path):
     edges = grid_edges({"step": 0.25, "max": 10})
     centres, _, _ = km_centres(edges)
     dirs = deployment.write_centres(st, centres, tmp_path / "grid")
-    params = {"km_grid": {"step": 0.25, "max": 10}, "labels": ["high", "low"]}
+    params = km_params({"step": 0.25, "max": 10}, ["high", "low"])  # the workflow's keys
     b = deployment.run(st, dirs, params)
     km3, (chi3, _, _) = federated_km(cents, edges, ["high", "low"])
     pd.testing.assert_frame_equal(b["km"], km3, check_exact=True)
