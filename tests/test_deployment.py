@@ -17,7 +17,7 @@ pytest.importorskip("flwr")
 
 from fedclust import deployment
 from fedclust.errors import ConfigError, InputDataError
-from fedclust.federation import CentreLost, Ledger
+from fedclust.federation import Abstain, CentreLost, Ledger
 from fedclust.transports import get as get_transport
 
 SIM = "flower-simulation"
@@ -152,6 +152,34 @@ def fedcref_centres(n_centres: int = 3, mode: str = "fedcref"):
     return centres, fd.params_for(p, 5, mode)
 
 
+def _survival_data(n: int = 240, seed: int = 4):
+    """Tied follow-up times (Efron matters), events, a covariate-driven group, 3 centres."""
+    g = np.random.default_rng(seed)
+    x = g.normal(size=(n, 3))
+    t = np.round(g.exponential(np.exp(-x @ np.array([0.8, -0.5, 0.3]))), 1) + 0.1
+    e = (g.random(n) < 0.7).astype(int)
+    return x, t, e, np.where(x[:, 0] > 0.3, "high", "low"), np.arange(n) % 3
+
+
+def km_centres(edges, policy=None, n: int = 240):
+    """The federated KM's centres (each its own times, events, groups, grid and, when given,
+    its policy), the run parameters and the pooled data (the tests' reference only)."""
+    from fedclust.survival.km import KMCentre
+
+    _, t, e, grp, c = _survival_data(n)
+    cs = [KMCentre(f"centre{k}", t[c == k], e[c == k], grp[c == k], edges, policy)
+          for k in range(3)]  # fmt: skip
+    return cs, {"edges": [float(v) for v in edges], "labels": ["high", "low"]}, (t, e, grp, c)
+
+
+def cox_centres(policy=None, n: int = 240):
+    from fedclust.survival.coxph import CoxCentre
+
+    x, t, e, _, c = _survival_data(n)
+    cs = [CoxCentre(f"centre{k}", x[c == k], t[c == k], e[c == k], policy) for k in range(3)]
+    return cs, {"ties": "efron"}, (x, t, e, c)
+
+
 # ---------------------------------------------------------------- registry
 def test_a_stage_is_found_by_name_and_its_module_is_imported_only_then():
     code = (
@@ -211,6 +239,87 @@ def test_survival_stage_equal_on_flower_and_to_the_workflow_function(tmp_path, s
     else:
         ref = S.run_sequential(clients, init, hp, mc, Ledger(), np.random.default_rng(4))[0][0]
     assert all(np.array_equal(u, v) for u, v in zip(a["model"], ref, strict=True))
+
+
+def test_survival_km_stage_is_federated_km_and_lifelines(tmp_path):
+    """``survival_km`` from the centres' files: the workflow's federated_km (the same
+    km_server) exactly, in-process and on Flower; on a grid at every distinct time with the
+    sites' floor 1 (their own files) it is lifelines' pooled KM and log-rank."""
+    from lifelines import KaplanMeierFitter
+    from lifelines.statistics import logrank_test
+
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.survival.deployment import km_params
+    from fedclust.survival.km import federated_km, grid_edges
+
+    _, t0, *_ = _survival_data()
+    exact = np.unique(t0)
+    open_ = DisclosurePolicy(nfilter_tab=1, nfilter_subset=1)
+    centres, params, (t, e, grp, c) = km_centres(exact, open_)
+    st = deployment.get("survival_km")
+    dirs = deployment.write_centres(st, centres, tmp_path / "open")
+    a = deployment.run(st, dirs, params)
+    _equal(a, deployment.run(st, dirs, params, transport=get_transport(SIM)))
+    cents = [(t[c == k], e[c == k], grp[c == k]) for k in range(3)]
+    km, (chi2, p, df) = federated_km(cents, exact, ["high", "low"], policies=[open_] * 3)
+    pd.testing.assert_frame_equal(a["km"], km, check_exact=True)
+    assert a["logrank"] == {"chi2": chi2, "p": p, "df": df}
+    for g in ("high", "low"):
+        ref = KaplanMeierFitter().fit(t[grp == g], e[grp == g]).survival_function_.iloc[:, 0]
+        mine = a["km"][a["km"].group == g].set_index("time")["survival"]
+        np.testing.assert_allclose(mine.loc[ref.index[1:]], ref.iloc[1:], rtol=0, atol=1e-12)
+    lt = logrank_test(t[grp == "high"], t[grp == "low"], e[grp == "high"], e[grp == "low"])
+    assert a["logrank"]["chi2"] == pytest.approx(lt.test_statistic, rel=1e-10)
+    # the configured floor on the public grid (no policy in the files): federated_km's table
+    edges = grid_edges({"step": 0.25, "max": 10})
+    centres, _, _ = km_centres(edges)
+    dirs = deployment.write_centres(st, centres, tmp_path / "grid")
+    params = km_params({"step": 0.25, "max": 10}, ["high", "low"])  # the workflow's keys
+    b = deployment.run(st, dirs, params)
+    km3, (chi3, _, _) = federated_km(cents, edges, ["high", "low"])
+    pd.testing.assert_frame_equal(b["km"], km3, check_exact=True)
+    assert b["logrank"]["chi2"] == chi3 and not np.array_equal(b["km"].time, a["km"].time)
+    # a site's own file raises its floor above its patients: its centre sends nothing
+    site = tmp_path / "site.yaml"
+    site.write_text("disclosure:\n  default:\n    nfilter_tab: 1000\n")
+    big = deployment.load_centre(st, dirs[0], params, disclosure=site)
+    assert big.floor == 1000 and big.km_counts(edges, {"labels": ["high", "low"]})["n"].sum() == 0
+    # the server asks on another grid: every centre refuses
+    led = Ledger()
+    with pytest.raises(InputDataError, match="every centre refused"):
+        deployment.run(st, dirs, {**params, "km_grid": {"step": 0.5, "max": 10}}, ledger=led)
+    assert led.abstentions().reason.str.contains("grid").all()
+
+
+def test_survival_coxph_stage_is_fit_federated_coxph_and_lifelines(tmp_path):
+    """``survival_coxph`` from the centres' files: fit_federated_coxph (the same
+    coxph_server) exactly, in-process and on Flower, and lifelines' stratified fit; a site's
+    own disclosure file raising its floor leaves its stratum out."""
+    from lifelines import CoxPHFitter
+
+    from fedclust.survival.coxph import fit_federated_coxph
+
+    centres, params, (x, t, e, c) = cox_centres()
+    st = deployment.get("survival_coxph")
+    dirs = deployment.write_centres(st, centres, tmp_path / "c")
+    a = deployment.run(st, dirs, params)
+    _equal(a, deployment.run(st, dirs, params, transport=get_transport(SIM)))
+    beta, se, path = fit_federated_coxph([(x[c == k], t[c == k], e[c == k]) for k in range(3)])
+    assert np.array_equal(a["beta"], beta) and np.array_equal(a["se"], se)
+    assert a["loglik"] == path
+    df = pd.DataFrame(x, columns=list("abc")).assign(T=t, E=e, centre=c)
+    cph = CoxPHFitter().fit(df, "T", "E", strata=["centre"], fit_options={"precision": 1e-12})
+    np.testing.assert_allclose(a["beta"], cph.params_.to_numpy(), atol=1e-6)
+    np.testing.assert_allclose(a["se"], cph.standard_errors_.to_numpy(), atol=1e-6)
+    assert set(a["ledger"].protocol) == {"survival_coxph_request", "survival_coxph_sums"}
+    site = tmp_path / "site.yaml"
+    site.write_text("disclosure:\n  default:\n    nfilter_subset: 1000\n")
+    off = deployment.load_centre(st, dirs[0], params, disclosure=site)
+    assert isinstance(off.coxph_sums(np.zeros(3), {}), Abstain)
+    cph2 = CoxPHFitter().fit(df[c > 0], "T", "E", strata=["centre"],
+                             fit_options={"precision": 1e-12})  # fmt: skip
+    b, _, _ = fit_federated_coxph([(x[c == k], t[c == k], e[c == k]) for k in (1, 2)])
+    np.testing.assert_allclose(b, cph2.params_.to_numpy(), atol=1e-6)
 
 
 def test_admm_stage_is_the_workflow_run_and_equal_on_flower(tmp_path):
@@ -445,7 +554,7 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
 @pytest.mark.parametrize(
     "stage",
     ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "dgd", "hac",
-     "fedcref"],
+     "fedcref", "survival_km", "survival_coxph"],
 )  # fmt: skip
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
@@ -481,6 +590,12 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "fedcref":
         centres, params = fedcref_centres()
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage in ("survival_km", "survival_coxph"):
+        from fedclust.survival.km import grid_edges
+
+        centres, params, _ = (km_centres(grid_edges({"step": 0.5, "max": 5})) if stage ==
+                              "survival_km" else cox_centres())  # fmt: skip
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     else:
         params = HEART
@@ -860,6 +975,8 @@ def test_a_fresh_centre_process_resolves_every_protocol_it_answers(tmp_path):
         "dgd": dgd_centres()[:2],
         "hac": hac_centres()[:2],
         "fedcref": fedcref_centres(),
+        "survival_km": km_centres([0.0, 0.5, 1.0, 2.0])[:2],
+        "survival_coxph": cox_centres()[:2],
     }.items():
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / stage)
         led = deployment.run(stage, dirs, params)["ledger"]

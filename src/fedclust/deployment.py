@@ -51,6 +51,8 @@ MODULES: dict[str, str] = {
     "check": "fedclust.deploycheck",  # the smallest stage: try a set-up, load-test a SuperLink
     "dec": "fedclust.dec.deployment",
     "survival": "fedclust.survival.deployment",
+    "survival_km": "fedclust.survival.deployment",  # grid Kaplan–Meier + log-rank (seed 003 §11.2)
+    "survival_coxph": "fedclust.survival.deployment",  # exact stratified Cox-PH (seed 003 §7.2)
     "heart": "fedclust.decentral.deployment",
     "admm": "fedclust.admm.deployment",
     "boosting": "fedclust.boosting.deployment",

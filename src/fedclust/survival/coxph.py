@@ -106,7 +106,11 @@ class CoxCentre:
         return centre_sums(self.x, self.t, self.e, beta, str(config.get("ties", "efron")))
 
 
-def _newton(proxies, p: int, ties: str, tol: float, max_iter: int):
+def coxph_server(proxies, p: int, ties: str = "efron", tol: float = 1e-10, max_iter: int = 100):
+    """Server side over client proxies: Newton steps with step halving from the summed
+    per-centre sums (what :func:`fit_federated_coxph` federates in-process and the deployed
+    stage ``survival_coxph`` serves). Returns (β, standard errors, log-likelihood path)."""
+
     def round_(beta: np.ndarray, it: int) -> tuple[float, np.ndarray, np.ndarray]:
         msgs = [m for m in (px.call("coxph_sums", {"parameters": beta, "ties": ties}, it,
                                     "coxph_sums", COX_SUMS, COX_REQUEST) for px in proxies)
@@ -185,5 +189,5 @@ def fit_federated_coxph(
             )
         objs.append(c)
     p = np.asarray(centres[0][0]).shape[1]
-    return federate(objs, lambda ps: _newton(ps, p, ties, tol, max_iter), ledger=ledger,
+    return federate(objs, lambda ps: coxph_server(ps, p, ties, tol, max_iter), ledger=ledger,
                     transport=transport)  # fmt: skip

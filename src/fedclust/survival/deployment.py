@@ -7,18 +7,42 @@ learning-rate rule, a FedAvg-type protocol: a centre lost mid-run can be dropped
 lost centre stops the run). The server functions are :mod:`.strategies`'; a centre's file holds
 its training patients (covariates, times, events), its name and its minibatch seed; the server
 learns the covariate count from the handshake. Output: the model's parameters and the ledger.
+
+Two exact references of the stage are deployed beside it, each the server function the
+workflow federates in-process (no copy):
+
+- ``survival_km``: the federated Kaplan–Meier and log-rank test on a public grid
+  (:func:`.km.km_server`, what :func:`.km.federated_km` runs). A centre's file holds its
+  follow-up times, events and group labels, its name, the time grid it accepts (its own
+  setting: a request on another grid is refused) and, when the site set one, its disclosure
+  policy (its ``nfilter_tab`` floor; a SuperNode's ``disclosure`` file replaces it). The run's
+  parameters: ``labels`` (the public group labels) and the grid, ``km_grid`` ({step, max},
+  :func:`.km.grid_edges`) or explicit ``edges``. Outputs: the KM table ``km`` and ``logrank``
+  ({chi2, p, df}; None with one group).
+- ``survival_coxph``: the exact Cox-PH stratified by centre (:func:`.coxph.coxph_server`, what
+  :func:`.coxph.fit_federated_coxph` runs). A centre's file holds its covariates, times and
+  events, its name and, optionally, its policy (``nfilter_subset`` / ``nfilter_glm``); the
+  covariate count comes from the handshake. Parameters (optional): ``ties``, ``tol``,
+  ``max_iter``. Outputs: ``beta``, ``se`` and the log-likelihood path ``loglik``.
+
+Both are exact protocols: a lost centre stops the run.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.federation.disclosure import policy_from
 
+from .coxph import CoxCentre, coxph_server
+from .km import KMCentre, grid_edges, km_from_counts, km_server, logrank_from_counts
 from .strategies import Federation, SurvivalClient, sequential_server, weights_averaging_server
 from .train import HyperParams, ModelConfig
 
@@ -72,3 +96,74 @@ def drops(params: Mapping[str, Any]) -> bool:
 
 
 STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=drops))
+
+
+# ---------------------------------------------------------------- exact references
+def _own_policy(centre: Any) -> dict[str, Any]:
+    """The site's policy the centre object carries, as a file field (none: the configured)."""
+    own = centre.__dict__.get("disclosure")
+    return {} if own is None else {"disclosure": json.dumps(asdict(own))}
+
+
+def _policy(d: Mapping[str, np.ndarray]) -> Any:
+    return policy_from({"default": json.loads(str(d["disclosure"]))}) if "disclosure" in d else None
+
+
+def km_params(km_grid: Mapping[str, Any] | None, labels: Sequence[str]) -> dict[str, Any]:
+    """The ``survival_km`` run parameters of the workflow's KM check (``survival.km_grid``)."""
+    return {"km_grid": dict(km_grid or {}), "labels": [str(v) for v in labels]}
+
+
+def save_km(centre: KMCentre, path: Path) -> None:
+    save_npz(path, t=centre.t, e=centre.e, groups=centre.g, edges=centre.edges, cid=centre.cid,
+             **_own_policy(centre))  # fmt: skip
+
+
+def load_km(path: Path, params: Mapping[str, Any]) -> KMCentre:
+    d = load_npz(path)
+    return KMCentre(str(d["cid"]), d["t"], d["e"], d["groups"], d["edges"], _policy(d))
+
+
+def serve_km(proxies: Sequence[Any], params: Mapping[str, Any],
+             schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """:func:`.km.km_server` on the run's public grid, then the KM table and log-rank test
+    (as :func:`.km.federated_km`)."""
+    edges = (np.asarray(params["edges"], float) if "edges" in params
+             else grid_edges(params.get("km_grid")))  # fmt: skip
+    labels = [str(v) for v in params.get("labels", ["all"])]
+    counts = km_server(list(proxies), edges, labels)
+    lr = logrank_from_counts(counts) if len(labels) > 1 else None
+    logrank = None if lr is None else {"chi2": lr[0], "p": lr[1], "df": lr[2]}
+    return {"km": km_from_counts(edges, labels, counts), "logrank": logrank}
+
+
+def save_cox(centre: CoxCentre, path: Path) -> None:
+    save_npz(path, x=centre.x, t=centre.t, e=centre.e, cid=centre.cid, **_own_policy(centre))
+
+
+def load_cox(path: Path, params: Mapping[str, Any]) -> CoxCentre:
+    d = load_npz(path)
+    return CoxCentre(str(d["cid"]), d["x"], d["t"], d["e"], _policy(d))
+
+
+def describe_cox(centre: CoxCentre) -> dict[str, Any]:
+    return {"n_features": int(centre.x.shape[1])}
+
+
+COX_OPTIONS = ("ties", "tol", "max_iter")
+
+
+def serve_cox(proxies: Sequence[Any], params: Mapping[str, Any],
+              schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """:func:`.coxph.coxph_server` with the covariate count from the handshake."""
+    p = int(same_schema(schema, "n_features", "survival_coxph"))
+    kinds = {"ties": str, "tol": float, "max_iter": int}
+    opts = {k: kinds[k](params[k]) for k in COX_OPTIONS if k in params}
+    beta, se, path = coxph_server(list(proxies), p, **opts)
+    return {"beta": beta, "se": se, "loglik": [float(v) for v in path]}
+
+
+KM_STAGE = register(DeployedStage("survival_km", load_km, save_km, serve_km, drops=False))
+COX_STAGE = register(
+    DeployedStage("survival_coxph", load_cox, save_cox, serve_cox, describe_cox, drops=False)
+)
