@@ -174,3 +174,32 @@ def test_heart_messages_obey_their_protocols():
     fl = run_approach(_clients(), "FL", "as_described", rounds=1, epochs=1, batch_size=8)
     assert set(fl.ledger.table().protocol) == {"heart_fl_global", "heart_fl_update",
                                                "heart_eval_metrics"}  # fmt: skip
+
+
+def test_the_curious_server_learns_no_patient_from_the_label_messages_by_differencing():
+    """Curious server on ``heart_impute_needs`` (issue 30's new message): two runs that differ
+    in one patient of hospital "a" (not the last of its class there) give the server exactly
+    the same label messages — they carry a centre's set of unfillable classes, no count and no
+    value — so differencing the releases of the two runs recovers nothing about that patient."""
+    from fedclust.privacy.recorder import RecordingLedger
+
+    df, _ = _table(3, 90)
+    g = np.repeat(["a", "b", "c"], 30)
+    y = df.HeartDisease.to_numpy().copy()
+    y[g == "b"], y[g == "c"] = 0, 1
+    df.loc[g == "c", "Cholesterol"] = 0.0
+    feats = df[["Cholesterol", "RestingBP"]]
+    target = int(np.flatnonzero((g == "a") & (y == 1))[0])
+    keep = np.arange(len(df)) != target
+
+    def label_messages(rows):
+        led = RecordingLedger()
+        f = feats[rows].reset_index(drop=True)
+        impute_per_center(f, f == 0, y[rows], g[rows], ledger=led)
+        got = led.received(protocol="heart_impute_needs")
+        assert got, "the run sent no label message"
+        return [(r["sender"], sorted(map(str, m["labels"]))) for r, m in got]
+
+    with_patient, without = label_messages(np.ones(len(df), bool)), label_messages(keep)
+    assert with_patient == without
+    assert ("c", ["1"]) in with_patient  # c asks for class 1 only: the message is not empty
