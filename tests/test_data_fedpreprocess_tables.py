@@ -237,3 +237,16 @@ def test_survival_prepare_federated_switch():
     t = preprocess_agreement(x, obs, cfg, 7)
     assert set(t["scenario"]) == {"iid_balanced"} and (t["abstentions"] == 0).all()
     assert t["max_abs_scaled_diff"].max() > 0
+
+
+def test_a_rare_class_is_not_in_the_label_set_so_differencing_runs_shows_nothing():
+    """Curious server on ``prep_labels``: a centre holding one patient of a class would reveal
+    that patient's presence to a server differencing two runs (with / without the patient).
+    The centre reports only classes with ≥ its own floor rows, so both runs send the same set."""
+    x = np.zeros((20, 2))
+    labels = np.array([0] * 10 + [1] * 9 + [2])  # one class-2 patient
+    policy = DisclosurePolicy(nfilter_tab=3, nfilter_subset=3)
+    with_one = TableCentre("a", x, labels, 3, policy).label_set(None, {})
+    without = TableCentre("a", x[:-1], labels[:-1], 3, policy).label_set(None, {})
+    assert with_one == without == {"labels": [0, 1]}
+    assert TableCentre("a", x, labels, 1, NO_FLOOR).label_set(None, {}) == {"labels": [0, 1, 2]}

@@ -75,11 +75,14 @@ class TableCentre:
         return self.x[self.labels == config["labels"]]
 
     def label_set(self, parameters: Any, config: dict) -> dict:
-        """The distinct labels of the centre's rows (metadata): the classes the server asks
-        class-conditional statistics for."""
+        """The labels of the centre's rows (metadata): the classes the server asks
+        class-conditional statistics for. Only classes with ≥ floor rows at the centre: a rarer
+        class would tell a curious server that a few such patients are here (differencing two
+        runs), and the centre could not send statistics for it anyway."""
         if self.labels is None:
             return {"labels": []}
-        return {"labels": [int(v) for v in np.unique(self.labels)]}
+        values, counts = np.unique(self.labels, return_counts=True)
+        return {"labels": [int(v) for v in values[counts >= self.floor]]}
 
     def column_moments(self, parameters: Any, config: dict) -> dict | Abstain:
         """Observed count, mean, centred sum of squares, 0/1 and whole-number flags per column
