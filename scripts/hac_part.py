@@ -18,7 +18,7 @@ from fedclust.transports import from_config
 
 #: the variants whose messages go through the transport seam (federation.engine); the others
 #: run in-process whatever the engine
-ON_TRANSPORT = ("simultaneous",)
+ON_TRANSPORT = ("simultaneous", "gradual")
 
 
 def main() -> None:
@@ -45,7 +45,7 @@ def main() -> None:
         if variant == "projection":
             tables.append(wf.run_projection(data, centers, cfg, u, cohort, seed))
         elif variant == "gradual":
-            t, c = wf.run_gradual(data, centers, cfg, u, cohort, logs)
+            t, c = wf.run_gradual(data, centers, cfg, u, cohort, logs, transport)
             tables.append(t)
             cuts.append(c)
         else:

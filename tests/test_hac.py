@@ -85,10 +85,12 @@ def test_gradual_shares_only_groups_of_nmin(data):
     assert res.bad_radicands == 0
     # every centroid message: one d-vector + one size ≥ n_min + the cluster id
     assert (cents.floats == x.shape[1] + 2).all()
-    assert set(t.kind) <= {
-        "setup", "min", "merge", "centroid", "centroid broadcast", "correction", "local row",
-        "global row", "delta", "view distances",
-    }  # fmt: skip
+    # the centres' answers; the server's requests carry the broadcasts (merges, centroids)
+    kinds = {"setup", "min", "centroid", "correction", "local row", "global row", "delta",
+             "view distances", "finish"}  # fmt: skip
+    assert set(t.kind) <= kinds | {f"{k}_request" for k in kinds}
+    sent = t[t.sender == "server"]
+    assert set(sent.protocol) == {"hac.gradual.request"}
 
 
 def test_monotone_variant(data):

@@ -97,8 +97,12 @@ def simultaneous_protocol(n_min: int) -> Protocol:
 
 
 def gradual_protocols(n_min: int) -> dict[str, Protocol]:
-    """Algorithm 4: the centroid publication (≥ n_min samples), the centre's size, and the
-    distance traffic (per-sample by design: opt-in)."""
+    """Algorithm 4: the centroid publication (≥ n_min samples), the centre's size, the
+    distance traffic (per-sample by design: opt-in), the server's requests (``request``: the
+    layout, the ids a request is about and the public updates broadcast since the centre's last
+    request, each a merge ``[0, i, j, h, t]`` or a publication ``[1, cluster, centre, size, 0]``
+    with its centroid) and the centre's count of negative radicands at the end (``finish``, a
+    diagnostic)."""
     meta, ps = "metadata", "per_sample"
     return {
         "centroid": Protocol(
@@ -107,6 +111,20 @@ def gradual_protocols(n_min: int) -> dict[str, Protocol]:
             min_samples=int(n_min),
         ),
         "setup": Protocol("hac.gradual.setup", {"n": meta}),
+        "request": Protocol(
+            "hac.gradual.request",
+            {
+                "events": ps,
+                "centroids": "aggregate",
+                "home": meta,
+                "index": meta,
+                "cluster": meta,
+                "to": meta,
+            },
+            min_samples=int(n_min),
+            per_sample=True,
+        ),  # fmt: skip
+        "finish": Protocol("hac.gradual.finish", {"bad_radicands": meta}),
         "samples": Protocol(  # n_min = 1: every sample is its own published cluster
             "hac.gradual.samples", {"rows": ps, "cluster": meta}, per_sample=True
         ),

@@ -27,7 +27,8 @@ from ..federation.disclosure import DisclosurePolicy
 from ..federation.guard import centre_policy
 from ..privacy.release_log import ReleaseLog
 from ..seeds import rng as seeded_rng
-from .boundary import floor_of, genewise_protocol, simultaneous_protocol
+from .boundary import floor_of, genewise_protocol, gradual_protocols, simultaneous_protocol
+from .gradual_centre import GradualSide
 from .pooled import EUCLIDEAN_ONLY
 
 #: why a centre sends nothing (no numbers: a count below a floor is itself a disclosure)
@@ -177,7 +178,7 @@ def center_gene_distances(x_k: np.ndarray, metric: str, stats: dict | None) -> d
     return {"d": 0.5 * pdist(y.T, "sqeuclidean"), "n": int(x_k.shape[0])}
 
 
-class HacCentre:
+class HacCentre(GradualSide):
     """One centre of federated HAC (module docstring). ``n_min``, ``method`` and ``metric``:
     the run's settings (the floor is ``n_min`` raised to the centre's own ``nfilter_subset``;
     genewise: ``metric`` is the gene metric, ``method`` unused); ``log``: the centre's release
@@ -196,16 +197,27 @@ class HacCentre:
         seed: int = 0,
         disclosure: DisclosurePolicy | None = None,
         log: ReleaseLog | None = None,
+        d_min: float = 0.0,
+        average_delta: str = "stored",
     ):
         self.cid = str(cid)
         self.x = np.asarray(x, dtype=float)
         self.n_min, self.method, self.metric = int(n_min), str(method), str(metric)
         self.index, self.seed, self.log = int(index), int(seed), log
+        self.d_min, self.average_delta = float(d_min), str(average_delta)
         if disclosure is not None:
             self.disclosure = disclosure
         genewise = genewise_protocol(self.n_min)
         self.protocols = {"cut": simultaneous_protocol(self.n_min), "gene_moments": genewise,
                           "gene_stats": genewise, "gene_distances": genewise}  # fmt: skip
+        gradual = gradual_protocols(self.n_min)
+        self.protocols.update({
+            "gradual_setup": gradual["setup"], "gradual_samples": gradual["samples"],
+            "gradual_candidate": gradual["candidate"], "gradual_publish": gradual["centroid"],
+            "gradual_absorb": gradual["distances"], "gradual_row": gradual["distances"],
+            "gradual_correction": gradual["distances"], "gradual_view": gradual["distances"],
+            "gradual_finish": gradual["finish"],
+        })  # fmt: skip
 
     @property
     def n_samples(self) -> int:

@@ -206,6 +206,7 @@ def gradual_table(
     cuts: list[dict] | None = None,
     policy: Policies = None,
     logs: dict[int, ReleaseLog] | None = None,
+    transport: Transport = INPROCESS,
 ) -> pd.DataFrame:
     """Gradual sharing vs pooled for each linkage × n_min (Figs 4.4, 4.5, 4.7).
 
@@ -215,6 +216,8 @@ def gradual_table(
     22); a :class:`ConfigError` when nothing is left. ``logs``: the centres' release logs of this
     data matrix, kept across the runs (a run they make impossible is a skipped row). ``cuts``:
     per-k rows (FMI, ARI, silhouette, Calinski–Harabasz) are appended to it when given.
+    ``transport`` carries the messages (:func:`fedclust.federation.federate`); ``messages`` /
+    ``floats`` count what carries something (:func:`_sent`).
     """
     biggest = largest_center(centers)
     pols = _policies(policy, centers)
@@ -240,7 +243,8 @@ def gradual_table(
                 try:
                     res = gradual_sharing(x, centers, n_min, method, metric, ledger=led,
                                           d_min=d_min, average_delta=var or "stored",
-                                          policy=pols, logs=logs)  # fmt: skip
+                                          policy=pols, logs=logs,
+                                          transport=transport)  # fmt: skip
                 except InputDataError as err:  # stuck: the release logs refused what it needs
                     rows.append({**_skipped(method, metric, n_min, biggest, "", err.what),
                                  "variant": var})  # fmt: skip
@@ -261,8 +265,7 @@ def gradual_table(
                         "inversions": res.inversions,
                         "shares": res.shares,
                         "bad_radicands": res.bad_radicands,
-                        "messages": led.n_messages,
-                        "floats": led.n_floats,
+                        **_sent(led),
                         "abstentions": led.n_abstentions,
                         "refused_releases": sum(lg.refused for lg in (logs or {}).values())
                         - refused0,

@@ -56,18 +56,10 @@ import numpy as np
 from scipy.spatial.distance import cdist, pdist, squareform
 
 from ..errors import ConfigError, InputDataError
-from ..federation import Ledger
+from ..federation import INPROCESS, Ledger, Transport, call_all, federate
 from ..federation.disclosure import DisclosurePolicy
 from ..privacy.release_log import ReleaseLog
-from .boundary import (
-    PER_SAMPLE,
-    Policies,
-    centre_send,
-    gradual_protocols,
-    policy_of,
-    require,
-    server_send,
-)
+from .boundary import PER_SAMPLE, Policies, gradual_protocols, policy_of, require
 from .pooled import check_method, check_samples, lance_williams
 
 AVERAGE_DELTAS = ("stored", "current")
@@ -181,6 +173,61 @@ class _Public:
     def public_centroid(self, g: int) -> np.ndarray:
         return self.pub_sum[g] / self.pub_cnt[g]
 
+    def publish_all(self) -> None:
+        """``n_min = 1``: every sample is its own published cluster (global index = slot)."""
+        self.gidx[:] = np.arange(self.n)
+        self.gslot[: self.n] = np.arange(self.n)
+        self.home[:] = -1
+        self.gsize[: self.n] = self.size
+        self.n_global = self.n
+        self.pub_cnt[:] = 1
+
+    def merge(self, i: int, j: int, t: int) -> None:
+        """The public part of round t's merge of slots i and j (the broadcast pair: for a local
+        and a global cluster, i is the local one and j survives; otherwise i survives)."""
+        gi, gj = self.gidx[i], self.gidx[j]
+        ni, nj = self.size[i], self.size[j]
+        if gi < 0 and gj < 0:  # local / local
+            self.size[i] += nj
+            self.size[j] = 0
+            self.cid[i] = self.n + t
+        elif gi >= 0 and gj >= 0:  # global / global
+            self.size[i] += nj
+            self.size[j] = 0
+            self.gsize[gi] += nj
+            self.gsize[gj] = 0
+            self.cid[i] = self.n + t
+            self.wait[gi] += self.wait[gj]
+            self.wait[gj] = 0
+            if self.pub_sum is not None:
+                self.pub_sum[gi] = self.pub_sum.get(gi, 0.0) + self.pub_sum.pop(gj, 0.0)
+            self.pub_cnt[gi] += self.pub_cnt[gj]
+            self.pub_cnt[gj] = 0
+        else:  # local i (its home centre) joins global j
+            k, g = int(self.home[i]), int(gj)
+            self.size[j] += ni
+            self.size[i] = 0
+            self.gsize[g] += ni
+            self.cid[j] = self.n + t
+            self.wait[g, k] += int(ni)
+
+    def published(self, slot: int, k: int, centroid: np.ndarray, p: int) -> tuple[int, bool]:
+        """Centre k published the centroid of ``slot``'s unshared part there: (global index,
+        whether the cluster was local until now)."""
+        first = self.gidx[slot] < 0
+        g = self.new_global(slot) if first else int(self.gidx[slot])
+        self.publish(g, k, centroid, p)
+        return g, bool(first)
+
+    def ready(self, k: int, n_min: int) -> list[int]:
+        """Slots whose unshared part in centre k has reached n_min (to be published): its
+        local clusters of ≥ n_min samples, then the global clusters with ≥ n_min of its samples
+        on their waitlist (what every party knows; centre k's own view agrees)."""
+        loc = np.flatnonzero((self.home == k) & (self.size >= n_min))
+        out = [int(v) for v in loc]
+        g = np.flatnonzero(self.wait[: self.n_global, k] >= n_min)
+        return out + [int(self.gslot[v]) for v in g]
+
 
 class GradualCenter:
     """Center k of Algorithm 4: its samples, its local clusters and its distance state.
@@ -207,6 +254,8 @@ class GradualCenter:
         self.owner = slots.copy()  # slot of the cluster holding each own point
         self.unshared = np.ones(self.nk, dtype=bool)
         self.bad = 0
+        self.last: tuple[set, float] | None = None  # its latest candidate pair and distance
+        self.reply: dict | None = None  # what the server asks for next (module docstring)
         nloc = 0 if cfg["all_public"] else self.nk
         self.nloc = nloc
         d = np.full((nloc, nloc + pub.g_max), np.inf)
@@ -259,10 +308,55 @@ class GradualCenter:
         """The center's closest communicating pair among its local clusters' distances."""
         d, r, c = self.cache.best()
         if not np.isfinite(d):
+            self.last = None
             return {"d": np.inf, "reported": np.inf, "pair": np.array([-1, -1])}
         a = int(self.slots[r])
         b = int(self.slots[c]) if c < self.nloc else int(self.pub.gslot[c - self.nloc])
+        self.last = ({a, b}, d)
         return {"d": d, "reported": max(d, self.cfg["d_min"]), "pair": np.array([a, b])}
+
+    def _own_height(self, i: int, j: int, h: float) -> float:
+        """A merge involving one of this centre's local clusters is its own candidate: its true
+        distance (the broadcast ``h`` is ``max(d, d_min)``)."""
+        if self.last is None or self.last[0] != {i, j}:
+            raise RuntimeError(f"center{self.k}: merge ({i}, {j}) is not its candidate")
+        return self.last[1]
+
+    # ---- the public updates the server broadcasts (applied in the order they happened) -------
+    def on_merge(self, i: int, j: int, h: float, t: int) -> None:
+        """Round t's merge of slots i and j at height h: the public state, then this centre's
+        part (its local merge, its column of a global merge, the absorbed local cluster's row —
+        kept in ``self.reply`` for the server — or the substitution of §3.3.1)."""
+        pub = self.pub
+        gi, gj = int(pub.gidx[i]), int(pub.gidx[j])
+        ni, nj = pub.size[i], pub.size[j]
+        k = int(pub.home[i])
+        pub.merge(i, j, t)
+        if gi < 0 and gj < 0:
+            if k == self.k:
+                self.merge_local(i, j, self._own_height(i, j, h), ni, nj)
+        elif gi >= 0 and gj >= 0:
+            self.merge_globals(gi, gj, i, j, h, ni, nj)
+        elif k == self.k:
+            self.reply = self.absorb_local(gj, j, i, self._own_height(i, j, h), nj, ni)
+        else:
+            self.substitute(gj, k, ni, h)
+
+    def on_published(self, slot: int, k_from: int, p: int, c: np.ndarray) -> None:
+        """Center ``k_from`` published the centroid of ``slot``'s part there: the public state,
+        then the locals' distances; the aggregates for the server's global distances are kept
+        in ``self.reply``."""
+        g, first = self.pub.published(slot, k_from, c, p)
+        self.reply = self.on_centroid(g, k_from, c, p, first)
+
+    def publish_slot(self, slot: int) -> dict:
+        """ShareCentroid (Alg. 4) here: the centroid message of ``slot``'s unshared part; its
+        distance row (first share, or the δ of average linkage) is kept in ``self.reply``."""
+        msg, row = self.publish(slot)
+        g, first = self.pub.published(slot, self.k, msg["centroid"], int(msg["size"]))
+        self.reply = row
+        self.after_publish(slot, g, first)
+        return msg
 
     def merge_local(self, i: int, j: int, h: float, ni: float, nj: float) -> None:
         """Local/local merge inside this center (slot i survives)."""
@@ -353,10 +447,6 @@ class GradualCenter:
     def unshared_part(self, slot: int) -> np.ndarray:
         """Positions (in this centre's block) of slot's unshared points here."""
         return np.flatnonzero(self.unshared & (self.owner == slot))
-
-    def send(self, led: Ledger, msg: dict, t: int, kind: str, proto) -> dict:
-        """This centre's message, checked here against its own policy (its true size)."""
-        return centre_send(led, self.policy, self.name, self.nk, msg, t, kind, proto)
 
     def publish(self, slot: int) -> tuple[dict, dict | None]:
         """Centroid message of slot's unshared part here; for a local cluster also its row of
@@ -616,70 +706,175 @@ def gradual_sharing(
     average_delta: str = "stored",
     policy: Policies = None,
     logs: dict[int, ReleaseLog] | None = None,
+    transport: Transport = INPROCESS,
 ) -> GradualResult:
     """Run Algorithm 4 on samples ``x`` split by ``centers`` (one integer label per row).
 
-    The rows of ``x`` are only used to build each center's own block. ``monotone``: enforce
-    monotone merge heights afterwards (Fig 4.7 variant); ``d_min``: privacy option of §4.2.1.3;
-    ``average_delta``: ``"stored"`` (thesis bookkeeping) or ``"current"`` (approximation).
-    ``policy``: the centres' disclosure policies (default: configured; ``n_min`` below a floor or
-    no per-sample opt-in is a :class:`ConfigError`); ``logs``: release logs by centre index.
+    The rows of ``x`` are only used to build each centre object (:class:`.centre.HacCentre`:
+    its block, its rows' ids, its policy, its release log); the server
+    (:func:`gradual_server`) reaches them through ``transport``
+    (:func:`fedclust.federation.federate`). ``monotone``: enforce monotone merge heights
+    afterwards (Fig 4.7 variant); ``d_min``: privacy option of §4.2.1.3; ``average_delta``:
+    ``"stored"`` (thesis bookkeeping) or ``"current"`` (approximation). ``policy``: the centres'
+    disclosure policies (default: configured; ``n_min`` below a floor or no per-sample opt-in is
+    a :class:`ConfigError`); ``logs``: release logs by centre index.
     """
+    from .centre import HacCentre
+
     x, centers = _check(x, centers, n_min, method, metric, d_min, average_delta)
-    if metric == "correlation":  # samplewise correlation = cosine of locally centred samples
-        x = x - x.mean(axis=1, keepdims=True)
-        metric = "cosine"
-    led = ledger if ledger is not None else Ledger()
-    proto = gradual_protocols(int(n_min))
-    n, m = x.shape[0], int(centers.max()) + 1
+    m = int(centers.max()) + 1
     pols = [policy_of(policy, f"center{k}", k) for k in range(m)]
-    all_public = int(n_min) == 1
-    require(pols, n_min, PER_SAMPLE["gradual"] + (("hac.gradual.samples",) if all_public else ()),
-            "hac.gradual.n_min")  # fmt: skip
-    g_max = n if all_public else n // int(n_min)
-    cfg = {
-        "method": method,
-        "metric": metric,
-        "n_min": int(n_min),
-        "d_min": float(d_min),
-        "all_public": all_public,
-        "delta": method == "average" and average_delta == "stored" and m > 1,
-    }
-    pub = _Public(n, m, g_max, centers, method in ("centroid", "ward"))
+    require(pols, n_min, PER_SAMPLE["gradual"] + (("hac.gradual.samples",) if int(n_min) == 1
+                                                  else ()), "hac.gradual.n_min")  # fmt: skip
     blocks = [np.flatnonzero(centers == k) for k in range(m)]
-    cents = [GradualCenter(k, s, x[s], pub, cfg, pols[k], None if logs is None else logs.get(k))
+    cents = [HacCentre(f"center{k}", x[s], n_min=int(n_min), method=method, metric=metric,
+                       disclosure=pols[k], log=None if logs is None else logs.get(k),
+                       d_min=d_min, average_delta=average_delta)
              for k, s in enumerate(blocks)]  # fmt: skip
-    server = GradualServer(pub, cfg)
-    for c in cents:
-        c.send(led, {"n": c.nk}, 0, "setup", proto["setup"])
-    shares = 0
-    if all_public:  # every singleton is published at once (per-sample rows): all distances exact
-        rows = np.zeros_like(x)
-        for c in cents:
-            msg = c.send(led, {"rows": c.x, "cluster": c.slots.astype(np.int64)}, 0, "samples",
-                         proto["samples"])  # fmt: skip
-            for s, r in zip(msg["cluster"].astype(int), msg["rows"], strict=True):
-                pub.new_global(s)
-                rows[s] = r
-        for s in range(n):  # global index = slot
-            pub.gidx[s], pub.gslot[s] = s, s
-        if pub.pub_sum is not None:
-            pub.pub_sum = {s: rows[s].copy() for s in range(n)}
-        pub.pub_cnt[:] = 1
-        server.d[:] = squareform(pdist(rows, metric))
-        np.fill_diagonal(server.d, np.inf)
-        server.cache = _MinCache(server.d)
-        shares = n
-    z = np.zeros((n - 1, 4))
-    for t in range(n - 1):
-        cands = [c.send(led, c.candidate(), t, "min", proto["candidate"]) for c in cents]
-        best = min(range(m), key=lambda k: (cands[k]["reported"], k)) if m else 0
+    led = ledger if ledger is not None else Ledger()
+    server = gradual_server(int(n_min), method, metric, average_delta, monotone, home=centers)
+    res = federate(cents, server, ledger=led, transport=transport)
+    res.ledger = led
+    return res
+
+
+def gradual_server(n_min: int, method: str, metric: str = "euclidean",
+                   average_delta: str = "stored", monotone: bool = False,
+                   home: np.ndarray | None = None):  # fmt: skip
+    """The server function of Algorithm 4 (``server(proxies) -> GradualResult``): it sees only
+    the centres' answers and keeps its own copy of the public state (module docstring).
+    ``home``: the leaves' layout, each leaf's centre index (in-process: the workflow's rows, so
+    the tree's leaves are its samples); default the centres' samples stacked in their order.
+    Centre k's rows are the leaves ``flatnonzero(home == k)`` in order."""
+    check_method(method, metric, where="hac.gradual")
+    if average_delta not in AVERAGE_DELTAS:
+        raise ConfigError(
+            f"unknown average_delta {average_delta!r}",
+            where="hac.gradual.average_delta",
+            fix=f"use one of {AVERAGE_DELTAS}",
+        )
+
+    def server(proxies: list) -> GradualResult:
+        run = _GradualRun(list(proxies), int(n_min), method, metric, average_delta)
+        return run.run(monotone, home)
+
+    return server
+
+
+class _GradualRun:
+    """One run of the server side: the requests (each carrying the public updates the centre
+    has not seen yet), the merge decisions, the global × global distances."""
+
+    def __init__(self, proxies: list, n_min: int, method: str, metric: str, delta: str):
+        self.px, self.m, self.n_min = proxies, len(proxies), n_min
+        self.method = method
+        self.metric = "cosine" if metric == "correlation" else metric
+        self.delta_mode = delta
+        self.proto = gradual_protocols(n_min)
+        self.pending: list[list] = [[] for _ in proxies]  # public updates not yet delivered
+        self.first: list[dict] = [{} for _ in proxies]  # the layout, with the next request
+
+    # ---- messages --------------------------------------------------------------------------
+    def _request(self, k: int, extra: dict | None = None) -> dict:
+        msg = {**self.first[k], **(extra or {})}
+        self.first[k] = {}
+        ev, self.pending[k] = self.pending[k], []
+        if ev:
+            msg["events"] = np.array([e for e, _ in ev], dtype=float)
+            cs = [c for _, c in ev if c is not None]
+            if cs:
+                msg["centroids"] = np.vstack(cs)
+        return msg
+
+    def _call(self, k: int, method: str, kind: str, t: int, proto, extra: dict | None = None):
+        return self.px[k].call(method, self._request(k, extra), t, kind, proto,
+                               self.proto["request"])  # fmt: skip
+
+    def _call_all(self, method: str, kind: str, t: int, proto) -> list:
+        out = call_all(self.px, method, [self._request(k) for k in range(self.m)], t, kind, proto,
+                       self.proto["request"])  # fmt: skip
+        if any(a is None for a in out):
+            raise ConfigError(
+                f"a centre refused gradual sharing's {kind!r} message (its disclosure floor above "
+                f"n_min = {self.n_min}, no opt-in to the per-sample protocols, or too few samples)",
+                where="hac.gradual.n_min",
+                fix="use n_min >= the centres' floors; they opt in under "
+                "disclosure.default.allow_per_sample",
+            )
+        return out
+
+    def _broadcast(self, event: list, centroid: np.ndarray | None = None, skip: int = -1) -> None:
+        for k in range(self.m):
+            if k != skip:
+                self.pending[k].append((event, centroid))
+
+    # ---- the run -----------------------------------------------------------------------------
+    def _layout(self, home: np.ndarray | None) -> np.ndarray:
+        """Every leaf's centre: the given layout (its counts must be the centres' sizes), else
+        the centres' samples stacked in their order."""
+        setup = self._call_all("gradual_setup", "setup", 0, self.proto["setup"])
+        sizes = [int(a["n"]) for a in setup]
+        if home is None:
+            home = np.repeat(np.arange(self.m), sizes)
+        home = np.asarray(home, dtype=np.int64)
+        if np.bincount(home, minlength=self.m).tolist() != sizes:
+            raise InputDataError("the leaves' layout does not match the centres' sizes",
+                                 where="hac gradual sharing setup")  # fmt: skip
+        if max(sizes) < self.n_min:
+            raise InputDataError(
+                f"no center holds n_min = {self.n_min} samples: nothing can ever be shared",
+                where="gradual sharing input",
+                fix="lower n_min below the size of the largest center (Algorithm 4 'Ensure')",
+            )
+        return home
+
+    def run(self, monotone: bool, home: np.ndarray | None = None) -> GradualResult:
+        home = self._layout(home)
+        n, m, n_min = len(home), self.m, self.n_min
+        all_public = n_min == 1
+        g_max = n if all_public else n // n_min
+        delta = self.method == "average" and self.delta_mode == "stored" and m > 1
+        self.cfg = {"method": self.method, "metric": self.metric, "n_min": n_min,
+                    "all_public": all_public, "delta": delta}  # fmt: skip
+        self.pub = pub = _Public(n, m, g_max, home, self.method in ("centroid", "ward"))
+        self.server = server = GradualServer(pub, self.cfg)
+        self.first = [{"home": home.astype(np.int64), "index": k} for k in range(m)]
+        self.shares = 0
+        if all_public:  # every singleton is published at once (per-sample rows): all exact
+            rows = None
+            for a in self._call_all("gradual_samples", "samples", 0, self.proto["samples"]):
+                r = np.asarray(a["rows"], dtype=float)
+                rows = np.zeros((n, r.shape[1])) if rows is None else rows
+                rows[np.asarray(a["cluster"], dtype=int)] = r
+            pub.publish_all()
+            if pub.pub_sum is not None:
+                pub.pub_sum = {s: rows[s].copy() for s in range(n)}
+            server.d[:] = squareform(pdist(rows, self.metric))
+            np.fill_diagonal(server.d, np.inf)
+            server.cache = _MinCache(server.d)
+            self.shares = n
+        z = np.zeros((n - 1, 4))
+        for t in range(n - 1):
+            z[t] = self._round(t)
+        bad = server.bad + sum(int(a["bad_radicands"]) for a in self._call_all(
+            "gradual_finish", "finish", max(n - 2, 0), self.proto["finish"]))  # fmt: skip
+        inv = count_inversions(z)
+        if monotone:
+            z = enforce_monotone(z)
+        return GradualResult(Z=z, inversions=inv, shares=self.shares, bad_radicands=bad)
+
+    def _round(self, t: int) -> list:
+        """One merge: the centres' candidates and the server's own minimum decide it; it is
+        broadcast, the absorbing centre sends its row, the parts that reached n_min are shared."""
+        pub, server = self.pub, self.server
+        cands = self._call_all("gradual_candidate", "min", t, self.proto["candidate"])
+        best = min(range(self.m), key=lambda k: (cands[k]["reported"], k))
         h_srv, r, col = server.cache.best()
         if np.isfinite(h_srv) and h_srv <= cands[best]["reported"]:
-            i, j, h, h_true, owner = int(pub.gslot[r]), int(pub.gslot[col]), h_srv, h_srv, None
+            i, j, h = int(pub.gslot[r]), int(pub.gslot[col]), h_srv
         else:
             i, j = (int(v) for v in cands[best]["pair"])
-            h, h_true, owner = float(cands[best]["reported"]), float(cands[best]["d"]), best
+            h = float(cands[best]["reported"])
         if not np.isfinite(h):
             raise InputDataError(
                 "gradual sharing is stuck: no two clusters can communicate",
@@ -693,120 +888,81 @@ def gradual_sharing(
             i, j, gi, gj = j, i, gj, gi
         # i survives, except for global + local where the global (j) survives
         ni, nj = pub.size[i], pub.size[j]
-        z[t] = [min(pub.cid[i], pub.cid[j]), max(pub.cid[i], pub.cid[j]), h, ni + nj]
-        sizes = np.array([ni, nj], dtype=np.int64)
-        for c in cents:
-            server_send(led, c.name, {"pair": np.array([i, j]), "h": h, "sizes": sizes}, t,
-                        "merge", proto["merge"])  # fmt: skip
-        if gi < 0 and gj < 0:  # local / local in center `owner`
-            k = int(pub.home[i])
-            pub.size[i] += nj
-            pub.size[j] = 0
-            pub.cid[i] = n + t
-            cents[k].merge_local(i, j, h_true if owner == k else h, ni, nj)
-            for s in cents[k].ready():
-                shares += _share(cents, server, pub, led, proto, k, s, t)
+        row = [min(pub.cid[i], pub.cid[j]), max(pub.cid[i], pub.cid[j]), h, ni + nj]
+        k = int(pub.home[i])
+        self._broadcast([0, i, j, h, t])
+        pub.merge(i, j, t)
+        if gi < 0 and gj < 0:  # local / local in centre k
+            self._shares(k, t)
         elif gi >= 0 and gj >= 0:  # global / global
-            pub.size[i] += nj
-            pub.size[j] = 0
-            pub.gsize[gi] += nj
-            pub.gsize[gj] = 0
-            pub.cid[i] = n + t
-            pub.wait[gi] += pub.wait[gj]
-            pub.wait[gj] = 0
-            if pub.pub_sum is not None:
-                pub.pub_sum[gi] = pub.pub_sum.get(gi, 0.0) + pub.pub_sum.pop(gj, 0.0)
-            pub.pub_cnt[gi] += pub.pub_cnt[gj]
-            pub.pub_cnt[gj] = 0
-            server.merge_globals(gi, gj, h, ni, nj)
-            for c in cents:
-                c.merge_globals(gi, gj, i, j, h, ni, nj)
-            for k, c in enumerate(cents):
-                for s in c.ready():
-                    shares += _share(cents, server, pub, led, proto, k, s, t)
-        else:  # local i (center k) joins global j
-            k = int(pub.home[i])
-            g = int(gj)
-            pub.size[j] += ni
-            pub.size[i] = 0
-            pub.gsize[g] += ni
-            pub.cid[j] = n + t
-            pub.wait[g, k] += int(ni)
-            row = cents[k].send(led, cents[k].absorb_local(g, j, i, h_true if owner == k else h,
-                                                           nj, ni), t, "local row",
-                                proto["distances"])  # fmt: skip
-            server.absorb_local(g, row, h, nj, ni)
-            for r, c in enumerate(cents):
-                if r != k:
-                    c.substitute(g, k, ni, h)
-            for s in cents[k].ready():
-                shares += _share(cents, server, pub, led, proto, k, s, t)
-    inv = count_inversions(z)
-    if monotone:
-        z = enforce_monotone(z)
-    bad = server.bad + sum(c.bad for c in cents)
-    return GradualResult(Z=z, inversions=inv, shares=shares, bad_radicands=bad, ledger=led)
+            server.merge_globals(int(gi), int(gj), h, ni, nj)
+            for c in range(self.m):
+                self._shares(c, t)
+        else:  # local i (centre k) joins global j: k sends i's distances to the globals
+            msg = self._call(k, "gradual_absorb", "local row", t, self.proto["distances"])
+            server.absorb_local(int(gj), msg, h, nj, ni)
+            self._shares(k, t)
+        return row
 
+    def _shares(self, k: int, t: int) -> None:
+        for s in self.pub.ready(k, self.n_min):
+            self.shares += self._share(k, s, t)
 
-def _share(cents, server, pub, led, proto, k: int, slot: int, t: int) -> int:
-    """Center k publishes the centroid of ``slot``'s unshared part (ShareCentroid, Alg. 4)."""
-    ck = cents[k]
-    if slot == -1 or pub.size[slot] == 0:
-        return 0
-    if ck.log is not None and not ck.log.release(ck.unshared_part(slot)):
-        return 0  # the release log refuses: the part stays unshared for now
-    msg, row = ck.publish(slot)
-    msg = ck.send(led, msg, t, "centroid", proto["centroid"])
-    c, p = msg["centroid"], int(msg["size"])
-    first = pub.gidx[slot] < 0
-    g = pub.new_global(slot) if first else int(pub.gidx[slot])
-    pub.publish(g, k, c, p)
-    if row is not None:
-        row = ck.send(led, row, t, "global row" if first else "delta", proto["distances"])
-        if first:
-            server.new_global(g, row)
-    ck.after_publish(slot, g, first)
-    aggs = []
-    for r, cr in enumerate(cents):
-        if r == k:
-            continue
-        b = server_send(led, cr.name, {"centroid": c, "size": p, "cluster": slot}, t,
-                        "centroid broadcast", proto["centroid"])  # fmt: skip
-        agg = cr.on_centroid(g, k, b["centroid"], p, first)
-        if agg["to"].size:
-            aggs.append(cr.send(led, agg, t, "correction", proto["distances"]))
-    server.correct(g, p, aggs, row if (row is not None and "delta" in row) else None)
-    if server.cfg["method"] in ("centroid", "ward"):
-        _recompute_server_row(cents, server, pub, led, proto, g, t)
-    return 1
+    def _share(self, k: int, slot: int, t: int) -> int:
+        """Centre k publishes the centroid of ``slot``'s unshared part (ShareCentroid, Alg. 4);
+        the others correct their distances to it (§3.3.3.3)."""
+        pub, server, proto = self.pub, self.server, self.proto
+        if pub.size[slot] == 0:
+            return 0
+        first = pub.gidx[slot] < 0
+        msg = self._call(k, "gradual_publish", "centroid", t, proto["centroid"], {"cluster": slot})
+        if msg is None:  # the centre's release log refuses: the part stays unshared for now
+            return 0
+        c, p = np.asarray(msg["centroid"], dtype=float), int(msg["size"])
+        g, _ = pub.published(slot, k, c, p)
+        row = None
+        if first or self.cfg["delta"]:
+            row = self._call(k, "gradual_row", "global row" if first else "delta", t,
+                             proto["distances"])  # fmt: skip
+            if first:
+                server.new_global(g, row)
+        self._broadcast([1, slot, k, p, 0], c, skip=k)
+        aggs = []
+        if self.method not in ("centroid", "ward"):  # those are recomputed from centroids
+            for r in range(self.m):
+                gl = np.flatnonzero(pub.wait[: pub.n_global, r] > 0)
+                if r != k and (gl != g).any():
+                    aggs.append(self._call(r, "gradual_correction", "correction", t,
+                                           proto["distances"]))  # fmt: skip
+        server.correct(g, p, aggs, row if (row is not None and "delta" in row) else None)
+        if self.method in ("centroid", "ward"):
+            self._recompute_row(g, t)
+        return 1
 
-
-def _recompute_server_row(cents, server, pub, led, proto, g: int, t: int) -> None:
-    """Centroid / Ward: d(g, B) for every global B recomputed from the centroids, each by the
-    center holding most of the pair's unshared points (the server when none holds any)."""
-    act = np.flatnonzero(pub.gsize[: pub.n_global] > 0)
-    act = act[act != g]
-    if not act.size:
-        return
-    sg = int(pub.gslot[g])
-    both = pub.wait[act] + pub.wait[g]
-    view = np.where(both.max(axis=1) > 0, both.argmax(axis=1), -1)
-    row = server.d[g].copy()
-    for k in np.unique(view):
-        bs = act[view == k]
-        if k < 0:
-            ca = pub.public_centroid(g)
-            vals = np.linalg.norm(np.vstack([pub.public_centroid(b) for b in bs]) - ca, axis=1)
-            if server.cfg["method"] == "ward":
-                na, nb = pub.gsize[g], pub.gsize[bs]
-                vals = vals * np.sqrt(2 * na * nb / (na + nb))
-        else:
-            c = cents[int(k)]
-            msg = {
-                "cluster": sg,
-                "to": pub.gslot[bs].astype(np.int64),
-                "d": np.array([c.centroid_distance(sg, int(pub.gslot[b])) for b in bs]),
-            }
-            vals = c.send(led, msg, t, "view distances", proto["distances"])["d"]
-        row[bs] = vals
-    server.set_row(g, row)
+    def _recompute_row(self, g: int, t: int) -> None:
+        """Centroid / Ward: d(g, B) for every global B recomputed from the centroids, each by
+        the centre holding most of the pair's unshared points (the server when none holds
+        any)."""
+        pub, server = self.pub, self.server
+        act = np.flatnonzero(pub.gsize[: pub.n_global] > 0)
+        act = act[act != g]
+        if not act.size:
+            return
+        sg = int(pub.gslot[g])
+        both = pub.wait[act] + pub.wait[g]
+        view = np.where(both.max(axis=1) > 0, both.argmax(axis=1), -1)
+        row = server.d[g].copy()
+        for k in np.unique(view):
+            bs = act[view == k]
+            if k < 0:
+                ca = pub.public_centroid(g)
+                vals = np.linalg.norm(np.vstack([pub.public_centroid(b) for b in bs]) - ca, axis=1)
+                if self.method == "ward":
+                    na, nb = pub.gsize[g], pub.gsize[bs]
+                    vals = vals * np.sqrt(2 * na * nb / (na + nb))
+            else:
+                req = {"cluster": sg, "to": pub.gslot[bs].astype(np.int64)}
+                vals = self._call(int(k), "gradual_view", "view distances", t,
+                                  self.proto["distances"], req)["d"]  # fmt: skip
+            row[bs] = vals
+        server.set_row(g, row)

@@ -268,11 +268,14 @@ def _logs_of(logs: dict | None, prep: str, centers):
 
 
 def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str,
-                logs: dict | None = None):  # fmt: skip
+                logs: dict | None = None, transport=None):  # fmt: skip
     """Gradual sharing of one (prep, metric, linkage): (table with timing columns, cuts).
-    ``logs``: the centres' release logs by matrix (updated in place)."""
+    ``logs``: the centres' release logs by matrix (updated in place); ``transport``: what
+    carries the messages (default in-process; the rule script's
+    :func:`fedclust.transports.from_config`)."""
     import pandas as pd
 
+    from ..federation import INPROCESS
     from . import experiments as ex
 
     g = cfg["gradual"]
@@ -283,6 +286,7 @@ def run_gradual(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: st
         nmin_grid(n, g["n_min"], g["fraction"], cohort), int(cfg["k_max"]), g["d_min"],
         tuple(g["average_delta"]), cut_rows,
         logs=_logs_of(logs if cfg.get("release_log", True) else None, unit.prep, centers),
+        transport=INPROCESS if transport is None else transport,
     )  # fmt: skip
     ran = t.loc[~t.skipped, "n_min"]
     t = t.assign(cohort=cohort, prep=unit.prep, n=n, n_min_top=ran.max())

@@ -169,18 +169,24 @@ def gradual_publications(kept: Kept, home: np.ndarray) -> list[tuple[int, np.nda
     published: dict[int, set[int]] = {}
     seen_merges: set[tuple] = set()
     out = []
+
+    def merges(m):
+        """The merges a server request broadcasts (events ``[0, i, j, h, t]``)."""
+        for e in np.asarray(m.get("events", np.zeros((0, 5))), float):
+            if e[0] == 0:
+                yield (int(e[4]), int(e[1]), int(e[2]))
+
     for rec, m in kept:
-        if rec["kind"] == "merge" and rec["sender"] == "server":
-            key = (rec["round"], *np.asarray(m["pair"]).tolist())
+        for key in merges(m) if rec["sender"] == "server" else ():
             if key in seen_merges:  # one broadcast per centre
                 continue
             seen_merges.add(key)
-            i, j = (int(v) for v in m["pair"])
+            i, j = key[1], key[2]
             mi = members.pop(i, {i}) | members.pop(j, {j})
             members[i] = members[j] = mi  # the survivor keeps the id (both ids point here)
             pi = published.pop(i, set()) | published.pop(j, set())
             published[i] = published[j] = pi
-        elif rec["kind"] == "centroid" and rec["sender"] != "server":
+        if rec["kind"] == "centroid" and rec["sender"] != "server":
             k = int(re.sub(r"\D", "", rec["sender"]) or 0)
             size = np.atleast_1d(np.asarray(m["size"], float))
             cent = np.atleast_2d(np.asarray(m["centroid"], float))
