@@ -395,6 +395,39 @@ def test_hac_stage_is_simultaneous_sharing_and_equal_on_flower(tmp_path, method)
                                                        tmp_path / "no"), params)  # fmt: skip
 
 
+@pytest.mark.parametrize("method", ["average", "ward"])
+def test_hac_gradual_stage_is_gradual_sharing_and_equal_on_flower(tmp_path, method):
+    """Gradual sharing (Algorithm 4) from the centres' files: bit-identical outputs in-process
+    and on the simulation engine (the centres keep their state between messages), and the
+    workflow's gradual_sharing on the stacked blocks (tree, shares, ledger); the 4-sample centre
+    never publishes but its samples join the tree."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.hac.deployment import params_from_config
+    from fedclust.hac.gradual import gradual_sharing
+
+    centres, _, blocks = hac_centres(method=method)
+    pol = DisclosurePolicy(allow_per_sample=("hac.gradual.candidate", "hac.gradual.distances"))
+    for c in centres:
+        c.disclosure = pol
+    params = params_from_config(5, method, variant="gradual", d_min=0.1)
+    dirs = deployment.write_centres(deployment.get("hac"), centres, tmp_path)
+    a = deployment.run("hac", dirs, params)
+    _equal(a, deployment.run("hac", dirs, params, transport=get_transport(SIM)))
+    led = Ledger()
+    c = np.repeat(np.arange(3), [len(b) for b in blocks])
+    ref = gradual_sharing(np.vstack(blocks), c, 5, method, ledger=led, d_min=0.1, policy=pol)
+    assert np.array_equal(a["z"], ref.Z) and a["shares"] == ref.shares > 0
+    assert (a["inversions"], a["bad_radicands"]) == (ref.inversions, ref.bad_radicands)
+    pd.testing.assert_frame_equal(led.table(), a["ledger"])
+    assert a["z"].shape == (37, 4) and not (a["ledger"].kind == "abstain").any()
+    # without the site's opt-in its candidate distances do not leave it: the run is refused
+    for cen in centres:
+        del cen.disclosure
+    with pytest.raises(ConfigError, match="refused gradual sharing"):
+        deployment.run("hac", deployment.write_centres(deployment.get("hac"), centres,
+                                                       tmp_path / "no"), params)  # fmt: skip
+
+
 @pytest.mark.parametrize("metric", ["euclidean", "correlation"])
 def test_hac_genewise_stage_is_genewise_clustering_and_equal_on_flower(tmp_path, metric):
     """Genewise clustering (Algorithm 3) from the same centre files: equal in-process and on

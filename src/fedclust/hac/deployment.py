@@ -1,25 +1,31 @@
 """Federated HAC (seed 001) as a deployed stage (:mod:`fedclust.deployment`): simultaneous
-sharing (§5.1, thesis §3.3.2) and genewise clustering (Algorithm 3, §4).
+sharing (§5.1, thesis §3.3.2), gradual sharing (Algorithm 4, §5.2) and genewise clustering
+(Algorithm 3, §4).
 
-One run is one (linkage, n_min) of the hac stage's simultaneous sharing, or one metric of its
-genewise baseline (``variant``). Simultaneous sharing: the server asks every centre once for
-its cut (:func:`.simultaneous.simultaneous_server`, the server function the workflow runs
-in-process through :func:`fedclust.federation.federate`) and agglomerates the centroids.
-Genewise: the centres' gene statistics (cosine / correlation), sent back with the request for
-their additive distance shares, summed (:func:`.genewise.genewise_server`). A centre's file
-holds its block (one row per sample, the data stage's ``sf`` / ``vst`` matrix), its name and the
-secret material of its leaf relabelling (``seed``, ``index``: the permutation never leaves the
-site); its disclosure policy is the site's own (the one its file carries, replaced by the
-SuperNode's ``disclosure`` file when it names one, else its configured one; the partial
-dendrograms need the site's opt-in to ``hac.simultaneous``). The run's parameters are
-``variant``, ``n_min``, ``method`` (the linkage) and ``metric``; the feature count comes from the
-handshake. Outputs: simultaneous, the global tree ``z`` over the participating centres'
+One run is one (linkage, n_min) of the hac stage's simultaneous or gradual sharing, or one
+metric of its genewise baseline (``variant``). Simultaneous sharing: the server asks every centre
+once for its cut (:func:`.simultaneous.simultaneous_server`, the server function the workflow
+runs in-process through :func:`fedclust.federation.federate`) and agglomerates the centroids.
+Gradual sharing: one merge a round (:func:`.gradual.gradual_server`); each request carries the
+public updates (merges, published centroids) the centre has not seen yet, and the centre keeps
+its own state (its clusters, its distances, its copy of the public state) between messages (on
+a deployment in the SuperNode's ``Context.state``). Genewise: the centres' gene statistics
+(cosine / correlation), sent back with the request for their additive distance shares, summed
+(:func:`.genewise.genewise_server`). A centre's file holds its block (one row per sample, the
+data stage's ``sf`` / ``vst`` matrix), its name and the secret material of its leaf relabelling
+(``seed``, ``index``: the permutation never leaves the site); its disclosure policy is the
+site's own (the one its file carries, replaced by the SuperNode's ``disclosure`` file when it
+names one, else its configured one; the partial dendrograms and gradual sharing's distances
+need the site's opt-in to ``hac.simultaneous`` / ``hac.gradual.candidate`` and
+``hac.gradual.distances``). The run's parameters are ``variant``, ``n_min``, ``method`` (the
+linkage) and ``metric`` (gradual also ``d_min`` and ``average_delta``); the feature count comes
+from the handshake. Outputs: simultaneous, the global tree ``z`` over the participating centres'
 *relabelled* leaves, stacked in centre-id order (each site maps its own leaves back with
-:meth:`.centre.HacCentre.leaf_order`), and the participating ``centres``; genewise, the gene
-tree ``z`` and the condensed gene distances ``d``; both the ledger. Exact protocols: a lost
-centre stops the run. The deployed centre keeps no release log across runs (the workflow's
-``hac.release_log``); gradual sharing and the projections are not deployed yet (gradual
-sharing's centres still share one in-process replica of the public state, not on the seam).
+:meth:`.centre.HacCentre.leaf_order`), and the participating ``centres``; gradual, the tree
+``z`` over the centres' samples stacked in centre-id order, ``shares``, ``inversions`` and
+``bad_radicands``; genewise, the gene tree ``z`` and the condensed gene distances ``d``; all the
+ledger. Exact protocols: a lost centre stops the run. The deployed centre keeps no release log
+across runs (the workflow's ``hac.release_log``); the projections are not deployed yet.
 """
 
 from __future__ import annotations
@@ -38,22 +44,27 @@ from fedclust.federation.disclosure import policy_from
 
 from .centre import HacCentre
 from .genewise import genewise_server
+from .gradual import gradual_server
 from .pooled import check_method
 from .simultaneous import simultaneous_server
 
 NAME = "hac"
 
 
-VARIANTS = ("simultaneous", "genewise")
+VARIANTS = ("simultaneous", "gradual", "genewise")
 
 
 def params_from_config(n_min: int, linkage: str, metric: str = "euclidean",
-                       variant: str = "simultaneous") -> dict[str, Any]:  # fmt: skip
-    """The run parameters of one (linkage, n_min) of the workflow's ``hac.simultaneous``, or
-    of one metric of its genewise baseline (``hac.exact``: ``average``, ``n_min``)."""
+                       variant: str = "simultaneous", d_min: float = 0.0,
+                       average_delta: str = "stored") -> dict[str, Any]:  # fmt: skip
+    """The run parameters of one (linkage, n_min) of the workflow's ``hac.simultaneous`` or
+    ``hac.gradual`` (with its ``d_min`` and one ``average_delta``), or of one metric of its
+    genewise baseline (``hac.exact``: ``average``, ``n_min``)."""
     _check(variant, linkage, metric)
-    return {"variant": variant, "n_min": int(n_min), "method": str(linkage),
-            "metric": str(metric)}  # fmt: skip
+    out = {"variant": variant, "n_min": int(n_min), "method": str(linkage), "metric": str(metric)}
+    if variant == "gradual":
+        out.update(d_min=float(d_min), average_delta=str(average_delta))
+    return out
 
 
 def _check(variant: str, method: str, metric: str) -> None:
@@ -78,7 +89,9 @@ def load(path: Path, params: Mapping[str, Any]) -> HacCentre:
         own = policy_from({"default": json.loads(str(d["disclosure"]))})
     return HacCentre(str(d["cid"]), d["x"], n_min=int(params["n_min"]),
                      method=str(params["method"]), metric=str(params["metric"]),
-                     index=int(d["index"]), seed=int(d["seed"]), disclosure=own)  # fmt: skip
+                     index=int(d["index"]), seed=int(d["seed"]), disclosure=own,
+                     d_min=float(params.get("d_min", 0.0)),
+                     average_delta=str(params.get("average_delta", "stored")))  # fmt: skip
 
 
 def describe(centre: HacCentre) -> dict[str, Any]:
@@ -93,6 +106,11 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
     if variant == "genewise":
         d = genewise_server(metric, int(params["n_min"]))(list(proxies))
         return {"z": linkage(d, method=method), "d": d}
+    if variant == "gradual":
+        res = gradual_server(int(params["n_min"]), method, metric,
+                             str(params.get("average_delta", "stored")))(list(proxies))  # fmt: skip
+        return {"z": res.Z, "shares": res.shares, "inversions": res.inversions,
+                "bad_radicands": res.bad_radicands, "centres": [p.cid for p in proxies]}  # fmt: skip
     res = simultaneous_server(int(params["n_min"]), method, metric)(list(proxies))
     return {"z": res.z, "centres": list(res.centres)}
 
