@@ -1,15 +1,20 @@
 """Centroid-based samplewise clustering with gradual sharing — Algorithm 4 (spec §5.2).
 
-A real multi-round protocol between :class:`GradualCenter` objects (each holds only its own
-block of samples and its own distance state) and a :class:`GradualServer` (holds only what it
-received); every message passes the ledger under a declared protocol
-(:func:`~fedclust.hac.boundary.gradual_protocols`, centroids with ``min_samples = n_min``).
+A real multi-round protocol on the transport seam (:func:`fedclust.federation.federate`): each
+centre object (:class:`.centre.HacCentre`, its side in :mod:`.gradual_centre`) holds a
+:class:`GradualCenter` (only its own block of samples and its own distance state) and its own
+copy of the public state; the server function :func:`gradual_server` sees only proxies and holds
+a :class:`GradualServer` (only what it received) and its copy. Every message passes the ledger
+under a declared protocol (:func:`~fedclust.hac.boundary.gradual_protocols`, centroids with
+``min_samples = n_min``); the broadcasts (merges, published centroids) ride on the server's next
+request to each centre (``hac.gradual.request`` ``events``), applied there in order before it
+answers.
 
 Who holds which distance (the thesis' "who communicates" rule):
 
 - center k: its local clusters × (its local clusters ∪ all global clusters), ``n_k × (n_k + G)``;
 - server: global × global, ``G × G`` (G ≤ n / n_min global clusters are ever created);
-- public (an identical replica in every party, built only from broadcast messages): cluster
+- public (:class:`_Public`, a copy in every party, built only from broadcast messages): cluster
   sizes, ids, which clusters are global, per-center waitlist sizes, published centroid sums.
 
 One round = one merge: every center sends its candidate minimum (``max(d_min, d)`` with the
@@ -38,13 +43,13 @@ the public centroid [OURS]), and average by replacing the approximated part:
 Invariants (tested): ``n_min = 1`` ⇒ the pooled tree for every linkage; one center ⇒ the pooled
 tree for any ``n_min``.
 
-Disclosure (issue 22): every message is checked at the centre against its own policy
-(:func:`~fedclust.hac.boundary.centre_send`); ``n_min`` below a centre's floor is refused; the
+Disclosure (issue 22): every answer is checked at the centre against its own policy (the
+guard, :func:`fedclust.federation.guard.reply`); ``n_min`` below a centre's floor is refused; the
 distance traffic is per-sample by design (opt-in). One run's publications are disjoint sets of
 ≥ n_min samples, but runs on the same data under other settings are not: with ``logs`` (one
 :class:`~fedclust.privacy.release_log.ReleaseLog` per centre, kept across the runs of a workflow)
 a centre publishes a centroid only if, with everything it released before, no sample is
-isolated; otherwise the cluster stays unshared (it keeps merging; a later, larger part may be
+isolated; otherwise it abstains and the cluster stays unshared (it keeps merging; a later, larger part may be
 published).
 """
 
