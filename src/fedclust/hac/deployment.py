@@ -107,8 +107,8 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
         d = genewise_server(metric, int(params["n_min"]))(list(proxies))
         return {"z": linkage(d, method=method), "d": d}
     if variant == "gradual":
-        res = gradual_server(int(params["n_min"]), method, metric,
-                             str(params.get("average_delta", "stored")))(list(proxies))  # fmt: skip
+        delta = str(params.get("average_delta", "stored"))
+        res = gradual_server(int(params["n_min"]), method, metric, delta)(list(proxies))
         return {"z": res.Z, "shares": res.shares, "inversions": res.inversions,
                 "bad_radicands": res.bad_radicands, "centres": [p.cid for p in proxies]}  # fmt: skip
     res = simultaneous_server(int(params["n_min"]), method, metric)(list(proxies))

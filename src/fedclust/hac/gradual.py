@@ -49,8 +49,8 @@ distance traffic is per-sample by design (opt-in). One run's publications are di
 ≥ n_min samples, but runs on the same data under other settings are not: with ``logs`` (one
 :class:`~fedclust.privacy.release_log.ReleaseLog` per centre, kept across the runs of a workflow)
 a centre publishes a centroid only if, with everything it released before, no sample is
-isolated; otherwise it abstains and the cluster stays unshared (it keeps merging; a later, larger part may be
-published).
+isolated; otherwise it abstains and the cluster stays unshared (it keeps merging; a later,
+larger part may be published).
 """
 
 from __future__ import annotations
