@@ -110,7 +110,8 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
         delta = str(params.get("average_delta", "stored"))
         res = gradual_server(int(params["n_min"]), method, metric, delta)(list(proxies))
         return {"z": res.Z, "shares": res.shares, "inversions": res.inversions,
-                "bad_radicands": res.bad_radicands, "centres": [p.cid for p in proxies]}  # fmt: skip
+                "bad_radicands": res.bad_radicands,
+                "centres": [p.cid for p in proxies]}  # fmt: skip
     res = simultaneous_server(int(params["n_min"]), method, metric)(list(proxies))
     return {"z": res.z, "centres": list(res.centres)}
 
