@@ -22,7 +22,7 @@ def main() -> None:
         seed,
         e.get("perturbation_genes", "all"),
         e.get("n_min", 1),
-        transport=from_config(snakemake.config),  # genewise; the perturbation runs in-process
+        transport=from_config(snakemake.config),  # genewise and the perturbation
     )
     write_table(out.exact, t.assign(cohort=cohort), index=False)
 

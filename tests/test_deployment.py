@@ -428,6 +428,35 @@ def test_hac_gradual_stage_is_gradual_sharing_and_equal_on_flower(tmp_path, meth
                                                        tmp_path / "no"), params)  # fmt: skip
 
 
+def test_hac_perturbation_stage_is_perturbation_clustering_and_equal_on_flower(tmp_path):
+    """Orthogonal perturbation (Algorithm 2) from the centres' files (Q from their shared seed):
+    equal in-process and on the simulation engine, and the workflow's perturbation_clustering
+    (tree, exact distances, ledger); without a site's opt-in the run is refused."""
+    from scipy.spatial.distance import pdist
+
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.hac.deployment import params_from_config
+    from fedclust.hac.federated import perturbation_clustering
+
+    centres, _, blocks = hac_centres()
+    pol = DisclosurePolicy(allow_per_sample=("hac.perturbation",))
+    for c in centres:
+        c.disclosure = pol
+    params = params_from_config(1, "average", variant="perturbation")
+    dirs = deployment.write_centres(deployment.get("hac"), centres, tmp_path)
+    a = deployment.run("hac", dirs, params)
+    _equal(a, deployment.run("hac", dirs, params, transport=get_transport(SIM)))
+    led = Ledger()
+    z, d = perturbation_clustering(blocks, "average", 7, led, policy=pol)
+    assert np.array_equal(a["z"], z) and np.array_equal(a["d"], d)
+    np.testing.assert_allclose(d, pdist(np.vstack(blocks)), atol=1e-10)
+    pd.testing.assert_frame_equal(led.table(), a["ledger"])
+    del centres[1].disclosure
+    with pytest.raises(ConfigError, match="opted in"):
+        deployment.run("hac", deployment.write_centres(deployment.get("hac"), centres,
+                                                       tmp_path / "no"), params)  # fmt: skip
+
+
 @pytest.mark.parametrize("metric", ["euclidean", "correlation"])
 def test_hac_genewise_stage_is_genewise_clustering_and_equal_on_flower(tmp_path, metric):
     """Genewise clustering (Algorithm 3) from the same centre files: equal in-process and on

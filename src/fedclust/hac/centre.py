@@ -28,6 +28,7 @@ from ..federation.guard import centre_policy
 from ..privacy.release_log import ReleaseLog
 from ..seeds import rng as seeded_rng
 from .boundary import floor_of, genewise_protocol, gradual_protocols, simultaneous_protocol
+from .federated import PERTURBED, center_perturb
 from .gradual_centre import GradualSide
 from .pooled import EUCLIDEAN_ONLY
 
@@ -210,6 +211,7 @@ class HacCentre(GradualSide):
         genewise = genewise_protocol(self.n_min)
         self.protocols = {"cut": simultaneous_protocol(self.n_min), "gene_moments": genewise,
                           "gene_stats": genewise, "gene_distances": genewise}  # fmt: skip
+        self.protocols["perturbed"] = PERTURBED
         gradual = gradual_protocols(self.n_min)
         self.protocols.update({
             "gradual_setup": gradual["setup"], "gradual_samples": gradual["samples"],
@@ -248,6 +250,13 @@ class HacCentre(GradualSide):
     def leaf_order(self) -> np.ndarray:
         """Centre-side: the centre's own row of each relabelled leaf id it sent (``back[v]``)."""
         return np.argsort(self._relabel())
+
+    # ---- orthogonal perturbation (Algorithm 2): its rows times the centres' shared Q
+    def perturbed(self, parameters: Any, config: dict) -> dict:
+        """``X Q`` with the exactly orthogonal Q of the centres' shared ``seed`` (never sent;
+        ``p`` in the request: Q's padded width)."""
+        p = config.get("p")
+        return center_perturb(self.x, self.seed, None if p is None else int(p))
 
     # ---- genewise clustering (Algorithm 3): the centre's moments and distance share
     def gene_moments(self, parameters: Any, config: dict) -> dict | Abstain:

@@ -23,9 +23,12 @@ from the handshake. Outputs: simultaneous, the global tree ``z`` over the partic
 *relabelled* leaves, stacked in centre-id order (each site maps its own leaves back with
 :meth:`.centre.HacCentre.leaf_order`), and the participating ``centres``; gradual, the tree
 ``z`` over the centres' samples stacked in centre-id order, ``shares``, ``inversions`` and
-``bad_radicands``; genewise, the gene tree ``z`` and the condensed gene distances ``d``; all the
-ledger. Exact protocols: a lost centre stops the run. The deployed centre keeps no release log
-across runs (the workflow's ``hac.release_log``); the projections are not deployed yet.
+``bad_radicands``; genewise, the gene tree ``z`` and the condensed gene distances ``d``;
+perturbation (Algorithm 2: each site's ``X Q`` with the Q of the sites' shared ``seed``, never
+sent; the site's opt-in to ``hac.perturbation``), the sample tree ``z`` and the exact distances
+``d`` over the sites' samples stacked in centre-id order; all the ledger. Exact protocols: a
+lost centre stops the run. The deployed centre keeps no release log across runs (the
+workflow's ``hac.release_log``); the random projections are not deployed yet.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from fedclust.errors import ConfigError
 from fedclust.federation.disclosure import policy_from
 
 from .centre import HacCentre
+from .federated import perturbation_server
 from .genewise import genewise_server
 from .gradual import gradual_server
 from .pooled import check_method
@@ -51,7 +55,7 @@ from .simultaneous import simultaneous_server
 NAME = "hac"
 
 
-VARIANTS = ("simultaneous", "gradual", "genewise")
+VARIANTS = ("simultaneous", "gradual", "genewise", "perturbation")
 
 
 def params_from_config(n_min: int, linkage: str, metric: str = "euclidean",
@@ -71,7 +75,8 @@ def _check(variant: str, method: str, metric: str) -> None:
     if variant not in VARIANTS:
         raise ConfigError(f"HAC variant {variant!r} is not deployable", where="params.variant",
                           fix=f"one of {VARIANTS}")  # fmt: skip
-    check_method(method, metric, where=f"hac.{variant}")
+    check_method(method, "euclidean" if variant == "perturbation" else metric,
+                 where=f"hac.{variant}")  # fmt: skip
 
 
 def save(centre: HacCentre, path: Path) -> None:
@@ -103,6 +108,9 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
     same_schema(schema, "n_features", NAME)
     variant, method, metric = str(params["variant"]), str(params["method"]), str(params["metric"])
     _check(variant, method, metric)
+    if variant == "perturbation":
+        z, d = perturbation_server(method)(list(proxies))
+        return {"z": z, "d": d}
     if variant == "genewise":
         d = genewise_server(metric, int(params["n_min"]))(list(proxies))
         return {"z": linkage(d, method=method), "d": d}

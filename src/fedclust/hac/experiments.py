@@ -425,7 +425,7 @@ def exact_baselines(
     below ``n_min`` abstain; the reference is then the pooled data of the other centers. The
     perturbation runs on every gene (``"all"``) or the N most variable. Genes are chosen by
     their variance from the centers' moments (:func:`~.genewise.gene_variances`, issue 23).
-    ``transport`` carries the genewise messages (the perturbation's run in-process)."""
+    ``transport`` carries the genewise and the perturbation's messages."""
     xs, cs, blocks = _stacked(x, centers)
     pols = _policies(policy, cs)
     var = gene_variances(blocks, n_min, policy=pols, transport=transport)
@@ -456,7 +456,7 @@ def exact_baselines(
         top = np.argsort(var)[::-1][: min(int(perturbation_genes), xs.shape[1])]
         xs, blocks = xs[:, top], [b[:, top] for b in blocks]
     led = Ledger()
-    z, d = perturbation_clustering(blocks, "average", seed, led, policy=pols)
+    z, d = perturbation_clustering(blocks, "average", seed, led, policy=pols, transport=transport)
     zp = pooled_linkage(xs, "average")
     rows.append(
         {
@@ -464,8 +464,7 @@ def exact_baselines(
             "max_abs_dist_error": float(np.abs(d - pdist(xs)).max()),
             "max_abs_cophenetic_error": float(np.abs(cophenet(z) - cophenet(zp)).max()),
             "objects": len(xs),
-            "messages": led.n_messages,
-            "floats": led.n_floats,
+            **_sent(led),
             "rounds": 1,
         }
     )

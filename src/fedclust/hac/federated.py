@@ -18,7 +18,8 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
-from ..federation import Ledger, Protocol
+from ..errors import ConfigError
+from ..federation import INPROCESS, Ledger, Protocol, Transport, call_all, federate
 from .boundary import PER_SAMPLE, Policies, centre_send, policy_of, require
 from .pooled import EUCLIDEAN_ONLY, check_method, check_samples
 from .projection import (
@@ -33,6 +34,8 @@ from .projection import (
 SERVER = "server"
 SKETCH = Protocol("hac.projection", {"y": "per_sample"}, per_sample=True)
 PERTURBED = Protocol("hac.perturbation", {"y": "per_sample"}, per_sample=True)
+#: the server's request of Algorithm 2: the padded width of Q (or nothing: Q is d × d)
+PERTURBED_REQUEST = Protocol("hac.perturbation.request", {"p": "metadata"})
 
 
 def _prepare(x_k: np.ndarray, metric: str) -> np.ndarray:
@@ -125,19 +128,40 @@ def perturbation_clustering(
     ledger: Ledger | None = None,
     p: int | None = None,
     policy: Policies = None,
+    transport: Transport = INPROCESS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Orthogonal perturbation (Alg. 2): exact Euclidean distances on the server. ``policy``:
-    each centre must opt in to ``hac.perturbation`` (one row per sample)."""
+    each centre must opt in to ``hac.perturbation`` (one row per sample). The centres
+    (:class:`.centre.HacCentre`, the shared ``seed`` of Q theirs) answer
+    :func:`perturbation_server` through ``transport`` (:func:`fedclust.federation.federate`)."""
+    from .centre import HacCentre
+
     check_method(method, "euclidean", where="hac.perturbation")
     led = ledger if ledger is not None else Ledger()
     pols = [policy_of(policy, f"center{c}", c) for c in range(len(blocks))]
     require(pols, None, PER_SAMPLE["perturbation"], "hac.perturbation")
     check_samples(np.vstack(blocks))  # finite, ≥ 2 samples in all (a center may hold one)
-    msgs = [
-        centre_send(led, pols[c], f"center{c}", len(b), center_perturb(b, seed, p), 0,
-                    "perturbed", PERTURBED)
-        for c, b in enumerate(blocks)
-    ]  # fmt: skip
-    y = np.vstack([m["y"] for m in msgs])
-    dist = pdist(y, "euclidean")
-    return linkage(dist, method=method), dist
+    cents = [HacCentre(f"center{c}", b, n_min=1, method=method, index=c, seed=seed,
+                       disclosure=pols[c]) for c, b in enumerate(blocks)]  # fmt: skip
+    return federate(cents, perturbation_server(method, p), ledger=led, transport=transport)
+
+
+def perturbation_server(method: str, p: int | None = None):
+    """The server of Algorithm 2 (``server(proxies) -> (Z, D)``): every centre's ``X Q``
+    (``p``: the padded width, public: the rows' length shows it), stacked in the centres'
+    order; the pairwise Euclidean distances are the pooled ones."""
+    check_method(method, "euclidean", where="hac.perturbation")
+
+    def server(proxies: list) -> tuple[np.ndarray, np.ndarray]:
+        req = {} if p is None else {"p": int(p)}
+        msgs = call_all(proxies, "perturbed", req, 0, "perturbed", PERTURBED, PERTURBED_REQUEST)
+        if any(m is None for m in msgs):
+            raise ConfigError(
+                "a centre refused hac.perturbation (one row per sample): it has not opted in",
+                where="hac.perturbation",
+                fix="the centres list hac.perturbation under disclosure.default.allow_per_sample",
+            )
+        dist = pdist(np.vstack([np.asarray(m["y"], dtype=float) for m in msgs]), "euclidean")
+        return linkage(dist, method=method), dist
+
+    return server
