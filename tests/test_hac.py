@@ -290,7 +290,9 @@ def test_communication_matches_thesis_formulas(data):
     gradual_sharing(x, c, 4, "average", ledger=led)
     t = led.table()
     assert t["round"].nunique() == n - 1
-    assert (t[t.kind == "min"].groupby("round").size() == 3).all()
+    # a candidate from every centre while it holds a local (unpublished) cluster, then none
+    per = t[t.kind == "min"].groupby("round").size().reindex(range(n - 1), fill_value=0)
+    assert per.iloc[0] == 3 and (per.diff().dropna() <= 0).all() and per.iloc[-1] < 3
 
 
 def test_center_messages_hold_no_samples(data):

@@ -795,9 +795,11 @@ class _GradualRun:
         return self.px[k].call(method, self._request(k, extra), t, kind, proto,
                                self.proto["request"])  # fmt: skip
 
-    def _call_all(self, method: str, kind: str, t: int, proto) -> list:
-        out = call_all(self.px, method, [self._request(k) for k in range(self.m)], t, kind, proto,
-                       self.proto["request"])  # fmt: skip
+    def _call_all(self, method: str, kind: str, t: int, proto, who: list[int] | None = None
+                  ) -> list:  # fmt: skip
+        who = list(range(self.m)) if who is None else who
+        out = call_all([self.px[k] for k in who], method, [self._request(k) for k in who], t,
+                       kind, proto, self.proto["request"])  # fmt: skip
         if any(a is None for a in out):
             raise ConfigError(
                 f"a centre refused gradual sharing's {kind!r} message (its disclosure floor above "
@@ -872,7 +874,13 @@ class _GradualRun:
         """One merge: the centres' candidates and the server's own minimum decide it; it is
         broadcast, the absorbing centre sends its row, the parts that reached n_min are shared."""
         pub, server = self.pub, self.server
-        cands = self._call_all("gradual_candidate", "min", t, self.proto["candidate"])
+        # a centre without a local cluster has no candidate (what everyone knows): not asked
+        local = pub.home[pub.size > 0]
+        who = np.flatnonzero(np.bincount(local[local >= 0], minlength=self.m)).tolist()
+        cands = {k: {"reported": np.inf} for k in range(self.m)}
+        if who:
+            answers = self._call_all("gradual_candidate", "min", t, self.proto["candidate"], who)
+            cands.update(zip(who, answers, strict=True))
         best = min(range(self.m), key=lambda k: (cands[k]["reported"], k))
         h_srv, r, col = server.cache.best()
         if np.isfinite(h_srv) and h_srv <= cands[best]["reported"]:
