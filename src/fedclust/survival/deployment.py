@@ -38,7 +38,17 @@ from typing import Any
 
 import numpy as np
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
+from fedclust.errors import InputDataError
 from fedclust.federation.disclosure import policy_from
 
 from .coxph import CoxCentre, coxph_server
@@ -163,7 +173,86 @@ def serve_cox(proxies: Sequence[Any], params: Mapping[str, Any],
     return {"beta": beta, "se": se, "loglik": [float(v) for v in path]}
 
 
-KM_STAGE = register(DeployedStage("survival_km", load_km, save_km, serve_km, drops=False))
+# ---------------------------------------------------------------- the workflow's rule
+COHORT = {"covariates": "results/survival/cohort/covariates.parquet",
+          "outcomes": "results/survival/cohort/outcomes.tsv"}  # fmt: skip
+
+
+def _units(config: Mapping[str, Any]) -> list[str]:
+    cfg = config.get("survival", {})
+    return [f"{e}/{s}" for e in cfg.get("endpoints") or [] for s in cfg.get("scenarios") or []]
+
+
+def _cohort_inputs(config: Mapping[str, Any]) -> dict[str, str]:
+    return dict(COHORT)
+
+
+def _training(config: Mapping[str, Any], inputs: Mapping[str, str], stage: str):
+    """(unit, prepared repetition 0, K) of the training centres rule ``survival_reference``
+    builds from the survival cohort (:func:`.reference.reference_checks`)."""
+    import pandas as pd
+
+    from fedclust.io import read_table
+
+    from .prepare import prepare
+
+    uid = pick(config, stage, _units(config))
+    endpoint, scenario = uid.split("/")
+    cfg = dict(config["survival"])
+    x = read_table(inputs["covariates"])
+    obs = pd.read_csv(inputs["outcomes"], sep="\t", index_col=0)
+    obs.index = obs.index.astype(str)
+    return uid, prepare(x, obs, endpoint, scenario, 0, cfg, int(config["seed"])), cfg
+
+
+def km_workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The KM / log-rank of BM_BLAST groups on the training centres (``survival_reference``'s
+    check), on the public grid ``survival.km_grid``; reference: :func:`.km.federated_km`."""
+    from .km import federated_km
+    from .reference import BM_BINS, bm_groups
+
+    uid, d, cfg = _training(config, inputs, "survival_km")
+    if d["bm_blast_train"] is None:
+        raise InputDataError("the survival cohort has no BM_BLAST column for the KM groups",
+                             where=inputs["covariates"],
+                             fix="a cohort with BM_BLAST, or drop survival_km from "
+                             "deployment.stages")  # fmt: skip
+    cen, t, e = d["centre"], d["t_train"], d["e_train"]
+    grp = bm_groups(d["bm_blast_train"])
+    labels = [name for _, _, name in BM_BINS]
+    params = km_params(cfg.get("km_grid"), labels)
+    edges = grid_edges(params["km_grid"])
+    K = int(cfg["n_centres"])
+    parts = [(t[cen == k], e[cen == k], grp[cen == k]) for k in range(K)]
+    cs = [KMCentre(f"centre{k}", *p, edges) for k, p in enumerate(parts)]
+    km, lr = federated_km(parts, edges, labels)
+    ref = {"km": km, "logrank": None if lr is None else {"chi2": lr[0], "p": lr[1], "df": lr[2]}}
+    return WorkflowRun(uid, cs, params, ref)
+
+
+def cox_workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The Cox-PH stratified by centre on ``survival.coxph_covariates`` of the training centres
+    (``survival_reference``'s check); reference: :func:`.coxph.fit_federated_coxph`."""
+    from .coxph import fit_federated_coxph
+    from .reference import cox_covariates
+
+    uid, d, cfg = _training(config, inputs, "survival_coxph")
+    cen, t, e = d["centre"], d["t_train"], d["e_train"]
+    _, cols = cox_covariates(d["covariates"], cfg)
+    x = d["x_train"].astype(float)[:, cols]
+    parts = [(x[cen == k], t[cen == k], e[cen == k]) for k in range(int(cfg["n_centres"]))]
+    cs = [CoxCentre(f"centre{k}", *p) for k, p in enumerate(parts)]
+    beta, se, path = fit_federated_coxph(parts)
+    return WorkflowRun(uid, cs, {}, {"beta": beta, "se": se, "loglik": [float(v) for v in path]})
+
+
+KM_STAGE = register(
+    DeployedStage("survival_km", load_km, save_km, serve_km, drops=False,
+                  workflow=WorkflowHook(lambda c: pick(c, "survival_km", _units(c)),
+                                        _cohort_inputs, km_workflow_run))
+)  # fmt: skip
 COX_STAGE = register(
-    DeployedStage("survival_coxph", load_cox, save_cox, serve_cox, describe_cox, drops=False)
-)
+    DeployedStage("survival_coxph", load_cox, save_cox, serve_cox, describe_cox, drops=False,
+                  workflow=WorkflowHook(lambda c: pick(c, "survival_coxph", _units(c)),
+                                        _cohort_inputs, cox_workflow_run))
+)  # fmt: skip
