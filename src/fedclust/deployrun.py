@@ -84,8 +84,10 @@ def check(config: Mapping[str, Any]) -> None:
                           where="deployment.stages", fix="each stage once")  # fmt: skip
     unknown = set(dep.get("units") or {}) - set(names)
     if unknown:
-        raise ConfigError(f"deployment.units names stages not deployed: {sorted(unknown)}",
-                          where="deployment.units", fix=f"stages of deployment.stages {names}")  # fmt: skip
+        raise ConfigError(
+            f"deployment.units names stages not deployed: {sorted(unknown)}",
+            where="deployment.units", fix=f"stages of deployment.stages {names}",
+        )  # fmt: skip
     engine = dep.get("engine", "localhost")
     if engine not in ENGINES:
         raise ConfigError(f"deployment.engine {engine!r}", where="deployment.engine",

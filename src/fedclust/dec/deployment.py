@@ -193,10 +193,10 @@ def workflow_inputs(config: Mapping[str, Any]) -> dict[str, Any]:
     from .workflow import final_settings
 
     dataset, split = workflow_unit(config).split("/")[:2]
+    tuned = final_settings(dict(config["dec"]), SimpleNamespace(dataset=dataset))
     return {"features": f"results/data/{dataset}/features.parquet",
             "obs": f"results/data/{dataset}/obs.tsv",
-            "split": f"results/data/{dataset}/splits/{split}.tsv",
-            "settings": final_settings(dict(config["dec"]), SimpleNamespace(dataset=dataset))}  # fmt: skip
+            "split": f"results/data/{dataset}/splits/{split}.tsv", "settings": tuned}  # fmt: skip
 
 
 def workflow_run(config: Mapping[str, Any], inputs: Mapping[str, Any]) -> WorkflowRun:

@@ -22,7 +22,6 @@ from .clients import ClientData
 from .server import run_server_approach
 from .simulate import SERVER, RunResult, run_group, run_peer_approach
 
-
 SPLIT_COLUMN = {"hospitals": "hospital", "sources": "source"}
 
 
