@@ -174,6 +174,16 @@ def test_config_time_checks_name_the_choices(base):
                                       for s in deployrun.STAGES]  # fmt: skip
 
 
+def test_fedclust_check_config_checks_the_deployment(repo, tmp_path, capsys):
+    from fedclust.cli import main
+
+    path = tmp_path / "c.yaml"
+    path.write_text(f"base: {repo / 'config' / 'config.yaml'}\n"
+                    "deployment: {enabled: true, stages: [admm, bayes]}\n")  # fmt: skip
+    assert main(["check-config", str(path)]) == 2
+    assert "'bayes' cannot be launched from the workflow" in capsys.readouterr().err
+
+
 def test_the_launchable_stages_are_the_registered_ones_with_a_hook():
     hooked = {s for s in deployment.MODULES if deployment.get(s).workflow is not None}
     assert hooked == set(deployrun.STAGES)
