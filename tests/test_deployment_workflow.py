@@ -81,17 +81,22 @@ def cohort(tmp_path_factory, base):
     return {"covariates": str(root / "covariates.parquet"), "outcomes": str(root / "outcomes.tsv")}
 
 
-@pytest.mark.parametrize("stage", ["survival_km", "survival_coxph"])
-def test_survival_references_on_the_rule_equal_the_workflows_functions(
-    base, cohort, tmp_path, stage
+@pytest.mark.parametrize(
+    ("stage", "unit", "key"),
+    [("survival_km", "OS/noniid_bm_blast", "km.survival"),
+     ("survival_coxph", "OS/noniid_bm_blast", "beta"),
+     ("survival", "OS/iid_balanced/sequential", "model[0]")],
+)  # fmt: skip
+def test_survival_on_the_rule_equals_the_workflows_functions(
+    base, cohort, tmp_path, stage, unit, key
 ):
-    cfg = _config(base, stage, "OS/noniid_bm_blast", survival={"n_centres": 3})
+    cfg = _config(base, stage, unit, survival={"n_centres": 3})
     assert deployrun.inputs(cfg, stage) == deployment.get(stage).workflow.inputs(cfg)
     res, comp = _execute(cfg, stage, cohort, tmp_path)
-    # the deployed outputs equal survival_reference's federated_km / fit_federated_coxph
+    # the deployed outputs equal the workflow's own: survival_reference's federated_km /
+    # fit_federated_coxph, survival_job's train_strategy
     assert comp["equal_to_workflow"] is True, comp["equal_to_workflow_by_output"]
     assert len(comp["centres"]) == 3
-    key = "km.survival" if stage == "survival_km" else "beta"
     assert (res["result"].output == key).sum() > 0
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from .errors import ConfigError
 
 #: the stages with a workflow hook (``DeployedStage.workflow``), in the rule's order
-STAGES = ("admm", "boosting", "survival_km", "survival_coxph", "heart", "dec")
+STAGES = ("admm", "boosting", "survival", "survival_km", "survival_coxph", "heart", "dec")
 ENGINES = ("localhost", "apps", "inprocess")
 #: the ledger's columns compared and written (the deployment's ledger adds the arrival time)
 LEDGER = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]

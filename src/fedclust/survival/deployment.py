@@ -105,7 +105,6 @@ def drops(params: Mapping[str, Any]) -> bool:
     return params.get("strategy") == "weights_averaging"
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=drops))
 
 
 # ---------------------------------------------------------------- exact references
@@ -187,16 +186,17 @@ def _cohort_inputs(config: Mapping[str, Any]) -> dict[str, str]:
     return dict(COHORT)
 
 
-def _training(config: Mapping[str, Any], inputs: Mapping[str, str], stage: str):
-    """(unit, prepared repetition 0, K) of the training centres rule ``survival_reference``
-    builds from the survival cohort (:func:`.reference.reference_checks`)."""
+def _training(config: Mapping[str, Any], inputs: Mapping[str, str], stage: str,
+              uid: str | None = None):  # fmt: skip
+    """(unit, prepared repetition 0, the survival config) of the training centres rules
+    ``survival_reference`` and ``survival_job`` build from the survival cohort."""
     import pandas as pd
 
     from fedclust.io import read_table
 
     from .prepare import prepare
 
-    uid = pick(config, stage, _units(config))
+    uid = uid or pick(config, stage, _units(config))
     endpoint, scenario = uid.split("/")
     cfg = dict(config["survival"])
     x = read_table(inputs["covariates"])
@@ -246,6 +246,51 @@ def cox_workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> Wo
     return WorkflowRun(uid, cs, {}, {"beta": beta, "se": se, "loglik": [float(v) for v in path]})
 
 
+def _train_units(config: Mapping[str, Any]) -> list[str]:
+    cfg = config.get("survival", {})
+    fed = [s for s in cfg.get("strategies") or [] if s in STRATEGIES]
+    return [f"{u}/{s}" for u in _units(config) for s in fed]
+
+
+def train_workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The training centres of rule ``survival_job`` (repetition 0: patients, minibatch seeds,
+    initial model) and one strategy's final training at the first point of ``survival.grid``
+    (the workflow picks the point by cross-validation when the grid has several;
+    ``deployment.iterations``: at most that many federated epochs); reference: the workflow's
+    :func:`.strategies.train_strategy` on the same centres."""
+    from fedclust.deployment import cap
+    from fedclust.federation import Ledger
+    from fedclust.seeds import derive_seed
+
+    from .experiment import _clients, grid, init_parameters
+    from .experiment import model_config as config_model
+    from .strategies import train_strategy
+
+    uid = pick(config, NAME, _train_units(config))
+    endpoint, scenario, strategy = uid.split("/")
+    seed = int(config["seed"])
+    _, d, cfg = _training(config, inputs, NAME, f"{endpoint}/{scenario}")
+    mc, K = config_model(cfg), range(int(cfg["n_centres"]))
+    hp = grid(cfg)[0]
+    hp = type(hp)(cap(hp.fe, config), hp.ie, hp.batches, hp.lr)
+    label = (seed, "survival", endpoint, 0, scenario, strategy)
+    params = {"strategy": strategy, "model": {**asdict(mc), "hidden": list(mc.hidden)},
+              "hp": asdict(hp), "init_seed": derive_seed(seed, "survival", endpoint, 0, "init"),
+              "order_seed": derive_seed(*label, "order", "final"),
+              "min_samples": int(cfg.get("min_samples", 2))}  # fmt: skip
+    fed = Federation(params["min_samples"])
+    init = init_parameters(mc, d["x_train"].shape[1], params["init_seed"])
+    ref = train_strategy(strategy, _clients(d, K, mc, seed, endpoint, 0, scenario), init, hp, mc,
+                         Ledger(), np.random.default_rng(params["order_seed"]), fed)  # fmt: skip
+    return WorkflowRun(uid, _clients(d, K, mc, seed, endpoint, 0, scenario), params,
+                       {"model": list(ref[0][0])})  # fmt: skip
+
+
+STAGE = register(
+    DeployedStage(NAME, load, save, serve, describe, drops=drops,
+                  workflow=WorkflowHook(lambda c: pick(c, NAME, _train_units(c)),
+                                        _cohort_inputs, train_workflow_run))
+)  # fmt: skip
 KM_STAGE = register(
     DeployedStage("survival_km", load_km, save_km, serve_km, drops=False,
                   workflow=WorkflowHook(lambda c: pick(c, "survival_km", _units(c)),
