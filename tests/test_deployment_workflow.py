@@ -65,7 +65,7 @@ def test_boosting_unit_on_the_rule_equals_inprocess(base, tmp_path):
     cfg = _config(base, "boosting", "breast_cancer/iid/vote_union_s5")
     res, comp = _execute(cfg, "boosting", deployrun.inputs(cfg, "boosting"), tmp_path)
     assert comp["values"]["n_trees"] == 2 and len(comp["centres"]) == 4  # iid: 4 centres
-    with pytest.raises(ConfigError, match=r"(?s)not a unit of the config.*breast_cancer/iid/histogram"):
+    with pytest.raises(ConfigError, match=r"(?s)not a unit of the config.*bre.*/iid/histogram"):
         _config(base, "boosting", "breast_cancer/iid/pooled")  # not federated
 
 

@@ -105,8 +105,6 @@ def drops(params: Mapping[str, Any]) -> bool:
     return params.get("strategy") == "weights_averaging"
 
 
-
-
 # ---------------------------------------------------------------- exact references
 def _own_policy(centre: Any) -> dict[str, Any]:
     """The site's policy the centre object carries, as a file field (none: the configured)."""
