@@ -61,6 +61,16 @@ def test_admm_task_on_the_rule_equals_inprocess_and_caps_the_iterations(base, tm
     assert len(z) == 11  # diabetes: 10 features + bias
 
 
+def test_the_apps_engine_runs_the_deployments_own_apps(base, tmp_path):
+    """``deployment.engine: apps``: the deployment's ServerApp and ClientApps in one process
+    (:func:`fedclust.flower.deploy.simulate`), equal to in-process."""
+    pytest.importorskip("flwr")
+    cfg = _config(base, "admm")
+    res = deployrun.execute(cfg, "admm", {}, engine="apps", workdir=tmp_path)
+    assert res["comparison"]["equal"] is True and res["comparison"]["engine"] == "apps"
+    assert (tmp_path / "run" / "done.json").is_file()  # the ServerApp's own record
+
+
 def test_boosting_unit_on_the_rule_equals_inprocess(base, tmp_path):
     cfg = _config(base, "boosting", "breast_cancer/iid/vote_union_s5")
     res, comp = _execute(cfg, "boosting", deployrun.inputs(cfg, "boosting"), tmp_path)
