@@ -182,6 +182,38 @@ def test_gradual_messages_pass_declared_protocols(data):
     assert from_centers.floats.max() <= max(x.shape[1] + 2, len(x) // 5 + 1)
 
 
+def test_gradual_requests_carry_only_the_public_updates(data):
+    """What the server's requests (``hac.gradual.request``) tell a centre: the layout once, the
+    merges of the rounds so far (each once, in order) and the centroids the *other* centres
+    published (each exactly as it was sent, ≥ n_min samples) — nothing of another centre's rows;
+    the curious server itself receives from a centre only its declared answers."""
+    from fedclust.hac.gradual import gradual_sharing
+    from fedclust.privacy.recorder import RecordingLedger
+
+    x, c = data
+    led = RecordingLedger()
+    res = gradual_sharing(x, c, 5, "average", ledger=led)
+    published = [(r["sender"], np.asarray(m["centroid"])) for r, m in led.kept
+                 if r["kind"] == "centroid"]  # fmt: skip
+    assert len(published) == res.shares > 0
+    for k in range(c.max() + 1):
+        name = f"center{k}"
+        reqs = [m for r, m in led.kept if r["receiver"] == name]
+        assert all(r["protocol"] == "hac.gradual.request" for r, _ in led.kept
+                   if r["receiver"] == name)  # fmt: skip
+        assert sum("home" in m for m in reqs) == 1
+        ev = np.vstack([m["events"] for m in reqs if "events" in m])
+        merges = ev[ev[:, 0] == 0]
+        np.testing.assert_array_equal(merges[:, 4], np.arange(len(merges)))  # rounds, once each
+        np.testing.assert_array_equal(merges[:, 3], res.Z[: len(merges), 2])  # public heights
+        got = [row for m in reqs if "centroids" in m for row in m["centroids"]]
+        others = [v for who, v in published if who != name]
+        assert len(got) == (ev[:, 0] == 1).sum() and len(got) <= len(others)
+        for row in got:  # every broadcast centroid is one another centre published
+            assert any(np.array_equal(row, v) for v in others)
+        assert (ev[ev[:, 0] == 1, 3] >= 5).all() and (ev[ev[:, 0] == 1, 2] != k).all()
+
+
 def test_gradual_centroid_below_nmin_is_refused():
     from fedclust.errors import DisclosureError
     from fedclust.hac.boundary import SERVER, gradual_protocols
