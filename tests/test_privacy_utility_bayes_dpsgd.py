@@ -28,7 +28,7 @@ from fedclust.seeds import derive_seed
 BCFG = yaml.safe_load(open("config/config.yaml"))["bayes"]
 M = {"source": "digits", "method": "virtual", "split": "iid", "rounds": 3, "epochs": 2,
      "hidden": [], "pooled_epochs": 2, "clip": 300.0, "mechanisms": ["update_noise", "dp_sgd"],
-     "sgd_clip": 1.0, "sgd_local": {"batch_size": 128, "lr": 0.05}}  # fmt: skip
+     "sgd_clip": 1.0, "sgd_local": {"batch_size": 128, "lr": 0.1}}  # fmt: skip
 UNIT = "virtual__iid"
 
 
