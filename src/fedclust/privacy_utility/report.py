@@ -56,7 +56,7 @@ TITLES = {
     "generative": "SAVAE FedAvg (seed 003, good node / poor node) with central DP-FedAvg",
     "fedprep": "Federated RNA-seq preprocessing (size factors, VST, top-N) with noisy sums",
     "fedcref": "FedCRef (seed 002) with central DP-FedAvg on the group models",
-    "bayes": "PVI (seed 003 ch. 4) with DP at each centre (noise on Δη; local: DP-SGD in its ELBO fit)",
+    "bayes": "PVI (seed 003 ch. 4), DP at each centre: noise on Δη; local: DP-SGD in the ELBO fit",
     "property_inference": "Property-inference attack (seed 001, sex) on privatised projections",
     "reconstruction": "Reconstruction attack (seed 001, MMD matching) on privatised projections",
 }
