@@ -160,16 +160,20 @@ def test_infinite_epsilon_is_the_stages_run_and_dp_sgd_has_its_own_arm(run):
 def test_a_dp_sgd_centre_without_noise_or_clipping_is_the_plain_unit():
     bc = PB._bayes_cfg(BCFG, M)
     data = PB.load_data(BCFG, M, 5)
-    _, _, plain = run_federated_unit(bc, data, UNIT, 5)
+    _, led_plain, plain = run_federated_unit(bc, data, UNIT, 5)
     made = []
 
     def wrap(c):
         made.append(D.DPSGDPVICentre(c, math.inf, 0.0, 0, sampling="shuffle"))
         return made[-1]
 
-    _, _, priv = run_federated_unit(bc, data, UNIT, 5, wrap=wrap)
+    _, led, priv = run_federated_unit(bc, data, UNIT, 5, wrap=wrap)
     assert sum(c.steps for c in made) > 0 and sum(c.releases for c in made) == 2 * M["rounds"]
     assert abs(priv["server_accuracy"] - plain["server_accuracy"]) <= 0.01  # float rounding
+    # what the server sees: the stage's declared PVI messages, the same ones, nothing added
+    cols = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]
+    assert set(led["protocol"]) == {"bayes_pvi_delta"}
+    assert led[cols].equals(led_plain[cols])
 
 
 def test_the_budget_rows_spend_at_most_epsilon_over_every_step(run):
