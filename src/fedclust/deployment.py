@@ -60,6 +60,7 @@ MODULES: dict[str, str] = {
     "fedprep": "fedclust.data.fedpreprocess.deployment",
     "savae": "fedclust.generative.deployment",  # SAVAE's FedAvg (good node / poor node test)
     "dgd": "fedclust.generative.deployment",  # the Deep Generative Decoder's FedAvg
+    "radialgan": "fedclust.generative.deployment",  # codes out, code gradients back (D6.2 ch. 5)
     "hac": "fedclust.hac.deployment",  # simultaneous sharing (seed 001 §5.1)
     "fedcref": "fedclust.fedcref.deployment",
 }

@@ -260,3 +260,107 @@ def dgd_serve(proxies: Sequence[Any], params: Mapping[str, Any],
 
 DGD_STAGE = register(DeployedStage(DGD, dgd_load, dgd_save, dgd_serve, dgd_describe,
                                    drops=True, setup=dgd_setup))  # fmt: skip
+
+
+# ---------------------------------------------------------------- RadialGAN
+RADIALGAN = "radialgan"
+
+
+def radialgan_params_from_config(cfg: Mapping[str, Any], unit: str,
+                                 seed: int) -> dict[str, Any]:  # fmt: skip
+    """The run parameters of RadialGAN unit ``unit`` (test bed × α rule) of the workflow's
+    ``generative`` config; ``seed``: the workflow's seed (the centres' initial weights)."""
+    from .experiment import radialgan_arch, radialgan_training
+
+    rg = cfg["radialgan"]
+    testbed, rule = unit.rsplit("_", 1)
+    arch = radialgan_arch(rg)
+    return {
+        "model": "radialgan", "unit": str(unit), "testbed": testbed, "alpha": rule,
+        "seed": int(seed),
+        "arch": {"latent": arch.latent, "hidden": list(arch.hidden),
+                 "activation": arch.activation},
+        "labels": str(rg["labels"]), "train": radialgan_training(rg),
+        "iterations": int(rg["train"]["iterations"]),
+        "batch_size": int(rg["train"]["batch_size"]), "min_samples": int(cfg["min_samples"]),
+    }  # fmt: skip
+
+
+def radialgan_centres(table: D.Tabular, cfg: Mapping[str, Any], unit: str,
+                      seed: int) -> list[Any]:  # fmt: skip
+    """The unit's RadialGAN centres, as :func:`.experiment.run_radialgan` builds them."""
+    from .experiment import radialgan_centres as build
+
+    return build(table, dict(cfg), unit, seed)[0]
+
+
+def radialgan_save(centre: Any, path: Path) -> None:
+    """The centre's file: its own rows as given (training / test, NaN = missing; scaled at
+    load as in the workflow), its name, its minibatch seed and the policy it carries (the
+    site's opt-in to ``radialgan_codes`` / ``radialgan_code_grads``), if any."""
+    import json
+    from dataclasses import asdict
+
+    own = centre.__dict__.get("disclosure")
+    extra = {} if own is None else {"disclosure": json.dumps(asdict(own))}
+    x, y, xt, yt = centre.rows
+    save_npz(path, x=x, y=y, x_test=xt, y_test=yt, cid=centre.cid, seed=int(centre.seed),
+             **extra)  # fmt: skip
+
+
+def radialgan_setup(params: Mapping[str, Any]) -> None:
+    """Declare the protocols the RadialGAN centre answers under (see :func:`setup`)."""
+    ms = int(params["min_samples"])
+    P.radialgan_codes(ms), P.radialgan_code_grads(ms), P.received("radialgan_applied", ms)
+    P.radialgan_evaluation(ms)
+
+
+def radialgan_load(path: Path, params: Mapping[str, Any]) -> Any:
+    import json
+
+    from fedclust.federation.disclosure import policy_from
+
+    from . import radialgan as R
+    from .centre import RadialCentre
+    from .experiment import build_radialgan
+
+    d = load_npz(path)
+    cid, a = str(d["cid"]), params["arch"]
+    arch = R.Arch(int(a["latent"]), tuple(int(h) for h in a["hidden"]), str(a["activation"]))
+    build = functools.partial(build_radialgan, arch=arch, labels=str(params["labels"]),
+                              seed=int(params["seed"]), testbed=str(params["testbed"]),
+                              cid=cid)  # fmt: skip
+    own = None
+    if "disclosure" in d:
+        own = policy_from({"default": json.loads(str(d["disclosure"]))})
+    return RadialCentre(cid, d["x"], d["y"], d["x_test"], d["y_test"], build,
+                        dict(params["train"]), int(d["seed"]), int(params["min_samples"]),
+                        own)  # fmt: skip
+
+
+def radialgan_describe(centre: Any) -> dict[str, Any]:
+    # each centre has its own feature set: the server needs no shape (codes are latent)
+    return {"features": int(centre.rows[0].shape[1])}
+
+
+def radialgan_serve(proxies: Sequence[Any], params: Mapping[str, Any],
+                    schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """:func:`.server.radialgan` (what :func:`.experiment.run_radialgan` runs in-process).
+    Outputs: ``evaluation`` (each centre's AUC without / with the augmented data, as it sent
+    them), ``losses`` (Σ_i of the centres' F/G losses per iteration), ``released`` (the centres
+    whose codes left them) and ``sizes`` (the counts α came from)."""
+    res = S.radialgan(list(proxies), int(params["iterations"]), int(params["batch_size"]),
+                      str(params["alpha"]), int(params["min_samples"]))  # fmt: skip
+    cols = ["auc_local", "auc_augmented", "virtual", "virtual_positive", "n"]
+    ev = pd.DataFrame([{"centre": c, **{k: m[k] for k in cols}}
+                       for c, m in sorted(res["evaluation"].items())],
+                      columns=["centre", *cols])  # fmt: skip
+    losses = pd.DataFrame({"iteration": np.arange(1, len(res["losses"]) + 1),
+                           "loss": [float(v) for v in res["losses"]]})  # fmt: skip
+    return {"evaluation": ev, "losses": losses, "released": list(res["released"]),
+            "sizes": {k: int(v) for k, v in res["sizes"].items()}}  # fmt: skip
+
+
+RADIALGAN_STAGE = register(DeployedStage(RADIALGAN, radialgan_load, radialgan_save,
+                                         radialgan_serve, radialgan_describe,
+                                         setup=radialgan_setup))  # fmt: skip
