@@ -554,7 +554,7 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
 @pytest.mark.parametrize(
     "stage",
     ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "dgd", "hac",
-     "fedcref", "survival_km", "survival_coxph", "radialgan"],
+     "fedcref", "survival_km", "survival_coxph", "radialgan", "savae_virtual"],
 )  # fmt: skip
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
@@ -582,9 +582,10 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     elif stage == "fedprep":
         centres, params, _ = fedprep_centres()
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
-    elif stage in ("savae", "dgd", "radialgan"):
+    elif stage in ("savae", "dgd", "radialgan", "savae_virtual"):
         centres, params, _ = {"savae": savae_centres, "dgd": dgd_centres,
-                              "radialgan": radialgan_centres}[stage]()  # fmt: skip
+                              "radialgan": radialgan_centres,
+                              "savae_virtual": virtual_centres}[stage]()  # fmt: skip
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "hac":
         centres, params, _ = hac_centres()
@@ -1072,3 +1073,47 @@ def test_radialgan_stage_is_the_workflow_unit_and_equal_on_flower(tmp_path, labe
     assert (a["evaluation"]["virtual"] > 0).all()
     pd.testing.assert_frame_equal(a["ledger"], ref["ledger"])
     assert {"radialgan_codes", "radialgan_code_grads"} <= set(a["ledger"].protocol)
+
+
+# ---------------------------------------------------------------- generative (virtual patients)
+def virtual_centres(seed: int = 4):
+    """The relay's nodes of SAVAE unit sim r0.5 (the good node carrying its site's opt-in to
+    send virtual patients), the run parameters, table and config."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.generative import deployment as gd
+
+    centres, _, (table, cfg, seed) = savae_centres(seed)
+    centres[0].disclosure = DisclosurePolicy(allow_per_sample=("savae_virtual_patients",))
+    return centres, gd.virtual_params_from_config(cfg, "sim", 0.5, seed), (table, cfg, seed)
+
+
+def test_savae_virtual_relay_is_the_workflow_exchange_and_equal_on_flower(tmp_path):
+    """SAVAE's virtual-patients relay from the centres' files: the good site trains its own
+    generator (no message), its virtual patients go through the server to the poor node — the
+    workflow unit's exchange (the same messages, the same rows: their digest equals the rows
+    the isolated good node of the unit draws), bit-identical in-process and on the simulation
+    engine."""
+    from fedclust.federation import disclosure
+    from fedclust.generative import deployment as gd
+    from fedclust.generative.experiment import run_savae
+
+    centres, params, (table, cfg, seed) = virtual_centres()
+    dirs = deployment.write_centres(deployment.get("savae_virtual"), centres, tmp_path)
+    a = deployment.run("savae_virtual", dirs, params)
+    _equal(a, deployment.run("savae_virtual", dirs, params, transport=get_transport(SIM)))
+    assert a["n_virtual"] == cfg["savae"]["n_virtual"] == 20
+    good = savae_centres(seed)[0][0]  # the unit's isolated good node, trained in-process
+    good.standardise_locally()
+    good.train_local(params["epochs"])
+    msg = good.virtual_patients(None, {"n_virtual": 20})
+    assert a["relayed_sha256"] == gd.relay_digest(msg)
+    before = dict(disclosure._CONFIGURED)
+    disclosure.configure({"default": {"allow_per_sample": ["savae_virtual_patients"]}})
+    try:  # the workflow's nodes read the opt-in from the job's config
+        ref = run_savae(table, cfg, "sim", 0.5, seed)
+    finally:
+        disclosure.configure(before)
+    led = ref["ledger"]
+    led = led[led.protocol.str.startswith("savae_virtual")].reset_index(drop=True)
+    pd.testing.assert_frame_equal(a["ledger"], led)
+    assert ref["info"]["n_virtual"] == 20 and len(led) == 4

@@ -7,7 +7,7 @@ through :func:`fedclust.federation.call_all` (all at once on a deployment)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -117,11 +117,12 @@ def dgd_fedavg(
 
 
 def virtual_patients(
-    proxies: Sequence[Any], good: str, poor: str, n_virtual: int, min_samples: int
-) -> int:
+    proxies: Sequence[Any], good: str, poor: str, n_virtual: int, min_samples: int,
+    on_relay: Callable[[dict[str, Any]], None] | None = None,
+) -> int:  # fmt: skip
     """Once: the good node's virtual patients (``savae_virtual_patients``) relayed to the poor
     node (D6.2 §6.5.2, Fig. 6.12). Returns how many rows were relayed (0: the good node
-    abstained)."""
+    abstained); ``on_relay``: called with the relay message (what the server sends on)."""
     by = {p.cid: p for p in proxies}
     msg = by[good].call(
         "virtual_patients",
@@ -134,6 +135,8 @@ def virtual_patients(
     if msg is None:
         return 0
     relay = {"x": msg["x"], "y": msg["y"], "t": msg["t"]}
+    if on_relay is not None:
+        on_relay(relay)
     by[poor].call(
         "receive_virtual",
         relay,
