@@ -19,6 +19,7 @@ from dp_accounting.rdp import RdpAccountant
 from fedclust.bayes import bbb
 from fedclust.bayes.experiment import run_federated_unit
 from fedclust.errors import ConfigError
+from fedclust.federation import Abstain
 from fedclust.federation.dp import ORDERS
 from fedclust.privacy_utility import bayes as PB
 from fedclust.privacy_utility import bayes_dpsgd as D
@@ -209,3 +210,23 @@ def test_unknown_mechanism_and_hierarchical_methods_are_config_errors():
 
     with pytest.raises(ConfigError, match="hierarchical"):
         D.DPSGDPVICentre(Hier(), 1.0, 1.0, 0)
+
+
+def test_a_centre_refuses_a_request_past_its_own_step_budget():
+    """The server asks for more local epochs than z was calibrated for: the centre abstains and
+    spends nothing (fails if the budget follows the server's request)."""
+    bc = PB._bayes_cfg(BCFG, M)
+    data = PB.load_data(BCFG, M, 5)
+    made = []
+
+    def wrap(c):
+        per_round = int(c.settings.epochs) * D.steps_per_epoch(c.n_train, c.settings.batch_size)
+        made.append(D.DPSGDPVICentre(c, 1.0, 1.0, 0, max_steps=M["rounds"] * per_round))
+        return made[-1]
+
+    run_federated_unit(bc, data, UNIT, 5, wrap=wrap)
+    c = made[0]
+    assert 0 < c.steps <= c.max_steps and c.refused == 0
+    before = c.steps
+    out = c.fit([], {"epochs": 10 * int(c.centre.settings.epochs) + c.max_steps})
+    assert isinstance(out, Abstain) and c.steps == before and c.refused == 1

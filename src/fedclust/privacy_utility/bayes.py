@@ -289,8 +289,8 @@ def run_dp_sgd(
         q = D.sample_rate(c.n_train, c.settings.batch_size)
         steps = rounds * epochs * D.steps_per_epoch(c.n_train, c.settings.batch_size)
         z = _dp_sgd_noise(eps, delta, q, steps)
-        made.append(D.DPSGDPVICentre(c, clip, z, derive_seed(seed, "pu", "bayes_dpsgd", eps,
-                                                                sd, c.cid)))  # fmt: skip
+        own = derive_seed(seed, "pu", "bayes_dpsgd", eps, sd, c.cid)
+        made.append(D.DPSGDPVICentre(c, clip, z, own, max_steps=steps))
         return made[-1]
 
     _, _, res = run_federated_unit(bc, data, unit, s_seed, wrap=wrap)

@@ -173,11 +173,15 @@ class DPSGDPVICentre:
     :class:`fedclust.bayes.centre.PVICentre` (its images, factor and training streams) and
     installs :func:`fit_variational_dp` as its fitter; the released Δη is the stage's own.
     ``clip``: C of a per-image gradient; ``noise``: z (0 and clip = ∞: the plain fit);
-    ``seed``: its own noise generator. ``steps`` counts the DP-SGD steps taken (accountant)."""
+    ``seed``: its own noise generator. ``steps`` counts the DP-SGD steps taken (accountant).
+    ``max_steps``: the steps z was calibrated for, the centre's own budget: a request whose
+    epochs would take it past them is refused (the server cannot spend more than ε by asking
+    for more local epochs)."""
 
     def __init__(
-        self, centre: Any, clip: float, noise: float, seed: int, sampling: str = "poisson"
-    ) -> None:
+        self, centre: Any, clip: float, noise: float, seed: int, sampling: str = "poisson",
+        max_steps: int | None = None,
+    ) -> None:  # fmt: skip
         if getattr(centre, "private_sigma", None) is not None:
             raise ConfigError(
                 "DP-SGD PVI does not privatise the private weights φ of a hierarchical method",
@@ -191,6 +195,8 @@ class DPSGDPVICentre:
         self._gen = torch.Generator()
         self._gen.manual_seed(int(seed) % 2**63)
         self.steps = 0
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self.refused = 0
         self.releases = 0
         self.diverged = 0
         centre.fitter = self._fit
@@ -209,7 +215,13 @@ class DPSGDPVICentre:
 
     def fit(self, parameters: list[np.ndarray], config: dict[str, Any]):
         """The stage's PVI step with the DP-SGD fit; a fit that diverges releases Δη = 0 (the
-        centre's factor unchanged)."""
+        centre's factor unchanged); a request past the centre's step budget is refused."""
+        if self.max_steps is not None:
+            e = int(config.get("epochs", self.centre.settings.epochs))
+            need = e * steps_per_epoch(self.n_train, self.centre.settings.batch_size)
+            if self.steps + need > self.max_steps:
+                self.refused += 1
+                return Abstain("the request would spend more than the centre's privacy budget")
         try:
             out = self.centre.fit(parameters, config)
         except ConfigError as err:
