@@ -25,7 +25,16 @@ import numpy as np
 import pandas as pd
 
 from fedclust.errors import InputDataError
-from fedclust.federation import INPROCESS, Abstain, Ledger, Protocol, Transport, call_all, federate
+from fedclust.federation import (
+    INPROCESS,
+    Abstain,
+    Ledger,
+    Protocol,
+    Transport,
+    call_all,
+    declares,
+    federate,
+)
 from fedclust.federation.disclosure import DisclosurePolicy
 from fedclust.federation.guard import centre_policy
 
@@ -41,6 +50,7 @@ IMPUTE_NEEDS = Protocol("heart_impute_needs", {"labels": "metadata"})
 IMPUTE_ACK = Protocol("heart_impute_ack", {})
 
 
+@declares((1,))
 def impute_protocol(min_samples: int) -> Protocol:
     return Protocol(
         "heart_impute_stats", {"stat": "aggregate", "n": "count"}, min_samples=min_samples
