@@ -55,6 +55,8 @@ COVERED: dict[str, str] = {
     "hac.perturbation": OPT_IN_HAC,
     "heart_impute_needs": "tests/test_decentral_core.py::"
     "test_the_curious_server_learns_no_patient_from_the_label_messages_by_differencing",
+    "prep_column_moments": S + "test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor",
+    "prep_binned_counts": S + "test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor",
     "prep_labels": "tests/test_data_fedpreprocess_tables.py::"
     "test_a_rare_class_is_not_in_the_label_set_so_differencing_runs_shows_nothing",
     "prep_logsum": PREP,
@@ -125,8 +127,6 @@ GAPS: dict[str, str] = {
                     "privacy–utility stage's DP messages: utility tested, no attack on them yet"),
     "d62_column_ones": "column sums of binary rows under a floor of 3: no attack yet",
     "heart_impute_stats": "a centre's class-conditional fill statistic: no attack yet",
-    "prep_column_moments": "table moments: only the cell floor is tested, no solve",
-    "prep_binned_counts": "binned counts (table floor): no rebuild-from-counts attack yet",
 }  # fmt: skip
 
 #: derived protocols are the base protocol's message transformed (masked shares, plus a metadata

@@ -162,3 +162,37 @@ def test_bayes_fedavg_fit_of_a_one_image_centre_inverted_only_without_the_floor(
 def test_bayes_fedavg_fit_above_the_floor_gives_no_single_image():
     images, rows, _ = _fedavg_run(8, 3)
     assert rows and not _recovered(images, rows)
+
+
+# ------------------------------------------------------------------ fedprep tables
+@pytest.mark.parametrize("floor", [1, 3])
+def test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor(floor):
+    """``prep_column_moments``: a column a centre observed in one patient has that patient's
+    value as its mean; ``prep_binned_counts``: with 50 bins over mean ± 5 SD the one patient of
+    a centre in a bin places its value within a bin width (and the extreme patient alone in its
+    bin gives the range). The centre's floor (columns with ≥ 3 values, cells 0 or ≥ 3) stops
+    both."""
+    from fedclust.data.fedpreprocess.protocols import Protocols, from_row
+    from fedclust.data.fedpreprocess.tabular import TableCentre, column_stats_server
+
+    g = np.random.default_rng(2)
+    x0, x1 = g.normal(50.0, 10.0, (15, 2)), g.normal(50.0, 10.0, (30, 2))
+    x0[1:, 0] = np.nan  # centre c0 observed column 0 in one patient only
+    x0[0, 1] = 200.0  # and holds one extreme value in column 1
+    policy = OFF if floor == 1 else DEFAULT_POLICY
+    cs = [TableCentre(c, x, min_samples=floor, disclosure=policy)
+          for c, x in (("c0", x0), ("c1", x1))]  # fmt: skip
+    led = RecordingLedger()
+    P = Protocols(floor)
+    federate(cs, lambda px: column_stats_server(px, 2, binned=[1], protocols=P), ledger=led)
+    ((_, mom),) = led.received(protocol="prep_column_moments", sender="c0")
+    ((_, bins),) = led.received(protocol="prep_binned_counts", sender="c0")
+    mean = dict(zip(np.asarray(mom["columns"]).tolist(), from_row(mom["mean"]), strict=True))
+    counts = np.asarray(bins["counts"][0])
+    if floor == 1:
+        assert mean[0] == x0[0, 0]  # the patient's value, exactly
+        assert counts[-1] == 1  # the extreme patient, alone in the top bin: the range is its value
+    else:
+        assert 0 not in mean  # the column is not reported
+        assert counts[-1] == 0
+        assert not np.any((counts > 0) & (counts < 3))
