@@ -53,6 +53,7 @@ COVERED: dict[str, str] = {
     "hac.gradual.samples": OPT_IN_HAC,
     "hac.projection": OPT_IN_HAC,
     "hac.perturbation": OPT_IN_HAC,
+    "heart_impute_stats": S + "test_heart_impute_stats_of_a_one_patient_class_only_without_the_floor",
     "heart_impute_needs": "tests/test_decentral_core.py::"
     "test_the_curious_server_learns_no_patient_from_the_label_messages_by_differencing",
     "prep_column_moments": S + "test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor",
@@ -126,7 +127,6 @@ GAPS: dict[str, str] = {
     **dict.fromkeys(["pu_mean_stats", "pu_lloyd_stats", "pu_km_counts", "pu_cluster_release"],
                     "privacy–utility stage's DP messages: utility tested, no attack on them yet"),
     "d62_column_ones": "column sums of binary rows under a floor of 3: no attack yet",
-    "heart_impute_stats": "a centre's class-conditional fill statistic: no attack yet",
 }  # fmt: skip
 
 #: derived protocols are the base protocol's message transformed (masked shares, plus a metadata

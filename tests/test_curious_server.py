@@ -196,3 +196,35 @@ def test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor(
         assert 0 not in mean  # the column is not reported
         assert counts[-1] == 0
         assert not np.any((counts > 0) & (counts < 3))
+
+
+# ------------------------------------------------------------------ heart: per-class fills
+@pytest.mark.parametrize("floor", [1, 5])
+def test_heart_impute_stats_of_a_one_patient_class_only_without_the_floor(floor):
+    """``heart_impute_stats``: hospital "c" has no observed cholesterol in class 1, so the
+    server asks the others for their class-1 median; hospital "a" observed it in one class-1
+    patient, so its median is that patient's value. The centre's floor (5 values) stops it."""
+    import pandas as pd
+
+    from fedclust.decentral.imputation import ImputeCentre, impute_server
+
+    g = np.random.default_rng(3)
+
+    def hospital(cid, n, y, chol):
+        v = pd.DataFrame({"Cholesterol": chol, "RestingBP": g.normal(130, 15, n)})
+        return ImputeCentre(cid, v, v.isna(), np.asarray(y), "median", floor,
+                            OFF if floor == 1 else DEFAULT_POLICY)  # fmt: skip
+
+    ya = np.r_[1, np.zeros(19, int)]
+    chol_a = np.r_[241.0, np.full(19, np.nan)]  # one class-1 value; class 0 all missing too
+    cs = [hospital("a", 20, ya, chol_a),
+          hospital("b", 20, np.r_[np.ones(10, int), np.zeros(10, int)], g.normal(230, 40, 20)),
+          hospital("c", 10, np.ones(10, int), np.full(10, np.nan))]  # fmt: skip
+    led = RecordingLedger()
+    federate(cs, lambda px: impute_server(px, ["Cholesterol"], floor), ledger=led)
+    got = [m for r, m in led.received(protocol="heart_impute_stats", sender="a")]
+    if floor == 1:
+        assert any(m["n"] == 1 and m["stat"] == 241.0 for m in got)  # the patient's value
+    else:
+        assert all(m["n"] >= 5 for m in got) and not any(m["stat"] == 241.0 for m in got)
+        assert "a" in set(led.abstentions()["center"])
