@@ -43,6 +43,7 @@ COVERED: dict[str, str] = {
     "boosting_split_sums": BOOST,
     "boosting_totals": PU + "test_boosting_attack_recovers_bins_and_label_without_noise",
     "dec_kmeans": ADMM_DEC + "test_dec_hostile_request_refused_by_the_centres_own_k_and_m",
+    "d62_column_ones": S + "test_d62_column_ones_of_a_one_patient_centre_only_without_the_floor",
     "generative_moments": S + "test_generative_moments_of_a_one_patient_column_only_without_the_floor",
     "hac.genewise": SUITE_HAC + "test_genewise_two_sample_centre_recovered_only_below_the_floor",
     "hac.simultaneous": SUITE_HAC + "test_simultaneous_single_sample_centroids_only_below_the_floor",
@@ -126,7 +127,6 @@ GAPS: dict[str, str] = {
     ], "boosting aggregates under the floor: only histogram/split sums/totals are attacked"),
     **dict.fromkeys(["pu_mean_stats", "pu_lloyd_stats", "pu_km_counts", "pu_cluster_release"],
                     "privacy–utility stage's DP messages: utility tested, no attack on them yet"),
-    "d62_column_ones": "column sums of binary rows under a floor of 3: no attack yet",
 }  # fmt: skip
 
 #: derived protocols are the base protocol's message transformed (masked shares, plus a metadata
@@ -197,6 +197,15 @@ def test_exemptions_carry_no_per_sample_field(declared):
         assert "per_sample" not in kinds and "table" not in kinds, name
         if EXEMPT[name] in (ACK, EMPTY):
             assert kinds <= {"count"}, name
+
+
+def test_listing_the_declared_protocols_leaves_the_registry_as_it_was():
+    from fedclust.federation import declared_protocols
+    from fedclust.federation.ledger import REGISTRY
+
+    before = dict(REGISTRY)
+    declared_protocols()
+    assert REGISTRY == before
 
 
 def test_the_registry_sees_every_literal_protocol_name(declared):

@@ -228,3 +228,34 @@ def test_heart_impute_stats_of_a_one_patient_class_only_without_the_floor(floor)
     else:
         assert all(m["n"] >= 5 for m in got) and not any(m["stat"] == 241.0 for m in got)
         assert "a" in set(led.abstentions()["center"])
+
+
+# ------------------------------------------------------------------ D6.2 DEC: column counts
+@pytest.mark.parametrize("floor", [1, 3])
+def test_d62_column_ones_of_a_one_patient_centre_only_without_the_floor(floor):
+    """``d62_column_ones`` (the flip frequencies before D6.2's DEC): a centre's count of ones per
+    binary column is its patient's row when it holds one patient. The protocol's floor, applied
+    by the centre's guard, stops it (the centre abstains)."""
+    import torch
+
+    from fedclust.dec.d62 import protocols as DP
+    from fedclust.dec.d62.centre import D62Centre
+    from fedclust.dec.d62.server import flip_frequencies
+
+    class Rows(D62Centre):  # D6.2's column_ones / flip_rates on a centre's rows, nothing else
+        def __init__(self, cid, x):
+            self.cid, self.x, self.x_test = cid, torch.as_tensor(x), torch.as_tensor(x[:0])
+            self.protocols = DP.declared(floor, floor)
+            self.disclosure = OFF if floor == 1 else DEFAULT_POLICY
+
+    g = np.random.default_rng(4)
+    x = (g.random((21, 12)) < 0.3).astype(np.float32)
+    cs = [Rows("c0", x[:1]), Rows("c1", x[1:])]
+    led = RecordingLedger()
+    federate(cs, lambda px: flip_frequencies(px, floor), ledger=led)
+    got = led.received(protocol="d62_column_ones", sender="c0")
+    if floor == 1:
+        ((_, m),) = got
+        np.testing.assert_array_equal(np.ravel(m["ones"]), x[0])  # the patient's row
+    else:
+        assert got == [] and set(led.abstentions()["center"]) == {"c0"}

@@ -87,10 +87,16 @@ def declares(*calls: tuple) -> Callable:
 
 def declared_protocols() -> dict[str, Protocol]:
     """Every protocol the imported modules declare: the module-level ones plus those the
-    registered factories (:func:`declares`) build."""
-    for factory in FACTORIES:
-        factory()
-    return dict(REGISTRY)
+    registered factories (:func:`declares`) build. The registry is left as it was (an example
+    call's floor must not replace the protocol a running federation resolves by name)."""
+    before = dict(REGISTRY)
+    try:
+        for factory in FACTORIES:
+            factory()
+        return dict(REGISTRY)
+    finally:
+        REGISTRY.clear()
+        REGISTRY.update(before)
 
 
 @dataclass(frozen=True)
