@@ -116,7 +116,9 @@ GAPS: dict[str, str] = {
         "d62_fit", "dec_ae_fit", "dec_fit", "dgd_fit", "fedcref_group_fit",
         "fedcref_local_models", "heart_fl_update", "heart_peer_weights", "heart_train",
         "savae_fit", "survival_fit", "survival_local_model",
-    ], "model weights after local training: no inversion attack (gradient inversion) yet"),
+    ], "model weights after local training: no inversion attack yet (the first-layer ratio "
+       "attack of bayes_fedavg_fit needs plain SGD and untied weights; DEC's tied TSAE and the "
+       "Adam-trained models need an optimisation-based inversion)"),
     **dict.fromkeys([
         "admm_objective", "heart_eval_metrics", "radialgan_evaluation", "survival_evaluate",
         "fedcref_status", "fedcref_association_stats",
