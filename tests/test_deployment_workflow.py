@@ -202,3 +202,60 @@ def test_fedclust_check_config_checks_the_deployment(repo, tmp_path, capsys):
 def test_the_launchable_stages_are_the_registered_ones_with_a_hook():
     hooked = {s for s in deployment.MODULES if deployment.get(s).workflow is not None}
     assert hooked == set(deployrun.STAGES)
+
+
+def _split_file(path, ids, centres):
+    write_table(path, pd.DataFrame({"center": centres}, index=pd.Index(ids, name="sample_id")))
+    return str(path)
+
+
+def test_fedprep_tables_mds_on_the_rule_equals_the_workflows_imputation(base, tmp_path):
+    rng = np.random.default_rng(0)
+    ids = [f"p{i:03d}" for i in range(60)]
+    raw = pd.DataFrame(rng.integers(0, 2, (60, 5)).astype(float), columns=list("abcde"),
+                       index=pd.Index(ids, name="sample_id"))  # fmt: skip
+    raw[raw.index.isin(ids[::7])] = np.nan  # missing values to impute
+    inputs = {
+        "raw": str(tmp_path / "raw.parquet"),
+        "split": _split_file(tmp_path / "split.tsv", ids, np.repeat(["c0", "c1", "c2"], 20)),
+    }
+    write_table(inputs["raw"], raw)
+    cfg = _config(base, "fedprep_tables", "mds")
+    assert deployrun.inputs(cfg, "fedprep_tables")["split"].startswith("results/data/mds/splits/")
+    res, comp = _execute(cfg, "fedprep_tables", inputs, tmp_path)
+    assert comp["equal_to_workflow"] is True, comp["equal_to_workflow_by_output"]
+    assert comp["centres"] == ["c0", "c1", "c2"]
+    fill = res["result"][res["result"].output == "fill"].inprocess.to_numpy(float)
+    np.testing.assert_allclose(fill, raw.mean().to_numpy())  # a ratio of sums: the pooled mean
+    with pytest.raises(ConfigError, match="not a unit of the config"):
+        _config(base, "fedprep_tables", "rnaseq")
+
+
+def test_fedprep_tables_heart_on_the_rule_equals_inprocess(base, tmp_path):
+    cfg = _config(base, "fedprep_tables", "heart")
+    inputs = deployrun.inputs(cfg, "fedprep_tables")
+    assert set(inputs) == {"raw", "uci"}
+    res, comp = _execute(cfg, "fedprep_tables", inputs, tmp_path)
+    assert len(comp["centres"]) == 5 and all(" " not in c for c in comp["centres"])
+    assert res["result"][res["result"].output == "classes"].inprocess.tolist() == [0, 1]
+
+
+def test_fedprep_on_the_rule_equals_the_workflows_rnaseq_fit(base, tmp_path):
+    rng = np.random.default_rng(1)
+    ids = [f"s{i:03d}" for i in range(36)]
+    mu = rng.gamma(2.0, 50.0, 40)
+    counts = pd.DataFrame(rng.negative_binomial(5, 5 / (5 + mu), (36, 40)),
+                          index=pd.Index(ids, name="sample_id"),
+                          columns=[f"g{j}" for j in range(40)])  # fmt: skip
+    inputs = {
+        "counts": str(tmp_path / "counts.parquet"),
+        "split": _split_file(tmp_path / "split.tsv", ids, np.repeat(["r0", "r1", "r2"], 12)),
+    }
+    write_table(inputs["counts"], counts)
+    cfg = _config(base, "fedprep")
+    cfg["data"] = {**cfg["data"], "rnaseq": {**cfg["data"]["rnaseq"], "top_genes": 10}}
+    assert deployrun.unit(cfg, "fedprep") == cfg["data"]["rnaseq"]["federated"]["compare"][0]
+    res, comp = _execute(cfg, "fedprep", inputs, tmp_path)
+    assert comp["equal_to_workflow"] is True, comp["equal_to_workflow_by_output"]
+    genes = res["result"][res["result"].output == "selected_genes"]
+    assert len(genes) == 10
