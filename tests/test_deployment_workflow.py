@@ -259,3 +259,22 @@ def test_fedprep_on_the_rule_equals_the_workflows_rnaseq_fit(base, tmp_path):
     assert comp["equal_to_workflow"] is True, comp["equal_to_workflow_by_output"]
     genes = res["result"][res["result"].output == "selected_genes"]
     assert len(genes) == 10
+
+
+def test_fedcref_on_the_rule_equals_the_workflows_run(base, tmp_path):
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    np.savez(tmp_path / "digits.npz", x=(x / 16.0).astype(np.float32), y=y)
+    f = copy.deepcopy(base["fedcref"])
+    f["system"].update(samples_per_class=6)
+    f["autoencoder"].update(hidden=[16, 8], epochs=2)
+    f["federated"].update(rounds=1, first_epochs=1, later_epochs=1)
+    f["association"]["theta"] = 0.5
+    cfg = _config(base, "fedcref", "exp4/digits_n004")
+    cfg["fedcref"] = f
+    assert deployrun.inputs(cfg, "fedcref") == {"data": "results/fedcref/data/digits.npz"}
+    res, comp = _execute(cfg, "fedcref", {"data": str(tmp_path / "digits.npz")}, tmp_path)
+    assert comp["equal_to_workflow"] is True, comp["equal_to_workflow_by_output"]
+    assert comp["centres"] == ["c000", "c001", "c002", "c003"]
+    assert comp["values"]["iterations"] <= 2  # deployment.iterations caps Algorithm 1
