@@ -174,9 +174,9 @@ def test_config_time_checks_name_the_choices(base):
     with pytest.raises(ConfigError, match=r"'nope' is not a registered deployed stage(.|\n)*"
                        r"registered: \[.*'bayes'.*\]"):  # fmt: skip
         deployrun.check(bad(stages=["admm", "nope"]))
-    with pytest.raises(ConfigError, match=r"'bayes' cannot be launched from the workflow(.|\n)*"
+    with pytest.raises(ConfigError, match=r"'savae' cannot be launched from the workflow(.|\n)*"
                        r"one of \['admm', 'boosting'"):  # fmt: skip
-        deployrun.check(bad(stages=["bayes"]))
+        deployrun.check(bad(stages=["savae"]))
     with pytest.raises(ConfigError, match=r"deployment.units.admm 'nope' is not a unit"):
         deployrun.check(bad(units={"admm": "nope"}))
     with pytest.raises(ConfigError, match="names stages not deployed"):
@@ -194,9 +194,9 @@ def test_fedclust_check_config_checks_the_deployment(repo, tmp_path, capsys):
 
     path = tmp_path / "c.yaml"
     path.write_text(f"base: {repo / 'config' / 'config.yaml'}\n"
-                    "deployment: {enabled: true, stages: [admm, bayes]}\n")  # fmt: skip
+                    "deployment: {enabled: true, stages: [admm, savae]}\n")  # fmt: skip
     assert main(["check-config", str(path)]) == 2
-    assert "'bayes' cannot be launched from the workflow" in capsys.readouterr().err
+    assert "'savae' cannot be launched from the workflow" in capsys.readouterr().err
 
 
 def test_the_launchable_stages_are_the_registered_ones_with_a_hook():
@@ -278,3 +278,23 @@ def test_fedcref_on_the_rule_equals_the_workflows_run(base, tmp_path):
     assert comp["equal_to_workflow"] is True, comp["equal_to_workflow_by_output"]
     assert comp["centres"] == ["c000", "c001", "c002", "c003"]
     assert comp["values"]["iterations"] <= 2  # deployment.iterations caps Algorithm 1
+
+
+@pytest.mark.parametrize("unit", ["pvi_synchronous__noniid", "fedavg__iid"])
+def test_bayes_on_the_rule_equals_the_workflows_unit(base, tmp_path, unit):
+    from fedclust.bayes import data
+
+    d = data.build_dataset("digits", 1, 0.5, 0.0)
+    d = {**d, "x_train": d["x_train"][:240], "y_train": d["y_train"][:240], "val": d["val"][:240]}
+    np.savez(tmp_path / "data.npz", **d)
+    b = copy.deepcopy(base["bayes"])
+    b["federated"].update(n_clients=3, model={"hidden": [8], "bias": True})
+    b["federated"]["local"].update(epochs=1, mc_test=2)
+    cfg = _config(base, "bayes", unit)
+    cfg["bayes"] = b
+    assert deployrun.inputs(cfg, "bayes") == {"data": "results/bayes/data.npz"}
+    res, comp = _execute(cfg, "bayes", {"data": str(tmp_path / "data.npz")}, tmp_path)
+    # the rounds equal rule bayes_federated's run_federated_unit (rounds capped at 2)
+    assert comp["equal_to_workflow"] is True, comp["equal_to_workflow_by_output"]
+    assert comp["centres"] == ["c000", "c001", "c002"]
+    assert sorted(set(res["result"][res["result"].output == "rounds.round"].deployed)) == [1, 2]
