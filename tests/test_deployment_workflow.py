@@ -298,3 +298,50 @@ def test_bayes_on_the_rule_equals_the_workflows_unit(base, tmp_path, unit):
     assert comp["equal_to_workflow"] is True, comp["equal_to_workflow_by_output"]
     assert comp["centres"] == ["c000", "c001", "c002"]
     assert sorted(set(res["result"][res["result"].output == "rounds.round"].deployed)) == [1, 2]
+
+
+@pytest.fixture(scope="module")
+def gen_inputs(tmp_path_factory, base):
+    """The data stage's mnist table (scikit-learn's digits, pixels in [0, 1]) and heart table."""
+    from sklearn.datasets import load_digits
+
+    from fedclust.data import heart
+
+    root = tmp_path_factory.mktemp("gen")
+    x, y = load_digits(return_X_y=True)
+    ids = pd.Index([f"d{i:04d}" for i in range(len(x))], name="sample_id")
+    pixels = pd.DataFrame(x / 16.0, index=ids, columns=[f"p{j}" for j in range(64)])
+    write_table(root / "mnist.parquet", pixels)
+    write_table(root / "mnist_obs.tsv", pd.DataFrame({"label": y}, index=ids))
+    raw, uci = heart.load_from_config(base["data"]["heart"])
+    feats, obs, _ = heart.build(raw, uci, base["data"]["heart"]["imputation"])
+    write_table(root / "heart.parquet", feats)
+    write_table(root / "heart_obs.tsv", obs)
+    return {"mnist_features": str(root / "mnist.parquet"), "mnist_obs": str(root / "mnist_obs.tsv"),
+            "heart_features": str(root / "heart.parquet"),
+            "heart_obs": str(root / "heart_obs.tsv")}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("stage", "unit", "centres"),
+    [("savae", "mnist_r0.5", ["good", "poor"]),
+     ("dgd", "mnist", ["c00", "c01", "c02"]),
+     ("radialgan", "heart_d62", ["Cleveland", "Hungary", "Switzerland", "VA_Long_Beach"])],
+)  # fmt: skip
+def test_generative_on_the_rule_equals_inprocess(base, gen_inputs, tmp_path, stage, unit, centres):
+    g = copy.deepcopy(base["generative"])
+    g["savae"]["datasets"]["mnist"].update(n_good=60, n_poor=20, n_test=30)
+    g["savae"]["model"].update(latent=2, hidden=[8])
+    g["savae"]["train"].update(local_epochs=1)
+    g["dgd"]["datasets"]["mnist"]["n_samples"] = 90
+    g["dgd"]["model"]["hidden"] = [8]
+    g["dgd"]["train"].update(local_epochs=1)
+    cfg = _config(base, stage, unit)
+    cfg["generative"] = g
+    want = deployrun.inputs(cfg, stage)
+    assert set(want) <= set(gen_inputs), want  # the data stage's tables of the unit
+    res, comp = _execute(cfg, stage, {k: gen_inputs[k] for k in want}, tmp_path)
+    assert comp["unit"] == unit and comp["centres"] == centres
+    assert comp["equal_to_workflow"] is None
+    if stage != "radialgan":  # FedAvg: rounds capped at 2
+        assert res["result"][res["result"].output == "rounds.round"].deployed.tolist() == [1, 2]
