@@ -325,14 +325,18 @@ def gen_inputs(tmp_path_factory, base):
 @pytest.mark.parametrize(
     ("stage", "unit", "centres"),
     [("savae", "mnist_r0.5", ["good", "poor"]),
+     ("savae_virtual", "mnist_r0.5", ["good", "poor"]),
      ("dgd", "mnist", ["c00", "c01", "c02"]),
      ("radialgan", "heart_d62", ["Cleveland", "Hungary", "Switzerland", "VA_Long_Beach"])],
 )  # fmt: skip
 def test_generative_on_the_rule_equals_inprocess(base, gen_inputs, tmp_path, stage, unit, centres):
+    from fedclust.federation import disclosure
+
     g = copy.deepcopy(base["generative"])
     g["savae"]["datasets"]["mnist"].update(n_good=60, n_poor=20, n_test=30)
     g["savae"]["model"].update(latent=2, hidden=[8])
     g["savae"]["train"].update(local_epochs=1)
+    g["savae"]["n_virtual"] = 20
     g["dgd"]["datasets"]["mnist"]["n_samples"] = 90
     g["dgd"]["model"]["hidden"] = [8]
     g["dgd"]["train"].update(local_epochs=1)
@@ -340,8 +344,16 @@ def test_generative_on_the_rule_equals_inprocess(base, gen_inputs, tmp_path, sta
     cfg["generative"] = g
     want = deployrun.inputs(cfg, stage)
     assert set(want) <= set(gen_inputs), want  # the data stage's tables of the unit
-    res, comp = _execute(cfg, stage, {k: gen_inputs[k] for k in want}, tmp_path)
+    # the job's disclosure section (the rule script sets it): the good site's opt-in to send
+    # virtual patients
+    disclosure.configure(cfg["disclosure"])
+    try:
+        res, comp = _execute(cfg, stage, {k: gen_inputs[k] for k in want}, tmp_path)
+    finally:
+        disclosure.configure(None)
     assert comp["unit"] == unit and comp["centres"] == centres
     assert comp["equal_to_workflow"] is None
-    if stage != "radialgan":  # FedAvg: rounds capped at 2
+    if stage == "savae_virtual":  # the good site's own training: 2 rounds x 1 epoch
+        assert comp["values"]["n_virtual"] == g["savae"]["n_virtual"]
+    elif stage != "radialgan":  # FedAvg: rounds capped at 2
         assert res["result"][res["result"].output == "rounds.round"].deployed.tolist() == [1, 2]

@@ -548,8 +548,22 @@ def virtual_serve(proxies: Sequence[Any], params: Mapping[str, Any],
     return {"n_virtual": int(n), "relayed_sha256": digest[0] if digest else ""}
 
 
+def _virtual_run(config, cfg, unit, files, seed, sources) -> WorkflowRun:
+    """The relay's nodes of rule ``generative_savae``'s unit (as :func:`_savae_run`; the good
+    site's opt-in is the job's ``disclosure`` section); ``deployment.iterations`` caps the
+    rounds of the good node's own training. No reference."""
+    from .workflow import parse_savae_unit
+
+    run = _savae_run(config, cfg, unit, files, seed, sources)
+    params = virtual_params_from_config(cfg, *parse_savae_unit(unit), seed)
+    params["rounds"] = run.params["rounds"]
+    params["epochs"] = int(params["rounds"]) * int(params["local_epochs"])
+    return WorkflowRun(unit, run.centres, params)
+
+
 VIRTUAL_STAGE = register(DeployedStage(VIRTUAL, virtual_load, virtual_save, virtual_serve,
-                                       describe, setup=virtual_setup))  # fmt: skip
+                                       describe, setup=virtual_setup,
+                                       workflow=_hook(VIRTUAL, "savae", _virtual_run)))  # fmt: skip
 
 
 def relay_digest(relay: Mapping[str, Any]) -> str:
