@@ -92,6 +92,15 @@ class CoxCentre:
         self.x, self.t = np.asarray(x, float), np.asarray(t, float)
         self.e = np.asarray(e).astype(bool)
         self.n_samples = len(self.t)
+        where = f"federated Cox-PH, centre {cid}"
+        if self.x.ndim != 2 or len(self.x) != len(self.t):
+            raise InputDataError(f"covariates of shape {self.x.shape} for {len(self.t)} patients",
+                                 where=where, fix="one covariate row per patient (2-D)")  # fmt: skip
+        if not np.isfinite(self.x).all():
+            raise InputDataError(
+                f"{int((~np.isfinite(self.x)).sum())} covariate value(s) missing or infinite",
+                where=where, fix="impute or drop them before the Cox model",
+            )  # fmt: skip
 
     def coxph_sums(self, parameters, config: Mapping[str, Any]) -> dict[str, Any] | Abstain:
         from fedclust.federation.guard import centre_policy

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.errors import ConfigError, InputDataError
 from fedclust.federation.disclosure import policy_from
 
 from .coxph import CoxCentre, coxph_server
@@ -105,8 +106,17 @@ def _own_policy(centre: Any) -> dict[str, Any]:
     return {} if own is None else {"disclosure": json.dumps(asdict(own))}
 
 
-def _policy(d: Mapping[str, np.ndarray]) -> Any:
-    return policy_from({"default": json.loads(str(d["disclosure"]))}) if "disclosure" in d else None
+def _policy(d: Mapping[str, np.ndarray], path: Path | None = None) -> Any:
+    """The site's policy a centre file carries (None: the configured one)."""
+    if "disclosure" not in d:
+        return None
+    try:
+        return policy_from({"default": json.loads(str(d["disclosure"]))})
+    except (json.JSONDecodeError, ConfigError, AttributeError) as err:
+        raise InputDataError(
+            f"the centre file's disclosure policy is not valid ({err})".replace("\n", "; "),
+            where=str(path), fix="rewrite the centre file from the site's config",
+        ) from None  # fmt: skip
 
 
 def km_params(km_grid: Mapping[str, Any] | None, labels: Sequence[str]) -> dict[str, Any]:
@@ -121,7 +131,7 @@ def save_km(centre: KMCentre, path: Path) -> None:
 
 def load_km(path: Path, params: Mapping[str, Any]) -> KMCentre:
     d = load_npz(path)
-    return KMCentre(str(d["cid"]), d["t"], d["e"], d["groups"], d["edges"], _policy(d))
+    return KMCentre(str(d["cid"]), d["t"], d["e"], d["groups"], d["edges"], _policy(d, path))
 
 
 def serve_km(proxies: Sequence[Any], params: Mapping[str, Any],
@@ -131,6 +141,10 @@ def serve_km(proxies: Sequence[Any], params: Mapping[str, Any],
     edges = (np.asarray(params["edges"], float) if "edges" in params
              else grid_edges(params.get("km_grid")))  # fmt: skip
     labels = [str(v) for v in params.get("labels", ["all"])]
+    if not labels:
+        raise ConfigError("the run's labels are empty: no group to count",
+                          where="survival_km run parameters: labels",
+                          fix="list the public group labels, or leave labels out (one group)")  # fmt: skip
     counts = km_server(list(proxies), edges, labels)
     lr = logrank_from_counts(counts) if len(labels) > 1 else None
     logrank = None if lr is None else {"chi2": lr[0], "p": lr[1], "df": lr[2]}
@@ -143,7 +157,7 @@ def save_cox(centre: CoxCentre, path: Path) -> None:
 
 def load_cox(path: Path, params: Mapping[str, Any]) -> CoxCentre:
     d = load_npz(path)
-    return CoxCentre(str(d["cid"]), d["x"], d["t"], d["e"], _policy(d))
+    return CoxCentre(str(d["cid"]), d["x"], d["t"], d["e"], _policy(d, path))
 
 
 def describe_cox(centre: CoxCentre) -> dict[str, Any]:
@@ -159,6 +173,11 @@ def serve_cox(proxies: Sequence[Any], params: Mapping[str, Any],
     p = int(same_schema(schema, "n_features", "survival_coxph"))
     kinds = {"ties": str, "tol": float, "max_iter": int}
     opts = {k: kinds[k](params[k]) for k in COX_OPTIONS if k in params}
+    for k in ("tol", "max_iter"):
+        if k in opts and not opts[k] > 0:
+            raise ConfigError(f"survival_coxph {k} = {opts[k]} must be > 0",
+                              where=f"survival_coxph run parameters: {k}",
+                              fix="e.g. tol: 1e-10, max_iter: 100 (or leave it out)")  # fmt: skip
     beta, se, path = coxph_server(list(proxies), p, **opts)
     return {"beta": beta, "se": se, "loglik": [float(v) for v in path]}
 
