@@ -78,8 +78,11 @@ def policy_from(section: Mapping[str, Any] | None, cid: str | None = None) -> Di
             if value is not None and (
                 not isinstance(value, list | tuple) or not all(isinstance(p, str) for p in value)
             ):
-                raise ConfigError(f"allow_per_sample is {value!r}, not a list of protocol names",
-                                  where=where, fix="e.g. allow_per_sample: [hac.simultaneous]")  # fmt: skip
+                raise ConfigError(
+                    f"allow_per_sample is {value!r}, not a list of protocol names",
+                    where=where,
+                    fix="e.g. allow_per_sample: [hac.simultaneous]",
+                )
             merged[key] = tuple(value or ())
             continue
         number = isinstance(value, int | float) and not isinstance(value, bool)

@@ -94,8 +94,11 @@ class CoxCentre:
         self.n_samples = len(self.t)
         where = f"federated Cox-PH, centre {cid}"
         if self.x.ndim != 2 or len(self.x) != len(self.t):
-            raise InputDataError(f"covariates of shape {self.x.shape} for {len(self.t)} patients",
-                                 where=where, fix="one covariate row per patient (2-D)")  # fmt: skip
+            raise InputDataError(
+                f"covariates of shape {self.x.shape} for {len(self.t)} patients",
+                where=where,
+                fix="one covariate row per patient (2-D)",
+            )
         if not np.isfinite(self.x).all():
             raise InputDataError(
                 f"{int((~np.isfinite(self.x)).sum())} covariate value(s) missing or infinite",

@@ -142,9 +142,11 @@ def serve_km(proxies: Sequence[Any], params: Mapping[str, Any],
              else grid_edges(params.get("km_grid")))  # fmt: skip
     labels = [str(v) for v in params.get("labels", ["all"])]
     if not labels:
-        raise ConfigError("the run's labels are empty: no group to count",
-                          where="survival_km run parameters: labels",
-                          fix="list the public group labels, or leave labels out (one group)")  # fmt: skip
+        raise ConfigError(
+            "the run's labels are empty: no group to count",
+            where="survival_km run parameters: labels",
+            fix="list the public group labels, or leave labels out (one group)",
+        )
     counts = km_server(list(proxies), edges, labels)
     lr = logrank_from_counts(counts) if len(labels) > 1 else None
     logrank = None if lr is None else {"chi2": lr[0], "p": lr[1], "df": lr[2]}

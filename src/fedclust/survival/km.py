@@ -129,8 +129,11 @@ class KMCentre:
                                  where=where, fix="one group label per patient")  # fmt: skip
         ed = self.edges
         if ed.ndim != 1 or ed.size < 2 or not np.isfinite(ed).all() or (np.diff(ed) <= 0).any():
-            raise InputDataError("the centre's time grid is not finite and increasing",
-                                 where=where, fix="edges 0 < step < … < max (km.grid_edges)")  # fmt: skip
+            raise InputDataError(
+                "the centre's time grid is not finite and increasing",
+                where=where,
+                fix="edges 0 < step < … < max (km.grid_edges)",
+            )
 
     @property
     def floor(self) -> int:

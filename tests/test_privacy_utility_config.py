@@ -1,0 +1,102 @@
+"""Reliability probes of the privacy–utility stage's config (issue 30 C, items 4, 3 and 12 on the
+newer code): names that become paths, names that must refer to another section, a floor below
+the centres' own — each a ConfigError at config time (`fedclust check-config`), not a
+MissingInputException, a KeyError in the job or a floor lowered without a word. Config only."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from fedclust.config import load_yaml, validate_config
+from fedclust.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def default(repo):
+    return load_yaml(repo / "config" / "config.yaml")
+
+
+def _check(repo, default, method, over, **top):
+    cfg = copy.deepcopy(default)
+    cfg["privacy_utility"] = {"enabled": True, "methods": [method], method: over}
+    for key, value in top.items():
+        cfg[key] = {**cfg.get(key, {}), **value}
+    return validate_config(cfg, repo / "config" / "schema.yaml")
+
+
+@pytest.mark.parametrize(
+    "method, key",
+    [("dp_lloyd", "split"), ("km", "split"), ("dec", "split"), ("fedprep", "split"),
+     ("hac", "cohort"), ("known_io", "cohort"), ("fedprep", "cohort"),
+     ("property_inference", "cohort"), ("reconstruction", "cohort")],
+)  # fmt: skip
+def test_path_names_restricted(repo, default, method, key):
+    """`split: ../../../x` became results/data/mds/splits/../../../x.tsv (valid before)."""
+    with pytest.raises(ConfigError, match="file path"):
+        _check(repo, default, method, {key: "../../../x"})
+
+
+@pytest.mark.parametrize(
+    "method, over, match",
+    [("dp_lloyd", {"split": "nosuch"}, "data.splits"),
+     ("km", {"split": "region"}, "mds"),  # a split of the RNA-seq cohorts, not of MDS
+     ("dec", {"split": "nosuch"}, "data.splits"),
+     ("fedprep", {"split": "uniform10"}, "rnaseq"),
+     ("hac", {"cohort": "BRCA"}, "data.rnaseq.cohorts"),
+     ("known_io", {"cohort": "nosuch"}, "data.rnaseq.cohorts"),
+     ("fedprep", {"cohort": "nosuch"}, "data.rnaseq.cohorts"),
+     ("property_inference", {"cohort": "nosuch"}, "data.rnaseq.cohorts"),
+     ("fedcref", {"dataset": "mnsit"}, "offline glyph"),
+     ("bayes", {"method": "nosuch"}, "PVI"),
+     ("bayes", {"method": "fedavg"}, "PVI"),
+     ("bayes", {"split": "nosuch"}, "bayes.federated.splits")],
+)  # fmt: skip
+def test_references_checked_at_config_time(repo, default, method, over, match):
+    """Each was 'valid' for check-config; the run failed later (MissingInputException, a
+    ConfigError or KeyError in the job)."""
+    with pytest.raises(ConfigError, match=match):
+        _check(repo, default, method, over)
+
+
+def test_no_methods_refused(repo, default):
+    cfg = copy.deepcopy(default)
+    cfg["privacy_utility"] = {"enabled": True, "methods": []}
+    with pytest.raises(ConfigError, match="methods"):
+        validate_config(cfg, repo / "config" / "schema.yaml")
+
+
+def test_fedprep_floor_not_below_the_data_stage(repo, default):
+    """fedprep.min_samples is the federated preprocessing's floor (data.federated.min_samples):
+    set lower it measured a run at a floor the data stage never uses, without a word."""
+    with pytest.raises(ConfigError, match="min_samples"):
+        _check(repo, default, "fedprep", {"min_samples": 2}, data={"federated": {"min_samples": 5}})
+
+
+def test_hac_n_min_not_below_the_centres_floor(repo, default):
+    with pytest.raises(ConfigError, match="n_min"):
+        _check(repo, default, "hac", {"n_min": 1})
+
+
+def test_defaults_pass(repo, default):
+    for m in ("dp_lloyd", "km", "dec", "hac", "known_io", "fedcref", "bayes", "fedprep"):
+        _check(repo, default, m, {})
+
+
+def test_hac_centre_keeps_its_floor_against_the_servers_n_min():
+    """The cluster release's n_min came from the server's request only: a curious server asking
+    n_min = 1 got one-patient clusters (at ε = ∞ each a patient's clipped row). The centre cuts
+    at no fewer than its own nfilter_subset."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.privacy_utility.centre import Centre as PrivateCentre
+
+    x = np.random.default_rng(0).normal(size=(12, 3))
+    c = PrivateCentre("A", x, bound=100.0)
+    c.disclosure = DisclosurePolicy(nfilter_subset=4)
+    out = c.cluster_release([np.zeros(3)], {"n_min": 1, "k": 0})
+    assert out["counts"].min() >= 4
+    small = PrivateCentre("B", x[:3], bound=100.0)
+    small.disclosure = DisclosurePolicy(nfilter_subset=4)
+    assert type(small.cluster_release([np.zeros(3)], {"n_min": 1, "k": 0})).__name__ == "Abstain"
