@@ -100,3 +100,24 @@ def test_hac_centre_keeps_its_floor_against_the_servers_n_min():
     small = PrivateCentre("B", x[:3], bound=100.0)
     small.disclosure = DisclosurePolicy(nfilter_subset=4)
     assert type(small.cluster_release([np.zeros(3)], {"n_min": 1, "k": 0})).__name__ == "Abstain"
+
+
+def test_known_io_attacker_needs_more_known_rows_than_genes():
+    """With fewer known (x, y) pairs than genes the Procrustes fit is underdetermined: the attack
+    looked weak (privacy looked better) without a word."""
+    from fedclust.privacy_utility.experiment import run_known_io
+
+    x = np.random.default_rng(0).normal(size=(40, 20))
+    cfg = {"known_io": {"bound": 50.0, "fraction": 0.3}, "delta": 1e-5, "seeds": 1,
+           "epsilons": [None]}  # fmt: skip
+    with pytest.raises(ConfigError, match="fraction"):
+        run_known_io(x, cfg, 0)
+    curve, _ = run_known_io(x[:, :10], cfg, 0)  # 12 known rows ≥ 10 genes: exact at ε = ∞
+    assert curve.loc[curve.metric == "median_rel_error", "value"].max() < 1e-8
+
+
+def test_known_io_simulated_cohort_checked_at_config_time(repo, default):
+    sim = {"rnaseq": {**default["data"]["rnaseq"], "simulate": {
+        **default["data"]["rnaseq"]["simulate"], "n_samples": 100}}}  # fmt: skip
+    with pytest.raises(ConfigError, match="known_io"):
+        _check(repo, default, "known_io", {"genes": 50, "fraction": 0.3}, data=sim)

@@ -152,6 +152,8 @@ def check_config(config: dict[str, Any], where: str = "config") -> None:
                 where=f"{key}.cohort",
                 fix="name a cohort of data.rnaseq.cohorts (or add it there)",
             )
+    if "known_io" in names:
+        _check_known_io(data, cfg["known_io"], where)
     if "fedcref" in names:
         _check_fedcref(config, cfg["fedcref"], where)
     if "bayes" in names:
@@ -220,3 +222,31 @@ def _check_floors(config: dict[str, Any], cfg: dict[str, Any], names: list[str],
                 where=f"{where}: privacy_utility.hac.n_min",
                 fix=f"set n_min to {floor} or more",
             )
+
+
+def _check_known_io(data: dict[str, Any], m: dict[str, Any], where: str) -> None:
+    """A simulated cohort's size is known at config time: enough known rows for the genes."""
+    rna = data.get("rnaseq", {})
+    if rna.get("source", "simulated") != "simulated":
+        return  # real cohorts: checked by the job (experiment.check_known_rows)
+    sim = {**(rna.get("simulate") or {}),
+           **((rna.get("simulate_cohorts") or {}).get(m.get("cohort")) or {})}  # fmt: skip
+    d = min(int(m.get("genes", 50)), int(sim.get("n_genes", 10**9)),
+            int(rna.get("top_genes") or 10**9))  # fmt: skip
+    if "n_samples" in sim:
+        check_known_rows(int(sim["n_samples"]), d, float(m.get("fraction", 0.3)),
+                         f"{where}: simulated cohort {m.get('cohort')}")  # fmt: skip
+
+
+def check_known_rows(n: int, d: int, fraction: float, what: str) -> None:
+    """The attacker's Procrustes fit needs at least as many known rows as genes (else Q̂ is
+    underdetermined and the attack looks weaker than it is), and rows left to reconstruct."""
+    k = int(round(fraction * n))
+    if k < d or k >= n:
+        raise ConfigError(
+            f"known_io: the attacker knows {k} of {n} rows ({fraction:g}) for {d} genes: "
+            + ("fewer known rows than genes (the Procrustes fit is underdetermined)" if k < d
+               else "no row is left to reconstruct"),
+            where=f"privacy_utility.known_io (fraction, genes; {what})",
+            fix=f"choose fraction and genes with genes ≤ fraction × {n} < {n}",
+        )  # fmt: skip
