@@ -121,3 +121,21 @@ def test_known_io_simulated_cohort_checked_at_config_time(repo, default):
         **default["data"]["rnaseq"]["simulate"], "n_samples": 100}}}  # fmt: skip
     with pytest.raises(ConfigError, match="known_io"):
         _check(repo, default, "known_io", {"genes": 50, "fraction": 0.3}, data=sim)
+
+
+@pytest.mark.parametrize("local, match", [({"optimiser": "sgd"}, "optimiser"),
+                                          ({"lr": "fast"}, "lr")])  # fmt: skip
+def test_bayes_local_overrides_checked(repo, default, local, match):
+    """A misspelt override (optimiser) was merged and ignored: the run trained with the
+    section's optimiser without a word."""
+    with pytest.raises(ConfigError, match=match):
+        _check(repo, default, "bayes", {"local": local})
+
+
+def test_bayes_local_override_keys_are_the_sections(repo):
+    from fedclust.config import load_yaml as load
+
+    props = load(repo / "config" / "schema.yaml")["properties"]
+    section = props["bayes"]["properties"]["federated"]["properties"]["local"]["properties"]
+    pu = props["privacy_utility"]["properties"]["bayes"]["properties"]["local"]
+    assert set(pu["propertyNames"]["enum"]) == set(section)

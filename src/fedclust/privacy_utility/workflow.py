@@ -187,6 +187,18 @@ def _check_bayes(config: dict[str, Any], m: dict[str, Any], where: str) -> None:
             where=f"{where}: privacy_utility.bayes.method",
             fix=f"one of {pvi}",
         )
+    import jsonschema
+
+    from fedclust.config import _schema
+
+    local = _schema()["properties"]["bayes"]["properties"]["federated"]["properties"]["local"]
+    err = jsonschema.validators.validator_for(local)(local).iter_errors(m.get("local") or {})
+    err = next(iter(sorted(err, key=lambda e: list(e.absolute_path))), None)
+    if err is not None:
+        at = ".".join(map(str, err.absolute_path))
+        raise ConfigError(f"privacy_utility.bayes.local.{at}: {err.message}",
+                          where=f"{where}: privacy_utility.bayes.local",
+                          fix="the keys and values of bayes.federated.local")  # fmt: skip
     if m.get("split") not in splits:
         raise ConfigError(
             f"privacy_utility.bayes.split {m.get('split')!r} is not one of bayes.federated.splits",
