@@ -84,3 +84,15 @@ def test_workdir_that_is_a_file(sites, capsys):
     (work / "afile").write_text("x")
     code, err = _deploy(capsys, work / "afile", *dirs, "--stage", "survival_km", "--params", params)
     assert code == 2 and "afile" in err
+
+
+def test_module_entry_point_gives_a_message(tmp_path):
+    """`python -m fedclust.flower.localhost` printed a ConfigError traceback."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "fedclust.flower.localhost", str(tmp_path / "w"),
+                          str(tmp_path), "--stage", "survival_km", "--params",
+                          str(tmp_path / "none.json")], capture_output=True, text=True)  # fmt: skip
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--params" in res.stderr

@@ -386,5 +386,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                       "outputs": str(Path(a.workdir) / "runs")}))  # fmt: skip
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # `python -m fedclust.flower.localhost`: as `fedclust deploy`
+    from fedclust.cli import main as cli_main
+
+    sys.exit(cli_main(["deploy", "--", *sys.argv[1:]]))
