@@ -146,21 +146,13 @@ def load_centre(stage: DeployedStage, centre_dir: str | Path, params: Mapping[st
                 disclosure: str | Path | None = None) -> Any:  # fmt: skip
     """The centre object of ``centre_dir`` for ``stage``; ``disclosure``: the site's own YAML
     file with its ``disclosure`` settings (DataSHIELD's ``nfilter_*``), never the server's.
-    A centre file that lacks a field of the stage (another stage's file, an older format)
-    raises :class:`InputDataError` naming the file; a disclosure file may raise the floors the
-    centre file carries, never lower them (issue 30 C)."""
+    A centre file that lacks a field of the stage raises :class:`InputDataError` naming the
+    file (:class:`CentreFile`); a disclosure file may raise the floors the centre file
+    carries, never lower them (issue 30 C)."""
     if stage.setup is not None:
         stage.setup(params)
     path = centre_file(stage, centre_dir)
-    try:
-        centre = stage.load(path, params)
-    except KeyError as err:
-        raise InputDataError(
-            f"the centre file has no field {err} of stage {stage.name!r} (another stage's file, "
-            "or one written by another version)",
-            where=str(path),
-            fix=f"rewrite it with fedclust.deployment.write_centres(get({stage.name!r}), ...)",
-        ) from None
+    centre = stage.load(path, params)
     cid = centre_id(centre)
     if not NAME.match(cid):
         raise InputDataError(f"centre id {cid!r} in the centre file cannot name a site",
@@ -219,13 +211,31 @@ def save_npz(path: Path, **arrays: Any) -> None:
         np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()})
 
 
+class CentreFile(dict):
+    """A centre file's arrays by name; a field it lacks raises :class:`InputDataError` naming
+    the file (another stage's file, or one written by another version), not a KeyError."""
+
+    def __init__(self, path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+        super().__init__(arrays)
+        self.path = path
+
+    def __missing__(self, key: str) -> Any:
+        raise InputDataError(
+            f"the centre file has no field {key!r} (fields: {', '.join(sorted(self)) or 'none'}): "
+            "another stage's file, or one written by another version",
+            where=str(self.path),
+            fix="rewrite it with fedclust.deployment.write_centres(get(<stage>), ...) at the "
+            "centre; a folder holds <stage>.npz per stage",
+        )
+
+
 def load_npz(path: Path) -> dict[str, np.ndarray]:
     """A centre file's arrays; a truncated, empty or foreign file raises InputDataError."""
     import zipfile
 
     try:
         with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+            return CentreFile(Path(path), {k: z[k] for k in z.files})
     except (zipfile.BadZipFile, EOFError, ValueError, OSError) as err:
         raise InputDataError(
             f"the centre file cannot be read ({type(err).__name__}: {err}): truncated, or not "
