@@ -139,3 +139,15 @@ def test_bayes_local_override_keys_are_the_sections(repo):
     section = props["bayes"]["properties"]["federated"]["properties"]["local"]["properties"]
     pu = props["privacy_utility"]["properties"]["bayes"]["properties"]["local"]
     assert set(pu["propertyNames"]["enum"]) == set(section)
+
+
+@pytest.mark.parametrize("problem, dataset", [("logistic", "diabetes"), ("svm", "boston")])
+def test_admm_classifier_on_a_continuous_target(repo, default, problem, dataset):
+    """Valid for check-config; the job failed with 'needs a binary target' (both the
+    privacy–utility run and an admm.tasks entry)."""
+    with pytest.raises(ConfigError, match="binary target"):
+        _check(repo, default, "admm", {"problem": problem, "dataset": dataset})
+    cfg = copy.deepcopy(default)
+    cfg["admm"]["tasks"] = {"x": {"problem": problem, "dataset": dataset, "lam": 0.1}}
+    with pytest.raises(ConfigError, match="admm.tasks.x"):
+        validate_config(cfg, repo / "config" / "schema.yaml")

@@ -152,6 +152,11 @@ def check_config(config: dict[str, Any], where: str = "config") -> None:
                 where=f"{key}.cohort",
                 fix="name a cohort of data.rnaseq.cohorts (or add it there)",
             )
+    if "admm" in names:
+        from fedclust.admm.workflow import check_target
+
+        check_target(str(cfg["admm"].get("problem")), str(cfg["admm"].get("dataset")),
+                     "privacy_utility.admm")  # fmt: skip
     if "known_io" in names:
         _check_known_io(data, cfg["known_io"], where)
     if "fedcref" in names:
