@@ -151,3 +151,13 @@ def test_admm_classifier_on_a_continuous_target(repo, default, problem, dataset)
     cfg["admm"]["tasks"] = {"x": {"problem": problem, "dataset": dataset, "lam": 0.1}}
     with pytest.raises(ConfigError, match="admm.tasks.x"):
         validate_config(cfg, repo / "config" / "schema.yaml")
+
+
+@pytest.mark.parametrize("eps", [[1, 1], [1, 1.0, None], [None, None]])
+def test_repeated_epsilon_refused(repo, default, eps):
+    """A repeated ε repeats its seeds' noise draws (derive_seed per ε): the summary's spread
+    counted the same runs twice, without a word."""
+    cfg = copy.deepcopy(default)
+    cfg["privacy_utility"] = {"enabled": True, "methods": ["km"], "epsilons": eps}
+    with pytest.raises(ConfigError, match="epsilons"):
+        validate_config(cfg, repo / "config" / "schema.yaml")
