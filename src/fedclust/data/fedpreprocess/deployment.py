@@ -15,11 +15,20 @@ genes' names and the ledger. The centres' preprocessed rows never leave them: a 
 its own matrices from its counts and the broadcasts (size factors from ``logmeans``, the VST
 from ``coeffs`` or ``mean_disp``, the ``selected`` genes).
 
-The tables' federated imputation (MDS, heart: :mod:`.tables`) is not deployable yet: its
-server functions are closures inside the pooled-table functions (the MDS server no longer reads
-the pooled table: a centre checks that every column it must fill got a value,
-``TableCentre.take_fill``); moving them out is what is left. Every protocol here is exact: no
-drops.
+The tables' federated imputation (:mod:`.tables`) is the deployed stage ``fedprep_tables``
+(:data:`TABLES`), ``params["variant"]``:
+
+- ``mds``: :func:`.tables.mds_server` — the columns' frequencies of ones, broadcast as the
+  fill; outputs ``fill`` (one per column, NaN where no centre reported) and ``n_obs``;
+- ``heart``: :func:`.tables.heart_server` with ``how`` (median | mean) and ``bins`` — the class
+  medians (binned counts) or means; outputs ``classes`` and ``fill`` (classes × columns).
+
+A centre's file holds its rows of the table to impute (NaN = missing; for heart the columns
+with 0 recoded as NaN, as :func:`.tables.heart_centres` does), the column names, for heart each
+row's class, and its name; ``describe`` tells the server the column names (public: every centre
+holds the same columns). Each centre fills its own rows with the broadcast fill and checks that
+every column it must fill got a value (``TableCentre.take_fill``); its rows never leave it. Both
+outputs also carry ``columns``. Every protocol here is exact: no drops.
 """
 
 from __future__ import annotations
@@ -34,8 +43,10 @@ import numpy as np
 from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
 
 from .centre import RnaseqCentre
-from .protocols import Protocols
+from .protocols import MIN_SAMPLES, Protocols
 from .server import RnaseqFit, RnaseqSettings, rnaseq_server
+from .tables import heart_server, mds_server
+from .tabular import BINS, TableCentre
 
 NAME = "fedprep"
 
@@ -110,3 +121,70 @@ def outputs(fit: RnaseqFit, genes: np.ndarray) -> dict[str, Any]:
 
 
 STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=False))
+
+
+# ---------------------------------------------------------------- tables (MDS, heart)
+TABLES_NAME = "fedprep_tables"
+VARIANTS = ("mds", "heart")
+
+
+def mds_params(min_samples: int = MIN_SAMPLES) -> dict[str, Any]:
+    """The run parameters of :func:`.tables.mds_impute_federated` with ``min_samples``."""
+    return {"variant": "mds", "min_samples": int(min_samples)}
+
+
+def heart_params(how: str = "median", bins: int = BINS,
+                 min_samples: int = MIN_SAMPLES) -> dict[str, Any]:  # fmt: skip
+    """The run parameters of :func:`.tables.heart_impute_federated`."""
+    return {"variant": "heart", "how": str(how), "bins": int(bins),
+            "min_samples": int(min_samples)}  # fmt: skip
+
+
+def _variant(params: Mapping[str, Any]) -> str:
+    from fedclust.errors import ConfigError
+
+    v = params.get("variant")
+    if v not in VARIANTS:
+        raise ConfigError(f"unknown {TABLES_NAME} variant {v!r}", where="params.variant",
+                          fix=f"one of {list(VARIANTS)}")  # fmt: skip
+    return str(v)
+
+
+def save_table(centre: TableCentre, path: Path) -> None:
+    if centre.columns is None:
+        raise ValueError("a table centre needs .columns (its column names) to be saved")
+    arrays: dict[str, Any] = {"x": np.ascontiguousarray(centre.x), "cid": centre.cid,
+                              "columns": np.asarray(centre.columns, dtype=str)}  # fmt: skip
+    if centre.labels is not None:
+        arrays["labels"] = np.asarray(centre.labels, dtype=np.int64)
+    save_npz(path, **arrays)
+
+
+def load_table(path: Path, params: Mapping[str, Any]) -> TableCentre:
+    d = load_npz(path)
+    return TableCentre(str(d["cid"]), d["x"], d.get("labels"),
+                       int(params.get("min_samples", MIN_SAMPLES)),
+                       columns=d["columns"].tolist())  # fmt: skip
+
+
+def describe_table(centre: TableCentre) -> dict[str, Any]:
+    return {"columns": list(centre.columns or [])}
+
+
+def serve_tables(proxies: Sequence[Any], params: Mapping[str, Any],
+                 schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    variant = _variant(params)
+    columns = [str(c) for c in same_schema(schema, "columns", TABLES_NAME)]
+    ms = int(params.get("min_samples", MIN_SAMPLES))
+    if variant == "mds":
+        stats = mds_server(list(proxies), len(columns), ms)
+        return {"columns": columns, "fill": np.asarray(stats.mean), "n_obs": stats.n_obs}
+    fills = heart_server(list(proxies), columns, str(params.get("how", "median")),
+                         int(params.get("bins", BINS)), ms)  # fmt: skip
+    classes = sorted(fills)
+    return {"columns": columns, "classes": [int(c) for c in classes],
+            "fill": np.array([fills[c] for c in classes])}  # fmt: skip
+
+
+TABLES = register(DeployedStage(TABLES_NAME, load_table, save_table, serve_tables,
+                                describe_table, drops=False))  # fmt: skip
