@@ -209,3 +209,19 @@ def test_unreadable_disclosure_file(km, tmp_path, text):
     with pytest.raises(ConfigError) as err:
         D.load_centre(st, dirs[1], params, disclosure=site)
     assert str(site) in str(err.value)
+
+
+@pytest.mark.parametrize("cut", ["nan", "rows"])
+def test_survival_centre_covariates_checked(cut):
+    """A NaN covariate trained the Weights Averaging model on NaN without a word."""
+    from fedclust.survival.strategies import SurvivalClient
+    from fedclust.survival.train import ModelConfig
+
+    rng = np.random.default_rng(2)
+    x, t, e = rng.normal(size=(20, 3)), rng.exponential(3, 20), rng.random(20) < 0.7
+    if cut == "nan":
+        x[2, 1] = np.nan
+    else:
+        x = x[:-2]
+    with pytest.raises(InputDataError, match="covariate"):
+        SurvivalClient("A", x, t, e, ModelConfig(), 0)
