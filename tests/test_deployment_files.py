@@ -225,3 +225,13 @@ def test_survival_centre_covariates_checked(cut):
         x = x[:-2]
     with pytest.raises(InputDataError, match="covariate"):
         SurvivalClient("A", x, t, e, ModelConfig(), 0)
+
+
+def test_file_policy_of_every_stage_named(tmp_path):
+    """The HAC stage read a centre file's policy with a bare json.loads (JSONDecodeError)."""
+    f = tmp_path / "hac.npz"
+    D.save_npz(f, x=np.zeros((3, 2)), disclosure="{broken")
+    with pytest.raises(InputDataError, match="hac.npz"):
+        D.file_policy(D.load_npz(f))
+    D.save_npz(f, x=np.zeros((3, 2)), disclosure='{"nfilter_subset": 7}')
+    assert D.file_policy(D.load_npz(f)).nfilter_subset == 7

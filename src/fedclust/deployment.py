@@ -230,6 +230,23 @@ class CentreFile(dict):
         )
 
 
+def file_policy(d: Mapping[str, np.ndarray]) -> Any:
+    """The site's disclosure policy a centre file carries (field ``disclosure``, JSON), or None
+    (the configured one); an invalid one raises InputDataError naming the file."""
+    if "disclosure" not in d:
+        return None
+    from fedclust.federation.disclosure import policy_from
+
+    try:
+        return policy_from({"default": json.loads(str(d["disclosure"]))})
+    except (json.JSONDecodeError, ConfigError, AttributeError) as err:
+        raise InputDataError(
+            f"the centre file's disclosure policy is not valid ({err})".replace("\n", "; "),
+            where=str(getattr(d, "path", "centre file")),
+            fix="rewrite the centre file from the site's config",
+        ) from None
+
+
 def load_npz(path: Path) -> dict[str, np.ndarray]:
     """A centre file's arrays; a truncated, empty or foreign file raises InputDataError."""
     import zipfile

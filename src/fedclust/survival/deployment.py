@@ -38,9 +38,15 @@ from typing import Any
 
 import numpy as np
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
-from fedclust.errors import ConfigError, InputDataError
-from fedclust.federation.disclosure import policy_from
+from fedclust.deployment import (
+    DeployedStage,
+    file_policy,
+    load_npz,
+    register,
+    same_schema,
+    save_npz,
+)
+from fedclust.errors import ConfigError
 
 from .coxph import CoxCentre, coxph_server
 from .km import KMCentre, grid_edges, km_from_counts, km_server, logrank_from_counts
@@ -106,19 +112,6 @@ def _own_policy(centre: Any) -> dict[str, Any]:
     return {} if own is None else {"disclosure": json.dumps(asdict(own))}
 
 
-def _policy(d: Mapping[str, np.ndarray], path: Path | None = None) -> Any:
-    """The site's policy a centre file carries (None: the configured one)."""
-    if "disclosure" not in d:
-        return None
-    try:
-        return policy_from({"default": json.loads(str(d["disclosure"]))})
-    except (json.JSONDecodeError, ConfigError, AttributeError) as err:
-        raise InputDataError(
-            f"the centre file's disclosure policy is not valid ({err})".replace("\n", "; "),
-            where=str(path), fix="rewrite the centre file from the site's config",
-        ) from None  # fmt: skip
-
-
 def km_params(km_grid: Mapping[str, Any] | None, labels: Sequence[str]) -> dict[str, Any]:
     """The ``survival_km`` run parameters of the workflow's KM check (``survival.km_grid``)."""
     return {"km_grid": dict(km_grid or {}), "labels": [str(v) for v in labels]}
@@ -131,7 +124,7 @@ def save_km(centre: KMCentre, path: Path) -> None:
 
 def load_km(path: Path, params: Mapping[str, Any]) -> KMCentre:
     d = load_npz(path)
-    return KMCentre(str(d["cid"]), d["t"], d["e"], d["groups"], d["edges"], _policy(d, path))
+    return KMCentre(str(d["cid"]), d["t"], d["e"], d["groups"], d["edges"], file_policy(d))
 
 
 def serve_km(proxies: Sequence[Any], params: Mapping[str, Any],
@@ -159,7 +152,7 @@ def save_cox(centre: CoxCentre, path: Path) -> None:
 
 def load_cox(path: Path, params: Mapping[str, Any]) -> CoxCentre:
     d = load_npz(path)
-    return CoxCentre(str(d["cid"]), d["x"], d["t"], d["e"], _policy(d, path))
+    return CoxCentre(str(d["cid"]), d["x"], d["t"], d["e"], file_policy(d))
 
 
 def describe_cox(centre: CoxCentre) -> dict[str, Any]:
