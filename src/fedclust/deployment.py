@@ -21,7 +21,10 @@ is asked for), a :class:`DeployedStage`:
   by name; a deployment answers every message in a fresh process);
 - ``drops``: whether a centre lost mid-run may be dropped when the run sets ``min_available``
   (FedAvg-type protocols; a bool or a function of the run's parameters); otherwise a lost
-  centre stops the run naming the site, the round and the protocol.
+  centre stops the run naming the site, the round and the protocol;
+- ``workflow`` (optional, a :class:`WorkflowHook`): how the workflow's rule ``deployment_run``
+  (:mod:`fedclust.deployrun`) builds the stage's centres of the workflow's own split and the
+  run parameters from the config and the rule's input files.
 
 :func:`run` runs a registered stage on any transport with the centres built from their files:
 in-process it is the reference a deployment's outputs are compared with. The federation core
@@ -69,6 +72,73 @@ NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 Outputs = dict[str, Any]
 
 
+@dataclass
+class WorkflowRun:
+    """One deployable unit of the workflow: ``unit`` (its id, e.g. the ADMM task), the centre
+    objects of the workflow's split (each holding only its rows), the run parameters and
+    ``reference`` (optional): outputs of the workflow's own in-process function on the same
+    centres, which the deployed outputs must equal too (what ties the files to the workflow)."""
+
+    unit: str
+    centres: list[Any]
+    params: dict[str, Any]
+    reference: Outputs | None = None
+
+
+@dataclass(frozen=True)
+class WorkflowHook:
+    """A stage's hook for the workflow's deployment rule (issue 30 B.1), all from the workflow
+    config (filled with the schema's defaults):
+
+    - ``unit(config) -> str``: the unit deployed (``deployment.units.<stage>``, else the stage's
+      first), checked at config time (a :class:`ConfigError` naming the choices);
+    - ``inputs(config) -> dict``: the rule's input files (parse time: nothing heavy);
+    - ``build(config, inputs) -> WorkflowRun``: the centres, parameters and reference
+      (``deployment.iterations`` caps the rounds where a stage has them).
+    """
+
+    unit: Callable[[Mapping[str, Any]], str]
+    inputs: Callable[[Mapping[str, Any]], dict[str, str]]
+    build: Callable[[Mapping[str, Any], Mapping[str, str]], WorkflowRun]
+
+
+def chosen_unit(config: Mapping[str, Any], stage: str) -> str | None:
+    """``deployment.units.<stage>`` (None: the stage's first unit)."""
+    units = config.get("deployment", {}).get("units") or {}
+    value = units.get(stage)
+    return None if value is None else str(value)
+
+
+def pick(config: Mapping[str, Any], stage: str, choices: Sequence[str]) -> str:
+    """The unit of ``stage`` deployed: ``deployment.units.<stage>`` if one of ``choices``, the
+    first choice when unset; a :class:`ConfigError` naming the choices otherwise."""
+    want = chosen_unit(config, stage)
+    if not choices:
+        raise ConfigError(f"the workflow config has no {stage} unit to deploy",
+                          where=f"deployment.units.{stage}",
+                          fix=f"configure the {stage} stage, or drop {stage} from "
+                          "deployment.stages")  # fmt: skip
+    if want is None:
+        return str(choices[0])
+    if want not in choices:
+        raise ConfigError(f"deployment.units.{stage} {want!r} is not a unit of the config",
+                          where=f"deployment.units.{stage}",
+                          fix=f"one of {list(choices)} (or leave it out: the first)")  # fmt: skip
+    return want
+
+
+def iterations(config: Mapping[str, Any]) -> int | None:
+    """``deployment.iterations``: a cap on the deployed run's rounds (None: the stage's own)."""
+    value = config.get("deployment", {}).get("iterations")
+    return None if value is None else int(value)
+
+
+def cap(value: int, config: Mapping[str, Any]) -> int:
+    """``value`` rounds, at most ``deployment.iterations``."""
+    n = iterations(config)
+    return int(value) if n is None else min(int(value), n)
+
+
 @dataclass(frozen=True)
 class DeployedStage:
     """A federated stage as a deployment runs it (see the module docstring)."""
@@ -80,6 +150,7 @@ class DeployedStage:
     describe: Callable[[Any], dict[str, Any]] = lambda centre: {}
     drops: bool | Callable[[Mapping[str, Any]], bool] = False
     setup: Callable[[Mapping[str, Any]], None] | None = None
+    workflow: WorkflowHook | None = None
 
     def allows_drops(self, params: Mapping[str, Any]) -> bool:
         """Whether this run (its parameters) may go on without a lost centre."""
