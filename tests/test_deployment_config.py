@@ -24,3 +24,12 @@ def test_deployment_checked_at_config_time(repo, dep, match):
         validate_config(copy.deepcopy(cfg), repo / "config" / "schema.yaml")
     cfg["deployment"] = {"enabled": True}  # the default stage and unit: valid
     validate_config(cfg, repo / "config" / "schema.yaml")
+
+
+@pytest.mark.parametrize("dep", [{"stages": ["../x"]}, {"units": {"../x": None}}])
+def test_deployment_stage_names_are_path_safe(repo, dep):
+    """deployment.stages became results/deployment/<stage>/ without the name pattern."""
+    cfg = load_yaml(repo / "config" / "config.yaml")
+    cfg["deployment"] = {"enabled": True, **dep}
+    with pytest.raises(ConfigError, match="file path"):
+        validate_config(cfg, repo / "config" / "schema.yaml")
