@@ -64,6 +64,8 @@ MODULES: dict[str, str] = {
     "fedprep_tables": "fedclust.data.fedpreprocess.deployment",  # MDS / heart imputation
     "savae": "fedclust.generative.deployment",  # SAVAE's FedAvg (good node / poor node test)
     "dgd": "fedclust.generative.deployment",  # the Deep Generative Decoder's FedAvg
+    "radialgan": "fedclust.generative.deployment",  # codes out, code gradients back (D6.2 ch. 5)
+    "savae_virtual": "fedclust.generative.deployment",  # SAVAE virtual patients, good → poor
     "hac": "fedclust.hac.deployment",  # simultaneous sharing (seed 001 §5.1)
     "fedcref": "fedclust.fedcref.deployment",
 }
