@@ -174,9 +174,9 @@ def test_config_time_checks_name_the_choices(base):
     with pytest.raises(ConfigError, match=r"'nope' is not a registered deployed stage(.|\n)*"
                        r"registered: \[.*'bayes'.*\]"):  # fmt: skip
         deployrun.check(bad(stages=["admm", "nope"]))
-    with pytest.raises(ConfigError, match=r"'savae' cannot be launched from the workflow(.|\n)*"
+    with pytest.raises(ConfigError, match=r"'check' cannot be launched from the workflow(.|\n)*"
                        r"one of \['admm', 'boosting'"):  # fmt: skip
-        deployrun.check(bad(stages=["savae"]))
+        deployrun.check(bad(stages=["check"]))
     with pytest.raises(ConfigError, match=r"deployment.units.admm 'nope' is not a unit"):
         deployrun.check(bad(units={"admm": "nope"}))
     with pytest.raises(ConfigError, match="names stages not deployed"):
@@ -194,9 +194,9 @@ def test_fedclust_check_config_checks_the_deployment(repo, tmp_path, capsys):
 
     path = tmp_path / "c.yaml"
     path.write_text(f"base: {repo / 'config' / 'config.yaml'}\n"
-                    "deployment: {enabled: true, stages: [admm, savae]}\n")  # fmt: skip
+                    "deployment: {enabled: true, stages: [admm, check]}\n")  # fmt: skip
     assert main(["check-config", str(path)]) == 2
-    assert "'savae' cannot be launched from the workflow" in capsys.readouterr().err
+    assert "'check' cannot be launched from the workflow" in capsys.readouterr().err
 
 
 def test_the_launchable_stages_are_the_registered_ones_with_a_hook():
