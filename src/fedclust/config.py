@@ -391,9 +391,6 @@ def check_stages(config: dict[str, Any], source: str = "config") -> None:
     from .privacy_utility.workflow import check_config as check_privacy_utility
 
     check_privacy_utility(config, source)
-    from .deployrun import check as check_deployment
-
-    check_deployment(config)
 
 
 def check_dec_centres(config: dict[str, Any], split_sizes: dict[str, dict[str, list]]) -> None:
