@@ -50,6 +50,7 @@ work, as in the workflow's virtual arm. Exact.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    cap,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
 from fedclust.federation import History
 
 from . import data as D
@@ -178,7 +189,57 @@ def _rounds(hist: History) -> pd.DataFrame:
                          "participants": [int(p) for p in hist.participants]})  # fmt: skip
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=True, setup=setup))
+# ---------------------------------------------------------------- the workflow's rule
+def _gen(config: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(config.get("generative") or {})
+
+
+def workflow_units(config: Mapping[str, Any], model: str) -> list[str]:
+    """The units of rule ``generative_<model>`` (none when the stage or the model is off)."""
+    from .workflow import enabled_models, model_units
+
+    gen = _gen(config)
+    if not gen.get("enabled", False):
+        return []
+    return model_units(gen, enabled_models(gen), model)
+
+
+def _hook(stage: str, model: str, build: Any) -> WorkflowHook:
+    """The hook of ``stage`` (the units of rule ``generative_<model>``, its input files)."""
+    from .workflow import inputs
+
+    def unit(config: Mapping[str, Any]) -> str:
+        return pick(config, stage, workflow_units(config, model))
+
+    def files(config: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(inputs(dict(config), model, [unit(config)]))
+
+    def run(config: Mapping[str, Any], files_: Mapping[str, Any]) -> WorkflowRun:
+        from .workflow import model_cfg, sources
+
+        cfg = model_cfg(_gen(config), model)
+        return build(config, cfg, unit(config), dict(files_), int(config["seed"]),
+                     sources(dict(config)))  # fmt: skip
+
+    return WorkflowHook(unit, files, run)
+
+
+def _savae_run(config, cfg, unit, files, seed, sources) -> WorkflowRun:
+    """The good and the poor node of rule ``generative_savae``'s unit (its ``federated`` arm,
+    :func:`.experiment.run_savae`'s split and seeds); ``deployment.iterations`` caps the rounds.
+    No reference: the workflow's arm writes metrics on held-out rows, not the parameters."""
+    from .experiment import load_table
+    from .workflow import parse_savae_unit
+
+    ds, rate = parse_savae_unit(unit)
+    table = load_table(ds, cfg, files, seed, sources)
+    params = params_from_config(cfg, ds, rate, seed)
+    params["rounds"] = cap(params["rounds"], config)
+    return WorkflowRun(unit, centres(table, cfg, ds, rate, seed), params)
+
+
+STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=True, setup=setup,
+                               workflow=_hook(NAME, "savae", _savae_run)))  # fmt: skip
 
 
 # ---------------------------------------------------------------- the DGD
@@ -265,8 +326,30 @@ def dgd_serve(proxies: Sequence[Any], params: Mapping[str, Any],
     return {"parameters": [np.asarray(a) for a in final], "rounds": _rounds(hist)}
 
 
+def _dgd_run(config, cfg, unit, files, seed, sources) -> WorkflowRun:
+    """The centres of rule ``generative_dgd``'s unit (:func:`.experiment.run_dgd`'s training
+    rows); ``deployment.iterations`` caps the rounds. No reference (the arm's metrics are
+    evaluations)."""
+    from .experiment import load_table
+
+    ds, rs = cfg["dgd"]["datasets"][unit], cfg["dgd"].get("rnaseq", {})
+    kw = {}
+    if ds["data"] == "rnaseq":  # as run_dgd_units
+        kw = {"cohorts": files["cohorts"], "label": rs["label"], "group": rs["group"],
+              "max_genes": rs.get("max_genes")}  # fmt: skip
+    table = load_table(ds["data"], cfg, files, seed, sources, **kw)
+    from .experiment import dgd_split
+
+    cs = dgd_centres(table, cfg, unit, seed)
+    sub = dgd_split(table, cfg["dgd"], unit, seed)[0]  # as dgd_centres: the unit's rows
+    params = dgd_params_from_config(cfg, unit, len(np.unique(sub.y)), seed)
+    params["rounds"] = cap(params["rounds"], config)
+    return WorkflowRun(unit, cs, params)
+
+
 DGD_STAGE = register(DeployedStage(DGD, dgd_load, dgd_save, dgd_serve, dgd_describe,
-                                   drops=True, setup=dgd_setup))  # fmt: skip
+                                   drops=True, setup=dgd_setup,
+                                   workflow=_hook(DGD, "dgd", _dgd_run)))  # fmt: skip
 
 
 # ---------------------------------------------------------------- RadialGAN
@@ -368,9 +451,32 @@ def radialgan_serve(proxies: Sequence[Any], params: Mapping[str, Any],
             "sizes": {k: int(v) for k, v in res["sizes"].items()}}  # fmt: skip
 
 
+def _radialgan_run(config, cfg, unit, files, seed, sources) -> WorkflowRun:
+    """The centres of rule ``generative_radialgan``'s unit (its test bed loaded and subsampled
+    as :func:`.experiment.run_radialgan_units` does); ``deployment.iterations`` caps the
+    iterations. No reference (the arm's evaluation is its own)."""
+    from fedclust.seeds import rng
+
+    from .experiment import load_table
+
+    tb = cfg["radialgan"]["testbeds"][unit.rsplit("_", 1)[0]]
+    t = load_table(tb["data"], cfg, files, seed, sources, group=tb.get("group", "source"))
+    if tb.get("n_samples") and t.n > int(tb["n_samples"]):
+        g = rng(seed, "radialgan", unit.rsplit("_", 1)[0], "subset")
+        t = t.rows(np.sort(g.permutation(t.n)[: int(tb["n_samples"])]))
+    params = radialgan_params_from_config(cfg, unit, seed)
+    params["iterations"] = cap(params["iterations"], config)
+    cs = radialgan_centres(t, cfg, unit, seed)
+    for c in cs:  # a site's name names its folder ("VA Long Beach" → "VA_Long_Beach")
+        c.cid = re.sub(r"[^A-Za-z0-9_-]", "_", c.cid)
+    return WorkflowRun(unit, cs, params)
+
+
 RADIALGAN_STAGE = register(DeployedStage(RADIALGAN, radialgan_load, radialgan_save,
                                          radialgan_serve, radialgan_describe,
-                                         setup=radialgan_setup))  # fmt: skip
+                                         setup=radialgan_setup,
+                                         workflow=_hook(RADIALGAN, "radialgan",
+                                                        _radialgan_run)))  # fmt: skip
 
 
 # ---------------------------------------------------------------- SAVAE's virtual patients
@@ -442,8 +548,22 @@ def virtual_serve(proxies: Sequence[Any], params: Mapping[str, Any],
     return {"n_virtual": int(n), "relayed_sha256": digest[0] if digest else ""}
 
 
+def _virtual_run(config, cfg, unit, files, seed, sources) -> WorkflowRun:
+    """The relay's nodes of rule ``generative_savae``'s unit (as :func:`_savae_run`; the good
+    site's opt-in is the job's ``disclosure`` section); ``deployment.iterations`` caps the
+    rounds of the good node's own training. No reference."""
+    from .workflow import parse_savae_unit
+
+    run = _savae_run(config, cfg, unit, files, seed, sources)
+    params = virtual_params_from_config(cfg, *parse_savae_unit(unit), seed)
+    params["rounds"] = run.params["rounds"]
+    params["epochs"] = int(params["rounds"]) * int(params["local_epochs"])
+    return WorkflowRun(unit, run.centres, params)
+
+
 VIRTUAL_STAGE = register(DeployedStage(VIRTUAL, virtual_load, virtual_save, virtual_serve,
-                                       describe, setup=virtual_setup))  # fmt: skip
+                                       describe, setup=virtual_setup,
+                                       workflow=_hook(VIRTUAL, "savae", _virtual_run)))  # fmt: skip
 
 
 def relay_digest(relay: Mapping[str, Any]) -> str:

@@ -78,6 +78,7 @@ from .records import (
     settings_for,
     spent,
 )
+from .workflow import check_known_rows
 
 log = logging.getLogger(__name__)
 
@@ -351,6 +352,7 @@ def run_known_io(
     bound, frac = float(m["bound"]), float(m["fraction"])
     x = clip_rows(np.asarray(x, np.float64), bound)
     n, d = x.shape
+    check_known_rows(n, d, frac, "the RNA-seq matrix")
     curve, budget = [], []
     for s in range(int(cfg["seeds"])):
         g = rng(seed, "privacy_utility", "known_io", s)
