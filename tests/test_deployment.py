@@ -616,7 +616,7 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
 @pytest.mark.parametrize(
     "stage",
     ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "dgd", "hac",
-     "fedcref", "survival_km", "survival_coxph", "fedprep_tables"],
+     "fedcref", "survival_km", "survival_coxph", "fedprep_tables", "radialgan", "savae_virtual"],
 )  # fmt: skip
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
@@ -647,8 +647,10 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     elif stage == "fedprep_tables":  # heart: class labels and binned counts
         centres, params, _ = table_centres("heart")
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
-    elif stage in ("savae", "dgd"):
-        centres, params, _ = (savae_centres if stage == "savae" else dgd_centres)()
+    elif stage in ("savae", "dgd", "radialgan", "savae_virtual"):
+        centres, params, _ = {"savae": savae_centres, "dgd": dgd_centres,
+                              "radialgan": radialgan_centres,
+                              "savae_virtual": virtual_centres}[stage]()  # fmt: skip
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "hac":
         centres, params, _ = hac_centres()
@@ -1128,3 +1130,120 @@ def test_a_fresh_centre_process_resolves_every_protocol_it_answers(tmp_path):
                          text=True, check=True)  # fmt: skip
     assert all(n for _, _, n in cases.values())
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+# ---------------------------------------------------------------- generative (RadialGAN)
+#: a RadialGAN site's opt-in to release latent codes and their gradients (one row per sample)
+RADIALGAN_OPT_IN = ("radialgan_codes", "radialgan_code_grads")
+
+
+def radialgan_cfg(iterations: int = 3, labels: str = "code") -> dict:
+    """The ``generative`` settings of a tiny RadialGAN test bed ``tb`` (three centres of the
+    table's centre column; centre b lacks column c1)."""
+    return {
+        "min_samples": 3, "device": "cpu",
+        "radialgan": {
+            "testbeds": {"tb": {"data": "heart", "split": "column", "drop": {"b": ["c1"]}}},
+            "alpha": ["d62"], "latent": 3, "hidden": [8], "activation": "relu",
+            "labels": labels, "lam": 2.0, "gan_loss": "nonsaturating", "classifier_c": 1.0,
+            "test_fraction": 0.25, "train": {"iterations": iterations, "batch_size": 8,
+                                             "lr": 0.01},
+        },
+    }  # fmt: skip
+
+
+def radialgan_centres(seed: int = 3, unit: str = "tb_d62", **kw):
+    """The radialgan stage's centres of unit ``tb_d62`` (those of
+    :func:`fedclust.generative.experiment.run_radialgan`, each carrying its site's opt-in to
+    release codes), the run parameters, table and config."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.generative import data as D
+    from fedclust.generative import deployment as gd
+    from fedclust.generative import likelihoods as L
+
+    g = np.random.default_rng(seed)
+    groups = np.repeat(["a", "b", "c"], [40, 32, 28])
+    x = g.normal(size=(100, 4)) + (groups == "b")[:, None]
+    x[g.random(x.shape) < 0.03] = np.nan
+    y = (np.nan_to_num(x[:, 0]) + g.normal(size=100) > 0.3).astype(int)
+    names = [f"c{i}" for i in range(4)]
+    table = D.Tabular(x, names, L.infer_spec(x, names, []), y, groups=groups,
+                      source="simulated")  # fmt: skip
+    cfg = radialgan_cfg(**kw)
+    centres = gd.radialgan_centres(table, cfg, unit, seed)
+    for c in centres:
+        c.disclosure = DisclosurePolicy(allow_per_sample=RADIALGAN_OPT_IN)
+    return centres, gd.radialgan_params_from_config(cfg, unit, seed), (table, cfg, seed)
+
+
+@pytest.mark.parametrize("labels", ["code", "decoded"])
+def test_radialgan_stage_is_the_workflow_unit_and_equal_on_flower(tmp_path, labels):
+    """RadialGAN from the centres' files (each with its own feature set and its site's opt-in):
+    the workflow unit's run (every iteration's loss, every centre's AUCs, the same messages),
+    bit-identical in-process and on the simulation engine."""
+    from fedclust.federation import disclosure
+    from fedclust.generative.experiment import run_radialgan
+
+    centres, params, (table, cfg, seed) = radialgan_centres(labels=labels)
+    dirs = deployment.write_centres(deployment.get("radialgan"), centres, tmp_path)
+    a = deployment.run("radialgan", dirs, params)
+    _equal(a, deployment.run("radialgan", dirs, params, transport=get_transport(SIM)))
+    before = dict(disclosure._CONFIGURED)
+    disclosure.configure({"default": {"allow_per_sample": list(RADIALGAN_OPT_IN)}})
+    try:  # the workflow's centres read the opt-in from the job's config
+        ref = run_radialgan(table, cfg, "tb_d62", seed)
+    finally:
+        disclosure.configure(before)
+    assert a["losses"]["loss"].tolist() == ref["curves"]["loss"].tolist()
+    assert len(a["losses"]) == 3 and a["released"] == ["a", "b", "c"]
+    m = ref["metrics"].set_index("centre")
+    for _, row in a["evaluation"].iterrows():
+        for k in ("auc_local", "auc_augmented", "virtual", "virtual_positive"):
+            assert row[k] == m.loc[row["centre"], k], (row["centre"], k)
+    assert (a["evaluation"]["virtual"] > 0).all()
+    pd.testing.assert_frame_equal(a["ledger"], ref["ledger"])
+    assert {"radialgan_codes", "radialgan_code_grads"} <= set(a["ledger"].protocol)
+
+
+# ---------------------------------------------------------------- generative (virtual patients)
+def virtual_centres(seed: int = 4):
+    """The relay's nodes of SAVAE unit sim r0.5 (the good node carrying its site's opt-in to
+    send virtual patients), the run parameters, table and config."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.generative import deployment as gd
+
+    centres, _, (table, cfg, seed) = savae_centres(seed)
+    centres[0].disclosure = DisclosurePolicy(allow_per_sample=("savae_virtual_patients",))
+    return centres, gd.virtual_params_from_config(cfg, "sim", 0.5, seed), (table, cfg, seed)
+
+
+def test_savae_virtual_relay_is_the_workflow_exchange_and_equal_on_flower(tmp_path):
+    """SAVAE's virtual-patients relay from the centres' files: the good site trains its own
+    generator (no message), its virtual patients go through the server to the poor node — the
+    workflow unit's exchange (the same messages, the same rows: their digest equals the rows
+    the isolated good node of the unit draws), bit-identical in-process and on the simulation
+    engine."""
+    from fedclust.federation import disclosure
+    from fedclust.generative import deployment as gd
+    from fedclust.generative.experiment import run_savae
+
+    centres, params, (table, cfg, seed) = virtual_centres()
+    dirs = deployment.write_centres(deployment.get("savae_virtual"), centres, tmp_path)
+    a = deployment.run("savae_virtual", dirs, params)
+    _equal(a, deployment.run("savae_virtual", dirs, params, transport=get_transport(SIM)))
+    assert a["n_virtual"] == cfg["savae"]["n_virtual"] == 20
+    good = savae_centres(seed)[0][0]  # the unit's isolated good node, trained in-process
+    good.standardise_locally()
+    good.train_local(params["epochs"])
+    msg = good.virtual_patients(None, {"n_virtual": 20})
+    assert a["relayed_sha256"] == gd.relay_digest(msg)
+    before = dict(disclosure._CONFIGURED)
+    disclosure.configure({"default": {"allow_per_sample": ["savae_virtual_patients"]}})
+    try:  # the workflow's nodes read the opt-in from the job's config
+        ref = run_savae(table, cfg, "sim", 0.5, seed)
+    finally:
+        disclosure.configure(before)
+    led = ref["ledger"]
+    led = led[led.protocol.str.startswith("savae_virtual")].reset_index(drop=True)
+    pd.testing.assert_frame_equal(a["ledger"], led)
+    assert ref["info"]["n_virtual"] == 20 and len(led) == 4

@@ -92,11 +92,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "deploy":
+        from .flower.localhost import RunFailed
         from .flower.localhost import main as deploy
 
         try:
             deploy([a for a in args.args if a != "--"])
-        except FedclustError as err:
+        except (FedclustError, RunFailed, TimeoutError) as err:
             print(f"fedclust: {err}", file=sys.stderr)
             return 2
         return 0

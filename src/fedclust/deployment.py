@@ -64,6 +64,8 @@ MODULES: dict[str, str] = {
     "fedprep_tables": "fedclust.data.fedpreprocess.deployment",  # MDS / heart imputation
     "savae": "fedclust.generative.deployment",  # SAVAE's FedAvg (good node / poor node test)
     "dgd": "fedclust.generative.deployment",  # the Deep Generative Decoder's FedAvg
+    "radialgan": "fedclust.generative.deployment",  # codes out, code gradients back (D6.2 ch. 5)
+    "savae_virtual": "fedclust.generative.deployment",  # SAVAE virtual patients, good → poor
     "hac": "fedclust.hac.deployment",  # simultaneous sharing (seed 001 §5.1)
     "fedcref": "fedclust.fedcref.deployment",
 }
@@ -217,25 +219,63 @@ def write_centres(stage: DeployedStage, centres: Sequence[Any], root: str | Path
 def load_centre(stage: DeployedStage, centre_dir: str | Path, params: Mapping[str, Any],
                 disclosure: str | Path | None = None) -> Any:  # fmt: skip
     """The centre object of ``centre_dir`` for ``stage``; ``disclosure``: the site's own YAML
-    file with its ``disclosure`` settings (DataSHIELD's ``nfilter_*``), never the server's."""
+    file with its ``disclosure`` settings (DataSHIELD's ``nfilter_*``), never the server's.
+    A centre file that lacks a field of the stage raises :class:`InputDataError` naming the
+    file (:class:`CentreFile`); a disclosure file may raise the floors the centre file
+    carries, never lower them (issue 30 C)."""
     if stage.setup is not None:
         stage.setup(params)
-    centre = stage.load(centre_file(stage, centre_dir), params)
+    path = centre_file(stage, centre_dir)
+    centre = stage.load(path, params)
+    cid = centre_id(centre)
+    if not NAME.match(cid):
+        raise InputDataError(f"centre id {cid!r} in the centre file cannot name a site",
+                             where=str(path), fix=f"an id matching {NAME.pattern}")  # fmt: skip
     if disclosure:
-        import yaml
+        from fedclust.federation.disclosure import lowered, policy_from
 
-        from fedclust.federation.disclosure import policy_from
-
-        with open(Path(disclosure).expanduser()) as fh:
-            doc = yaml.safe_load(fh) or {}
-        section = doc.get("disclosure", doc) if isinstance(doc, Mapping) else None
-        if not isinstance(section, Mapping):
+        section = _site_policy_section(Path(disclosure).expanduser())
+        try:
+            policy = policy_from(section, cid)
+        except ConfigError as err:
+            raise ConfigError(err.what, where=f"{disclosure} ({err.where})", fix=err.fix) from None
+        own = centre.__dict__.get("disclosure")
+        looser = lowered(own, policy) if own is not None else []
+        if looser:
             raise ConfigError(
-                "the site's disclosure file is not a mapping", where=str(disclosure),
-                fix="a YAML mapping with default: {nfilter_subset: 3, ...}",
-            )  # fmt: skip
-        centre.disclosure = policy_from(section, centre_id(centre))
+                f"the site's disclosure file would loosen the centre file's own policy: "
+                f"{', '.join(looser)}",
+                where=f"{disclosure} (centre {cid}, {path})",
+                fix="a disclosure file may only raise floors: set each at least as strict as the "
+                "centre file's (or rewrite the centre file from the site's config)",
+            )
+        centre.disclosure = policy
     return centre
+
+
+def _site_policy_section(path: Path) -> Mapping[str, Any]:
+    """The ``disclosure`` mapping of a site's YAML file (``default`` / ``centres``)."""
+    import yaml
+
+    fix = "a YAML file: `disclosure: {default: {nfilter_tab: 5, nfilter_subset: 5}}`"
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        why = type(err).__name__ if not isinstance(err, OSError) else (err.strerror or str(err))
+        raise ConfigError(f"the site's disclosure file cannot be read ({why})", where=str(path),
+                          fix=fix) from None  # fmt: skip
+    section = doc.get("disclosure", doc) if isinstance(doc, Mapping) else None
+    if not isinstance(section, Mapping):
+        raise ConfigError("the site's disclosure file is not a mapping", where=str(path), fix=fix)
+    extra = sorted(set(map(str, section)) - {"default", "centres"})
+    if extra:
+        raise ConfigError(
+            f"the site's disclosure file sets {extra} outside `default:` / `centres:` (read as "
+            "no setting: the default floors)",
+            where=str(path),
+            fix=fix,
+        )
+    return section
 
 
 def save_npz(path: Path, **arrays: Any) -> None:
@@ -245,9 +285,55 @@ def save_npz(path: Path, **arrays: Any) -> None:
         np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()})
 
 
+class CentreFile(dict):
+    """A centre file's arrays by name; a field it lacks raises :class:`InputDataError` naming
+    the file (another stage's file, or one written by another version), not a KeyError."""
+
+    def __init__(self, path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+        super().__init__(arrays)
+        self.path = path
+
+    def __missing__(self, key: str) -> Any:
+        raise InputDataError(
+            f"the centre file has no field {key!r} (fields: {', '.join(sorted(self)) or 'none'}): "
+            "another stage's file, or one written by another version",
+            where=str(self.path),
+            fix="rewrite it with fedclust.deployment.write_centres(get(<stage>), ...) at the "
+            "centre; a folder holds <stage>.npz per stage",
+        )
+
+
+def file_policy(d: Mapping[str, np.ndarray]) -> Any:
+    """The site's disclosure policy a centre file carries (field ``disclosure``, JSON), or None
+    (the configured one); an invalid one raises InputDataError naming the file."""
+    if "disclosure" not in d:
+        return None
+    from fedclust.federation.disclosure import policy_from
+
+    try:
+        return policy_from({"default": json.loads(str(d["disclosure"]))})
+    except (json.JSONDecodeError, ConfigError, AttributeError) as err:
+        raise InputDataError(
+            f"the centre file's disclosure policy is not valid ({err})".replace("\n", "; "),
+            where=str(getattr(d, "path", "centre file")),
+            fix="rewrite the centre file from the site's config",
+        ) from None
+
+
 def load_npz(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    """A centre file's arrays; a truncated, empty or foreign file raises InputDataError."""
+    import zipfile
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return CentreFile(Path(path), {k: z[k] for k in z.files})
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as err:
+        raise InputDataError(
+            f"the centre file cannot be read ({type(err).__name__}: {err}): truncated, or not "
+            "a centre file",
+            where=str(path),
+            fix="rewrite it with fedclust.deployment.write_centres at the centre",
+        ) from None
 
 
 # ---------------------------------------------------------------- running a stage

@@ -32,7 +32,9 @@ from typing import Any
 from .errors import ConfigError
 
 #: the stages with a workflow hook (``DeployedStage.workflow``), in the rule's order
-STAGES = ("admm", "boosting", "survival", "survival_km", "survival_coxph", "heart", "dec")
+STAGES = ("admm", "boosting", "survival", "survival_km", "survival_coxph", "heart", "dec",
+          "fedprep_tables", "fedprep", "fedcref", "bayes", "savae", "radialgan",
+          "dgd", "savae_virtual")  # fmt: skip
 ENGINES = ("localhost", "apps", "inprocess")
 #: the ledger's columns compared and written (the deployment's ledger adds the arrival time)
 LEDGER = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]
@@ -128,7 +130,8 @@ def _same(got: Any, ref: Any) -> bool:
     if isinstance(ref, list) and ref and isinstance(ref[0], np.ndarray):
         if not isinstance(got, list) or len(got) != len(ref):
             return False
-        return all(np.array_equal(a, b) for a, b in zip(got, ref, strict=True))
+        return all(np.array_equal(a, b, equal_nan=a.dtype.kind == "f" and b.dtype.kind == "f")
+                   for a, b in zip(got, ref, strict=True))  # fmt: skip
     return bool(got == ref)
 
 

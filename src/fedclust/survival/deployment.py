@@ -42,14 +42,14 @@ from fedclust.deployment import (
     DeployedStage,
     WorkflowHook,
     WorkflowRun,
+    file_policy,
     load_npz,
     pick,
     register,
     same_schema,
     save_npz,
 )
-from fedclust.errors import InputDataError
-from fedclust.federation.disclosure import policy_from
+from fedclust.errors import ConfigError, InputDataError
 
 from .coxph import CoxCentre, coxph_server
 from .km import KMCentre, grid_edges, km_from_counts, km_server, logrank_from_counts
@@ -112,10 +112,6 @@ def _own_policy(centre: Any) -> dict[str, Any]:
     return {} if own is None else {"disclosure": json.dumps(asdict(own))}
 
 
-def _policy(d: Mapping[str, np.ndarray]) -> Any:
-    return policy_from({"default": json.loads(str(d["disclosure"]))}) if "disclosure" in d else None
-
-
 def km_params(km_grid: Mapping[str, Any] | None, labels: Sequence[str]) -> dict[str, Any]:
     """The ``survival_km`` run parameters of the workflow's KM check (``survival.km_grid``)."""
     return {"km_grid": dict(km_grid or {}), "labels": [str(v) for v in labels]}
@@ -128,7 +124,7 @@ def save_km(centre: KMCentre, path: Path) -> None:
 
 def load_km(path: Path, params: Mapping[str, Any]) -> KMCentre:
     d = load_npz(path)
-    return KMCentre(str(d["cid"]), d["t"], d["e"], d["groups"], d["edges"], _policy(d))
+    return KMCentre(str(d["cid"]), d["t"], d["e"], d["groups"], d["edges"], file_policy(d))
 
 
 def serve_km(proxies: Sequence[Any], params: Mapping[str, Any],
@@ -138,6 +134,12 @@ def serve_km(proxies: Sequence[Any], params: Mapping[str, Any],
     edges = (np.asarray(params["edges"], float) if "edges" in params
              else grid_edges(params.get("km_grid")))  # fmt: skip
     labels = [str(v) for v in params.get("labels", ["all"])]
+    if not labels:
+        raise ConfigError(
+            "the run's labels are empty: no group to count",
+            where="survival_km run parameters: labels",
+            fix="list the public group labels, or leave labels out (one group)",
+        )
     counts = km_server(list(proxies), edges, labels)
     lr = logrank_from_counts(counts) if len(labels) > 1 else None
     logrank = None if lr is None else {"chi2": lr[0], "p": lr[1], "df": lr[2]}
@@ -150,7 +152,7 @@ def save_cox(centre: CoxCentre, path: Path) -> None:
 
 def load_cox(path: Path, params: Mapping[str, Any]) -> CoxCentre:
     d = load_npz(path)
-    return CoxCentre(str(d["cid"]), d["x"], d["t"], d["e"], _policy(d))
+    return CoxCentre(str(d["cid"]), d["x"], d["t"], d["e"], file_policy(d))
 
 
 def describe_cox(centre: CoxCentre) -> dict[str, Any]:
@@ -166,6 +168,11 @@ def serve_cox(proxies: Sequence[Any], params: Mapping[str, Any],
     p = int(same_schema(schema, "n_features", "survival_coxph"))
     kinds = {"ties": str, "tol": float, "max_iter": int}
     opts = {k: kinds[k](params[k]) for k in COX_OPTIONS if k in params}
+    for k in ("tol", "max_iter"):
+        if k in opts and not opts[k] > 0:
+            raise ConfigError(f"survival_coxph {k} = {opts[k]} must be > 0",
+                              where=f"survival_coxph run parameters: {k}",
+                              fix="e.g. tol: 1e-10, max_iter: 100 (or leave it out)")  # fmt: skip
     beta, se, path = coxph_server(list(proxies), p, **opts)
     return {"beta": beta, "se": se, "loglik": [float(v) for v in path]}
 

@@ -40,7 +40,16 @@ from typing import Any
 
 import numpy as np
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
 
 from .centre import RnaseqCentre
 from .protocols import MIN_SAMPLES, Protocols
@@ -120,7 +129,58 @@ def outputs(fit: RnaseqFit, genes: np.ndarray) -> dict[str, Any]:
     return out
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=False))
+# ---------------------------------------------------------------- the workflow's rule
+def workflow_units(config: Mapping[str, Any]) -> list[str]:
+    """The cohorts of rule ``rnaseq_federated`` (``data.rnaseq``: federated or compared)."""
+    from fedclust.data.workflow import federated_cohorts
+
+    return federated_cohorts(dict(config["data"]))
+
+
+def workflow_unit(config: Mapping[str, Any]) -> str:
+    return pick(config, NAME, workflow_units(config))
+
+
+def workflow_inputs(config: Mapping[str, Any]) -> dict[str, str]:
+    """Rule ``rnaseq_federated``'s counts and split of the deployed cohort."""
+    from fedclust.data.workflow import federated_split
+
+    cohort = workflow_unit(config)
+    split = federated_split(dict(config["data"]), "rnaseq")
+    return {"counts": f"results/data/rnaseq/{cohort}/counts.parquet",
+            "split": f"results/data/rnaseq/{cohort}/splits/{split}.tsv"}  # fmt: skip
+
+
+def _split(path: str) -> Any:
+    import pandas as pd
+
+    return pd.read_csv(path, sep="\t", dtype=str).set_index("sample_id")["center"]
+
+
+def workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The centres of rule ``rnaseq_federated`` (the cohort's counts on its federated split)
+    with its settings; reference: the rule's own :func:`.rnaseq.federated_rnaseq` fit."""
+    from fedclust.io import read_table
+    from fedclust.seeds import derive_seed
+
+    from .rnaseq import federated_rnaseq
+
+    cohort = workflow_unit(config)
+    rna, prep = config["data"]["rnaseq"], config["data"]["federated"]
+    s = RnaseqSettings(top_genes=rna["top_genes"], vst_fit_genes=rna.get("vst_fit_genes"),
+                       vst_fit_pool=rna.get("vst_fit_pool", "mean5"),
+                       seed=derive_seed(int(config["seed"]), "vst subset", cohort))  # fmt: skip
+    counts, split = read_table(inputs["counts"]), _split(inputs["split"])
+    ms = int(prep["min_samples"])
+    fed = federated_rnaseq(counts, split, s, ms)
+    return WorkflowRun(cohort, centres(counts, split, ms), params_from(s, ms),
+                       outputs(fed.fit, np.asarray(counts.columns)))  # fmt: skip
+
+
+STAGE = register(
+    DeployedStage(NAME, load, save, serve, describe, drops=False,
+                  workflow=WorkflowHook(workflow_unit, workflow_inputs, workflow_run))
+)  # fmt: skip
 
 
 # ---------------------------------------------------------------- tables (MDS, heart)
@@ -186,5 +246,61 @@ def serve_tables(proxies: Sequence[Any], params: Mapping[str, Any],
             "fill": np.array([fills[c] for c in classes])}  # fmt: skip
 
 
-TABLES = register(DeployedStage(TABLES_NAME, load_table, save_table, serve_tables,
-                                describe_table, drops=False))  # fmt: skip
+# ---------------------------------------------------------------- the workflow's rule
+def tables_units(config: Mapping[str, Any]) -> list[str]:
+    """``mds`` (rule ``mds_federated``, when configured) and ``heart`` (rule ``data_heart``)."""
+    from fedclust.data.workflow import mds_federated
+
+    return (["mds"] if mds_federated(dict(config["data"])) else []) + ["heart"]
+
+
+def tables_unit(config: Mapping[str, Any]) -> str:
+    return pick(config, TABLES_NAME, tables_units(config))
+
+
+def tables_inputs(config: Mapping[str, Any]) -> dict[str, str]:
+    """Rule ``mds_federated``'s raw table and split, or rule ``data_heart``'s two CSV files."""
+    from fedclust.data import heart
+    from fedclust.data.workflow import federated_split
+
+    if tables_unit(config) == "heart":
+        return dict(heart.input_files(dict(config["data"]["heart"])))
+    split = federated_split(dict(config["data"]), "mds")
+    return {"raw": "results/data/mds/features_raw.parquet",
+            "split": f"results/data/mds/splits/{split}.tsv"}  # fmt: skip
+
+
+def tables_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The centres of rule ``mds_federated`` (the raw 0/1/NaN table on the MDS federated
+    split; reference: its :func:`.tables.mds_impute_federated` fill) or of rule ``data_heart``
+    (the 918-row table, the five hospitals by row range, ``data.heart.imputation``; no
+    reference: :func:`.tables.heart_impute_federated` returns only the fills it used)."""
+    import pandas as pd
+
+    from fedclust.io import read_table
+
+    from .tables import heart_centres, mds_centres, mds_impute_federated
+
+    prep = config["data"]["federated"]
+    ms = int(prep["min_samples"])
+    if tables_unit(config) == "mds":
+        raw, split = read_table(inputs["raw"]), _split(inputs["split"])
+        _, _, fill = mds_impute_federated(raw, split, ms)
+        ref = {"columns": [str(c) for c in raw.columns], "fill": fill.to_numpy()}
+        return WorkflowRun("mds", mds_centres(raw, split, ms), mds_params(ms), ref)
+    from fedclust.data import heart
+
+    cfg = dict(config["data"]["heart"])
+    raw = heart.load_raw(inputs["raw"], heart.SHA256["Heart_Disease.csv"]
+                         if cfg["check_sha256"] else None)  # fmt: skip
+    hospital = pd.Series(heart.row_range_hospitals(len(raw)), index=raw.index)
+    hospital = hospital.str.replace(r"[^A-Za-z0-9_-]", "_", regex=True)  # names its folder
+    centres_, _, _ = heart_centres(raw, hospital, heart.TARGET, min_samples=ms)
+    return WorkflowRun("heart", centres_, heart_params(cfg["imputation"], int(prep["bins"]), ms))
+
+
+TABLES = register(
+    DeployedStage(TABLES_NAME, load_table, save_table, serve_tables, describe_table,
+                  drops=False,
+                  workflow=WorkflowHook(tables_unit, tables_inputs, tables_run))
+)  # fmt: skip

@@ -23,6 +23,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from fedclust.errors import InputDataError
 from fedclust.federation import INPROCESS, Ledger, Transport, federate
 from fedclust.federation.disclosure import DisclosurePolicy
 
@@ -74,7 +75,7 @@ def heart_centres(
     of each row), the recoded columns and the classes."""
     x = df[list(columns)].astype(float)
     x = x.where(x != 0)  # 0 codes a missing value (seed 004 §2.4)
-    y = df[target].astype(int).to_numpy()
+    y = _class_labels(df, target)
     centres, _ = _centres(x, hospital, y, min_samples, "heart federated imputation", disclosure)
     return centres, x, y
 
@@ -183,8 +184,37 @@ def heart_impute_federated(
                 vals[miss] = fills[cls][j]
                 info[col][str(int(cls))] = {"value": float(fills[cls][j]),
                                             "count": int(miss.sum())}  # fmt: skip
+        left = vals.isna().to_numpy()
+        if left.any():  # a class no centre reports (prep_labels: < floor rows everywhere)
+            cls = sorted({int(c) for c in y[left]})
+            raise InputDataError(
+                f"{int(left.sum())} missing {col} value(s) of class {', '.join(map(str, cls))} "
+                f"({target}) have no fill: no centre holds enough rows of the class to report "
+                "it (its label set names only classes with ≥ its floor rows)",
+                where="heart federated imputation",
+                fix="lower data.federated.min_samples (and the centres' nfilter_subset), merge "
+                "or drop the rare class, or use data.heart.preprocess: pooled",
+            )
         out[col] = vals
     return out, info
+
+
+def _class_labels(df: pd.DataFrame, target: str) -> np.ndarray:
+    """The target column as whole-number class labels (a 0.5 was truncated to class 0)."""
+    if target not in df:
+        raise InputDataError(f"no target column {target!r}", where="heart federated imputation",
+                             fix="name the table's class column")  # fmt: skip
+    y = pd.to_numeric(df[target], errors="coerce").to_numpy(np.float64)
+    bad = ~np.isfinite(y) | (y != np.round(y))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputDataError(
+            f"{int(bad.sum())} {target} value(s) are not whole class labels, e.g. "
+            f"{df[target].iloc[i]!r} (row {df.index[i]!r})",
+            where=f"heart federated imputation, column {target}",
+            fix="class labels 0, 1, …; drop rows without a label",
+        )
+    return y.astype(int)
 
 
 __all__ = [
