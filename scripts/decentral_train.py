@@ -1,21 +1,13 @@
 """Rule `decentral_train`: the approaches of one unit (all of a mode × client split, or one
 approach: ``decentral.fanout``), all rounds."""
 
-import pandas as pd
 import torch
 from _common import run
 
-from fedclust.data.heart import load_from_config
-from fedclust.decentral.clients import make_client_data
-from fedclust.decentral.experiment import run_unit
-from fedclust.decentral.imputation import COLUMNS, impute_per_center
+from fedclust.decentral.experiment import run_unit, unit_data
 from fedclust.decentral.simulate import optimizer_state_for
-from fedclust.errors import InputDataError
-from fedclust.federation import Ledger
 from fedclust.io import read_table, write_json, write_table
 from fedclust.transports import from_config
-
-SPLIT_COLUMN = {"hospitals": "hospital", "sources": "source"}
 
 
 def main() -> None:
@@ -23,28 +15,9 @@ def main() -> None:
     w = snakemake.wildcards
     torch.set_num_threads(snakemake.threads)
     feats = read_table(snakemake.input.features)
-    obs = read_table(snakemake.input.obs).loc[feats.index]
-    groups = obs[SPLIT_COLUMN[w.split]].to_numpy()
-    impute_ledger, impute_info = Ledger(), None
-    if w.mode == "as_described" and cfg.get("impute_per_center", True):
-        # the data stage imputed on the pooled table (the published code): redo it per center
-        raw, _ = load_from_config(snakemake.params.heart)
-        if len(raw) != len(feats):
-            raise InputDataError(f"{len(raw)} raw rows vs {len(feats)} feature rows",
-                                 where=snakemake.input.features)  # fmt: skip
-        missing = pd.DataFrame({c: (raw[c] == 0).to_numpy() for c in COLUMNS}, index=feats.index)
-        feats, impute_info = impute_per_center(
-            feats, missing, obs["HeartDisease"].to_numpy(), groups,
-            snakemake.params.heart.get("imputation", "median"),
-            int(cfg.get("impute_min_samples", 5)), impute_ledger,
-        )  # fmt: skip
-    data = make_client_data(
-        feats,
-        obs["HeartDisease"].to_numpy(),
-        groups,
-        test_size=cfg["test_size"],
-        random_state=cfg["split_random_state"],
-    )
+    obs = read_table(snakemake.input.obs)
+    unit = unit_data(feats, obs, w.split, w.mode, cfg, snakemake.params.heart)
+    data, impute_ledger, impute_info = unit.clients, unit.impute_ledger, unit.impute_info
     kw = dict(
         rounds=cfg["rounds"],
         epochs=cfg["epochs"],

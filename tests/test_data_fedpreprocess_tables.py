@@ -248,5 +248,6 @@ def test_a_rare_class_is_not_in_the_label_set_so_differencing_runs_shows_nothing
     policy = DisclosurePolicy(nfilter_tab=3, nfilter_subset=3)
     with_one = TableCentre("a", x, labels, 3, policy).label_set(None, {})
     without = TableCentre("a", x[:-1], labels[:-1], 3, policy).label_set(None, {})
-    assert with_one == without == {"labels": [0, 1]}
-    assert TableCentre("a", x, labels, 1, NO_FLOOR).label_set(None, {}) == {"labels": [0, 1, 2]}
+    assert with_one["labels"].tolist() == without["labels"].tolist() == [0, 1]
+    assert TableCentre("a", x, labels, 1, NO_FLOOR).label_set(None, {})["labels"].tolist() == [
+        0, 1, 2]  # fmt: skip

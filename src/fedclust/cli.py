@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import deployrun
 from .config import SCHEMA, load_config_file, validate_config
 from .errors import ConfigError, FedclustError
 
@@ -91,11 +92,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "deploy":
+        from .flower.localhost import RunFailed
         from .flower.localhost import main as deploy
 
         try:
             deploy([a for a in args.args if a != "--"])
-        except FedclustError as err:
+        except (FedclustError, RunFailed, TimeoutError) as err:
             print(f"fedclust: {err}", file=sys.stderr)
             return 2
         return 0
@@ -104,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             schema = SCHEMA
             if args.workflow:
                 schema = find_workflow(args.workflow) / "config" / "schema.yaml"
-            validate_config(load_config_file(args.file), schema, source=args.file)
+            cfg = validate_config(load_config_file(args.file), schema, source=args.file)
+            deployrun.check(cfg)  # an enabled deployment's stages and units (issue 30 B.1)
             print(f"{args.file}: valid")
             return 0
         repo = find_workflow(args.workflow)
@@ -112,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             print(repo)
             return 0
         config = args.config or str(repo / "config" / "config.yaml")
-        validate_config(load_config_file(config), repo / "config" / "schema.yaml", source=config)
+        cfg = validate_config(load_config_file(config), repo / "config" / "schema.yaml",
+                              source=config)  # fmt: skip
+        deployrun.check(cfg)
     except FedclustError as err:
         print(f"fedclust: {err}", file=sys.stderr)
         return 2

@@ -388,6 +388,9 @@ def check_stages(config: dict[str, Any], source: str = "config") -> None:
     check_dec_centres(config, split_sizes)
     check_admm(config, split_sizes, source)
     check_fedcref(config, source)
+    from .privacy_utility.workflow import check_config as check_privacy_utility
+
+    check_privacy_utility(config, source)
 
 
 def check_dec_centres(config: dict[str, Any], split_sizes: dict[str, dict[str, list]]) -> None:

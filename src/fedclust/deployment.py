@@ -21,7 +21,10 @@ is asked for), a :class:`DeployedStage`:
   by name; a deployment answers every message in a fresh process);
 - ``drops``: whether a centre lost mid-run may be dropped when the run sets ``min_available``
   (FedAvg-type protocols; a bool or a function of the run's parameters); otherwise a lost
-  centre stops the run naming the site, the round and the protocol.
+  centre stops the run naming the site, the round and the protocol;
+- ``workflow`` (optional, a :class:`WorkflowHook`): how the workflow's rule ``deployment_run``
+  (:mod:`fedclust.deployrun`) builds the stage's centres of the workflow's own split and the
+  run parameters from the config and the rule's input files.
 
 :func:`run` runs a registered stage on any transport with the centres built from their files:
 in-process it is the reference a deployment's outputs are compared with. The federation core
@@ -58,14 +61,84 @@ MODULES: dict[str, str] = {
     "boosting": "fedclust.boosting.deployment",
     "bayes": "fedclust.bayes.deployment",
     "fedprep": "fedclust.data.fedpreprocess.deployment",
+    "fedprep_tables": "fedclust.data.fedpreprocess.deployment",  # MDS / heart imputation
     "savae": "fedclust.generative.deployment",  # SAVAE's FedAvg (good node / poor node test)
     "dgd": "fedclust.generative.deployment",  # the Deep Generative Decoder's FedAvg
+    "radialgan": "fedclust.generative.deployment",  # codes out, code gradients back (D6.2 ch. 5)
+    "savae_virtual": "fedclust.generative.deployment",  # SAVAE virtual patients, good → poor
     "hac": "fedclust.hac.deployment",  # simultaneous sharing (seed 001 §5.1)
     "fedcref": "fedclust.fedcref.deployment",
 }
 REGISTRY: dict[str, DeployedStage] = {}
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 Outputs = dict[str, Any]
+
+
+@dataclass
+class WorkflowRun:
+    """One deployable unit of the workflow: ``unit`` (its id, e.g. the ADMM task), the centre
+    objects of the workflow's split (each holding only its rows), the run parameters and
+    ``reference`` (optional): outputs of the workflow's own in-process function on the same
+    centres, which the deployed outputs must equal too (what ties the files to the workflow)."""
+
+    unit: str
+    centres: list[Any]
+    params: dict[str, Any]
+    reference: Outputs | None = None
+
+
+@dataclass(frozen=True)
+class WorkflowHook:
+    """A stage's hook for the workflow's deployment rule (issue 30 B.1), all from the workflow
+    config (filled with the schema's defaults):
+
+    - ``unit(config) -> str``: the unit deployed (``deployment.units.<stage>``, else the stage's
+      first), checked at config time (a :class:`ConfigError` naming the choices);
+    - ``inputs(config) -> dict``: the rule's input files (parse time: nothing heavy);
+    - ``build(config, inputs) -> WorkflowRun``: the centres, parameters and reference
+      (``deployment.iterations`` caps the rounds where a stage has them).
+    """
+
+    unit: Callable[[Mapping[str, Any]], str]
+    inputs: Callable[[Mapping[str, Any]], dict[str, str]]
+    build: Callable[[Mapping[str, Any], Mapping[str, str]], WorkflowRun]
+
+
+def chosen_unit(config: Mapping[str, Any], stage: str) -> str | None:
+    """``deployment.units.<stage>`` (None: the stage's first unit)."""
+    units = config.get("deployment", {}).get("units") or {}
+    value = units.get(stage)
+    return None if value is None else str(value)
+
+
+def pick(config: Mapping[str, Any], stage: str, choices: Sequence[str]) -> str:
+    """The unit of ``stage`` deployed: ``deployment.units.<stage>`` if one of ``choices``, the
+    first choice when unset; a :class:`ConfigError` naming the choices otherwise."""
+    want = chosen_unit(config, stage)
+    if not choices:
+        raise ConfigError(f"the workflow config has no {stage} unit to deploy",
+                          where=f"deployment.units.{stage}",
+                          fix=f"configure the {stage} stage, or drop {stage} from "
+                          "deployment.stages")  # fmt: skip
+    if want is None:
+        return str(choices[0])
+    if want not in choices:
+        raise ConfigError(f"deployment.units.{stage} {want!r} is not a unit of the config",
+                          where=f"deployment.units.{stage}",
+                          fix=f"one of {list(choices)} (or leave it out: the first)")  # fmt: skip
+    return want
+
+
+def iterations(config: Mapping[str, Any]) -> int | None:
+    """``deployment.iterations``: a cap on the deployed run's rounds (None: the stage's own)."""
+    value = config.get("deployment", {}).get("iterations")
+    return None if value is None else int(value)
+
+
+def cap(value: int, config: Mapping[str, Any]) -> int:
+    """``value`` rounds, at most ``deployment.iterations``."""
+    n = iterations(config)
+    return int(value) if n is None else min(int(value), n)
 
 
 @dataclass(frozen=True)
@@ -79,6 +152,7 @@ class DeployedStage:
     describe: Callable[[Any], dict[str, Any]] = lambda centre: {}
     drops: bool | Callable[[Mapping[str, Any]], bool] = False
     setup: Callable[[Mapping[str, Any]], None] | None = None
+    workflow: WorkflowHook | None = None
 
     def allows_drops(self, params: Mapping[str, Any]) -> bool:
         """Whether this run (its parameters) may go on without a lost centre."""
@@ -145,25 +219,63 @@ def write_centres(stage: DeployedStage, centres: Sequence[Any], root: str | Path
 def load_centre(stage: DeployedStage, centre_dir: str | Path, params: Mapping[str, Any],
                 disclosure: str | Path | None = None) -> Any:  # fmt: skip
     """The centre object of ``centre_dir`` for ``stage``; ``disclosure``: the site's own YAML
-    file with its ``disclosure`` settings (DataSHIELD's ``nfilter_*``), never the server's."""
+    file with its ``disclosure`` settings (DataSHIELD's ``nfilter_*``), never the server's.
+    A centre file that lacks a field of the stage raises :class:`InputDataError` naming the
+    file (:class:`CentreFile`); a disclosure file may raise the floors the centre file
+    carries, never lower them (issue 30 C)."""
     if stage.setup is not None:
         stage.setup(params)
-    centre = stage.load(centre_file(stage, centre_dir), params)
+    path = centre_file(stage, centre_dir)
+    centre = stage.load(path, params)
+    cid = centre_id(centre)
+    if not NAME.match(cid):
+        raise InputDataError(f"centre id {cid!r} in the centre file cannot name a site",
+                             where=str(path), fix=f"an id matching {NAME.pattern}")  # fmt: skip
     if disclosure:
-        import yaml
+        from fedclust.federation.disclosure import lowered, policy_from
 
-        from fedclust.federation.disclosure import policy_from
-
-        with open(Path(disclosure).expanduser()) as fh:
-            doc = yaml.safe_load(fh) or {}
-        section = doc.get("disclosure", doc) if isinstance(doc, Mapping) else None
-        if not isinstance(section, Mapping):
+        section = _site_policy_section(Path(disclosure).expanduser())
+        try:
+            policy = policy_from(section, cid)
+        except ConfigError as err:
+            raise ConfigError(err.what, where=f"{disclosure} ({err.where})", fix=err.fix) from None
+        own = centre.__dict__.get("disclosure")
+        looser = lowered(own, policy) if own is not None else []
+        if looser:
             raise ConfigError(
-                "the site's disclosure file is not a mapping", where=str(disclosure),
-                fix="a YAML mapping with default: {nfilter_subset: 3, ...}",
-            )  # fmt: skip
-        centre.disclosure = policy_from(section, centre_id(centre))
+                f"the site's disclosure file would loosen the centre file's own policy: "
+                f"{', '.join(looser)}",
+                where=f"{disclosure} (centre {cid}, {path})",
+                fix="a disclosure file may only raise floors: set each at least as strict as the "
+                "centre file's (or rewrite the centre file from the site's config)",
+            )
+        centre.disclosure = policy
     return centre
+
+
+def _site_policy_section(path: Path) -> Mapping[str, Any]:
+    """The ``disclosure`` mapping of a site's YAML file (``default`` / ``centres``)."""
+    import yaml
+
+    fix = "a YAML file: `disclosure: {default: {nfilter_tab: 5, nfilter_subset: 5}}`"
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        why = type(err).__name__ if not isinstance(err, OSError) else (err.strerror or str(err))
+        raise ConfigError(f"the site's disclosure file cannot be read ({why})", where=str(path),
+                          fix=fix) from None  # fmt: skip
+    section = doc.get("disclosure", doc) if isinstance(doc, Mapping) else None
+    if not isinstance(section, Mapping):
+        raise ConfigError("the site's disclosure file is not a mapping", where=str(path), fix=fix)
+    extra = sorted(set(map(str, section)) - {"default", "centres"})
+    if extra:
+        raise ConfigError(
+            f"the site's disclosure file sets {extra} outside `default:` / `centres:` (read as "
+            "no setting: the default floors)",
+            where=str(path),
+            fix=fix,
+        )
+    return section
 
 
 def save_npz(path: Path, **arrays: Any) -> None:
@@ -173,9 +285,55 @@ def save_npz(path: Path, **arrays: Any) -> None:
         np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()})
 
 
+class CentreFile(dict):
+    """A centre file's arrays by name; a field it lacks raises :class:`InputDataError` naming
+    the file (another stage's file, or one written by another version), not a KeyError."""
+
+    def __init__(self, path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+        super().__init__(arrays)
+        self.path = path
+
+    def __missing__(self, key: str) -> Any:
+        raise InputDataError(
+            f"the centre file has no field {key!r} (fields: {', '.join(sorted(self)) or 'none'}): "
+            "another stage's file, or one written by another version",
+            where=str(self.path),
+            fix="rewrite it with fedclust.deployment.write_centres(get(<stage>), ...) at the "
+            "centre; a folder holds <stage>.npz per stage",
+        )
+
+
+def file_policy(d: Mapping[str, np.ndarray]) -> Any:
+    """The site's disclosure policy a centre file carries (field ``disclosure``, JSON), or None
+    (the configured one); an invalid one raises InputDataError naming the file."""
+    if "disclosure" not in d:
+        return None
+    from fedclust.federation.disclosure import policy_from
+
+    try:
+        return policy_from({"default": json.loads(str(d["disclosure"]))})
+    except (json.JSONDecodeError, ConfigError, AttributeError) as err:
+        raise InputDataError(
+            f"the centre file's disclosure policy is not valid ({err})".replace("\n", "; "),
+            where=str(getattr(d, "path", "centre file")),
+            fix="rewrite the centre file from the site's config",
+        ) from None
+
+
 def load_npz(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    """A centre file's arrays; a truncated, empty or foreign file raises InputDataError."""
+    import zipfile
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return CentreFile(Path(path), {k: z[k] for k in z.files})
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as err:
+        raise InputDataError(
+            f"the centre file cannot be read ({type(err).__name__}: {err}): truncated, or not "
+            "a centre file",
+            where=str(path),
+            fix="rewrite it with fedclust.deployment.write_centres at the centre",
+        ) from None
 
 
 # ---------------------------------------------------------------- running a stage

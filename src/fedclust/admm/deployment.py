@@ -19,7 +19,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    iterations,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
 
 from .admm import AdmmCentre, AdmmSettings, consensus_server
 
@@ -64,16 +74,13 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
             "iterations": int(res.iterations)}  # fmt: skip
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=False))
-
-
 def workflow_centres(
     cfg: Mapping[str, Any], task_name: str, seed: int, source: str = "",
     inputs: Mapping[str, str] | None = None, iterations: int | None = None,
 ) -> tuple[list[AdmmCentre], dict[str, Any]]:  # fmt: skip
     """The centres of the workflow's split of task ``task_name`` (each holding only its rows,
     as rule ``admm_run`` builds them) and the run parameters of its distributed mode;
-    ``iterations``: a smaller iteration budget (every ADMM iteration is a round trip)."""
+    ``iterations``: at most this many iterations (every ADMM iteration is a round trip)."""
     from .admm import centres_from_rows
     from .pipeline import check_floor, load_task
 
@@ -81,7 +88,37 @@ def workflow_centres(
     data = load_task(dict(cfg), task, seed, task_name, **dict(inputs or {}), source=source)
     params = params_from_config(cfg, task)
     if iterations is not None:
-        params["settings"]["max_iter"] = int(iterations)
+        params["settings"]["max_iter"] = min(int(iterations), params["settings"]["max_iter"])
     s, m, std = settings(params), int(params["min_samples"]), bool(params["standardize"])
     check_floor(data, m, std)
     return centres_from_rows(data.X, data.y, data.centers, data.names, s, std, m), params
+
+
+# ---------------------------------------------------------------- the workflow's rule
+def workflow_unit(config: Mapping[str, Any]) -> str:
+    """The task deployed: ``deployment.units.admm``, else the first of ``admm.tasks``."""
+    return pick(config, NAME, list(config.get("admm", {}).get("tasks", {})))
+
+
+def workflow_inputs(config: Mapping[str, Any]) -> dict[str, str]:
+    from .workflow import task_inputs
+
+    return task_inputs(config["admm"]["tasks"][workflow_unit(config)])
+
+
+def workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The task's centres as rule ``admm_run`` builds them, its distributed mode's parameters
+    (``deployment.iterations``: at most that many iterations)."""
+    from .workflow import mds_source
+
+    name = workflow_unit(config)
+    centres, params = workflow_centres(config["admm"], name, int(config["seed"]),
+                                       mds_source(config["data"]), inputs,
+                                       iterations(config))  # fmt: skip
+    return WorkflowRun(name, centres, params)
+
+
+STAGE = register(
+    DeployedStage(NAME, load, save, serve, describe, drops=False,
+                  workflow=WorkflowHook(workflow_unit, workflow_inputs, workflow_run))
+)  # fmt: skip

@@ -49,12 +49,29 @@ def group_inputs(tasks: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     return out
 
 
+#: bundled data sets with a continuous target (regression only)
+REGRESSION_DATASETS = ("diabetes", "boston")
+
+
+def check_target(problem: str, dataset: str, key: str) -> None:
+    """A classifier (logistic, svm) needs a binary target: not a regression data set's (the
+    run failed only in the job with 'needs a binary target', issue 30 C item 12)."""
+    if problem in CLASSIFICATION and dataset in REGRESSION_DATASETS:
+        raise ConfigError(
+            f"{key}: problem {problem} needs a binary target, but {dataset}'s is continuous",
+            where=f"{key}.problem / {key}.dataset",
+            fix="use dataset breast_cancer (or mds with an outcome and positive) for "
+            f"{problem}, or problem ridge / lasso for {dataset}",
+        )
+
+
 def check_tasks(admm: dict[str, Any], data_cfg: dict[str, Any]) -> None:
     """Config checks the schema cannot make: an MDS task's split exists and covers mds, its
     outcome is an obs.tsv column and, for a classifier on a ``*_STATUS`` outcome, ``positive``
     is 0 or 1."""
     for name, task in admm["tasks"].items():
         problem = check_problem(task["problem"], where=f"admm.tasks.{name}.problem")
+        check_target(problem, task["dataset"], f"admm.tasks.{name}")
         if task["dataset"] != "mds":
             continue
         split = task["split"]

@@ -88,6 +88,9 @@ class PVICentre:
     sigma: torch.Tensor | None = field(default=None, repr=False)
     private: bbb.Private | None = field(default=None, repr=False)
     cavity_clipped: int = 0
+    # the local ELBO fit (bbb.fit_variational's signature); the privacy–utility stage's DP-SGD
+    # centre installs its own (fedclust.privacy_utility.bayes_dpsgd)
+    fitter: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.n_train = len(self.y)
@@ -123,7 +126,7 @@ class PVICentre:
         mu = torch.as_tensor(mu0, device=self.device).clone()
         rho = torch.as_tensor(rho0, device=self.device).clone()
         d = self.data
-        recs = bbb.fit_variational(
+        recs = (self.fitter or bbb.fit_variational)(
             mu,
             rho,
             d.x,

@@ -27,7 +27,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    cap,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
 from fedclust.seeds import derive_seed
 
 from . import bbb, pooled, protocols, server
@@ -117,4 +127,64 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
     return {"eta": [np.asarray(a) for a in final], "rounds": pd.DataFrame(records)}
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=False, setup=setup))
+# ---------------------------------------------------------------- the workflow's rule
+def workflow_units(config: Mapping[str, Any]) -> list[str]:
+    """The PVI and FedAvg units (``<method>__<split>``) of rule ``bayes_federated``."""
+    from .workflow import federated_specs
+
+    cfg = config.get("bayes", {})
+    if not cfg.get("enabled", False):
+        return []
+    return [u for u, s in federated_specs(settings(dict(cfg))).items()
+            if s.get("algorithm") in ("pvi", "fedavg")]  # fmt: skip
+
+
+def workflow_unit(config: Mapping[str, Any]) -> str:
+    return pick(config, NAME, workflow_units(config))
+
+
+def _capped(config: Mapping[str, Any], unit: str) -> dict[str, Any]:
+    """The ``bayes`` config with the unit's rounds at most ``deployment.iterations``."""
+    import copy
+
+    cfg = copy.deepcopy(dict(config["bayes"]))
+    method = cfg["federated"]["methods"][unit.split("__")[0]]
+    method["rounds"] = cap(int(method["rounds"]), config)
+    return cfg
+
+
+def workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The centres of rule ``bayes_federated``'s unit (its split of ``results/bayes/data.npz``,
+    seeds and start point, as :func:`.experiment.run_federated_unit` builds them); reference:
+    that function's ``rounds`` table (less the server's accuracy on the pooled test images, an
+    evaluation) on the same data."""
+    from . import data as D
+    from .experiment import load_data, run_federated_unit
+
+    unit, seed = workflow_unit(config), int(config["seed"])
+    cfg = _capped(config, unit)
+    d = load_data(inputs["data"])
+    x, y, xt, yt = d["x_train"], d["y_train"], d["x_test"], d["y_test"]
+    params = params_from_config(cfg, unit, int(y.max()) + 1, seed)
+    fed = settings(cfg)["federated"]
+    split, m = fed["splits"][unit.split("__", 1)[1]], int(fed["n_clients"])
+    owner = D.split_clients(y, split, m, seed)
+    towner = D.split_test(y, owner, yt, split["kind"], m, seed)
+    layout = _layout(x.shape[1], params)
+    init = pooled.initial_posterior(layout, params["init"], seed)
+    s = bbb.TrainSettings.from_config(dict(params["local"]))
+    centres = [make_centre(params["algorithm"], f"c{i:03d}", i,
+                           (x[owner == i], y[owner == i], xt[towner == i], yt[towner == i]),
+                           layout, s, derive_seed(seed, "bayes", "client", unit, i), init,
+                           params["prior_sigma"], params["min_samples"], params["var_max"],
+                           params["private_sigma"]) for i in range(m)]  # fmt: skip
+    rounds, _, _ = run_federated_unit(cfg, d, unit, seed)
+    ref = {"rounds": rounds.drop(columns="server_accuracy")}
+    return WorkflowRun(unit, centres, params, ref)
+
+
+STAGE = register(
+    DeployedStage(NAME, load, save, serve, describe, drops=False, setup=setup,
+                  workflow=WorkflowHook(workflow_unit, lambda c: {"data": "results/bayes/data.npz"},
+                                        workflow_run))
+)  # fmt: skip

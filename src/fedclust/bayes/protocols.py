@@ -14,7 +14,7 @@ centre). Built per run because the sample-count floor is the run's ``min_samples
 
 from __future__ import annotations
 
-from fedclust.federation import Protocol
+from fedclust.federation import Protocol, declares
 
 METRICS = {
     "n_test": "count",
@@ -25,6 +25,7 @@ METRICS = {
 }
 
 
+@declares()
 def pvi_delta(min_samples: int = 3) -> Protocol:
     """Δη of one centre (and the global η_q it was computed from, sent down)."""
     return Protocol(
@@ -34,6 +35,7 @@ def pvi_delta(min_samples: int = 3) -> Protocol:
     )
 
 
+@declares()
 def fedavg_fit(min_samples: int = 3) -> Protocol:
     """The weights of a deterministic network after local training (FedAvg)."""
     return Protocol(

@@ -24,7 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    cap,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
 from fedclust.errors import ConfigError
 from fedclust.federation.disclosure import configured_policy
 
@@ -111,4 +121,59 @@ def model_of(outputs: Mapping[str, Any]) -> S.Model:
     return S.Model(GR.Grid(cuts), trees, float(outputs["base_margin"]))
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=False))
+# ---------------------------------------------------------------- the workflow's rule
+def workflow_units(config: Mapping[str, Any]) -> list[str]:
+    """``dataset/split/scheme`` of every federated unit of the ``boosting`` config."""
+    from .workflow import units
+
+    out = []
+    for ds, split, sch, _ in units(dict(config.get("boosting", {}))):
+        fam = parse_scheme(sch).family
+        uid = f"{ds}/{split}/{sch}"
+        if fam not in ("pooled", "pooled_raw", "isolated") and uid not in out:
+            out.append(uid)
+    return out
+
+
+def workflow_unit(config: Mapping[str, Any]) -> str:
+    """``deployment.units.boosting``, else the first federated unit (repetition 0)."""
+    return pick(config, NAME, workflow_units(config))
+
+
+def workflow_inputs(config: Mapping[str, Any]) -> dict[str, str]:
+    from .workflow import dataset_inputs
+
+    return dataset_inputs(dict(config["boosting"]), workflow_unit(config).split("/")[0])
+
+
+def workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The training rows of the unit's centres as :func:`.experiment.run_unit` splits them
+    (repetition 0), the scheme's parameters (``deployment.iterations``: at most that many
+    trees)."""
+    from fedclust.admm.workflow import mds_source
+
+    from . import data as D
+    from .experiment import load as load_dataset
+
+    cfg, seed = dict(config["boosting"]), int(config["seed"])
+    uid = workflow_unit(config)
+    dataset, split, scheme = uid.split("/")
+    ds = load_dataset(dataset, cfg, dict(inputs), config["data"].get("heart", {}),
+                      mds_source(config["data"]))  # fmt: skip
+    spec = cfg["datasets"][dataset]["splits"][split]
+    where = D.centres(ds, split, spec, seed, 0)
+    test = D.test_rows(ds.y, where, float(cfg.get("test_fraction", 0.25)), seed, ds.name,
+                       split, 0)  # fmt: skip
+    params = params_from_config(cfg, scheme)
+    params["trees"] = cap(params["trees"], config)
+    tr = ~test
+    names = [c for c in sorted(set(where[tr].tolist())) if (where[tr] == c).any()]
+    cs = [centre(str(c), ds.X[tr & (where == c)], ds.y[tr & (where == c)], params)
+          for c in names]  # fmt: skip
+    return WorkflowRun(uid, cs, params)
+
+
+STAGE = register(
+    DeployedStage(NAME, load, save, serve, describe, drops=False,
+                  workflow=WorkflowHook(workflow_unit, workflow_inputs, workflow_run))
+)  # fmt: skip

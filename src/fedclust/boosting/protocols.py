@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..federation import Protocol
+from ..federation import Protocol, declares
 
 C, A, P, M = "count", "aggregate", "parameters", "metadata"
 # Vectors of sums travel as one row (1 × k, ``centre.row``): the centre-side guard refuses an
@@ -50,6 +50,7 @@ class Protocols:
     ack: Protocol
 
 
+@declares()
 def protocols(floor: int = 1) -> Protocols:
     """All protocols with ``min_samples = floor``."""
     m = int(floor)

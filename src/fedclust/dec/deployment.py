@@ -27,7 +27,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    cap,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
 from fedclust.federation import History, call_all, run_rounds
 from fedclust.seeds import derive_seed
 
@@ -161,4 +171,54 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
             "participants": ae_hist.participants + dec_hist.participants}  # fmt: skip
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=True, setup=setup))
+# ---------------------------------------------------------------- the workflow's rule
+def workflow_units(config: Mapping[str, Any]) -> list[str]:
+    """``dataset/split/strategy/aggregation`` of the ``dec`` config's federated runs."""
+    cfg = config.get("dec", {})
+    f = cfg.get("federated", {})
+    return [f"{d}/{s}/{st}/{m}" for d in cfg.get("federated_datasets") or []
+            for s in cfg.get("splits") or [] for st in f.get("strategies") or []
+            for m in f.get("centroid_aggregation") or []]  # fmt: skip
+
+
+def workflow_unit(config: Mapping[str, Any]) -> str:
+    return pick(config, NAME, workflow_units(config))
+
+
+def workflow_inputs(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The data set, its split and the tuned settings file (when ``dec.tuning.apply``), as rule
+    ``dec_train_federated_unit`` reads them."""
+    from types import SimpleNamespace
+
+    from .workflow import final_settings
+
+    dataset, split = workflow_unit(config).split("/")[:2]
+    tuned = final_settings(dict(config["dec"]), SimpleNamespace(dataset=dataset))
+    return {"features": f"results/data/{dataset}/features.parquet",
+            "obs": f"results/data/{dataset}/obs.tsv",
+            "split": f"results/data/{dataset}/splits/{split}.tsv", "settings": tuned}  # fmt: skip
+
+
+def workflow_run(config: Mapping[str, Any], inputs: Mapping[str, Any]) -> WorkflowRun:
+    """The pipeline's centres of the split (:func:`centres`) and the run's parameters
+    (:func:`params_from_config`; ``deployment.iterations``: at most that many TSAE and DEC
+    rounds each)."""
+    from .io import load_centers, load_dataset
+    from .units import apply_settings, read_settings
+
+    uid = workflow_unit(config)
+    dataset, split, strategy, method = uid.split("/")
+    seed = int(config["seed"])
+    cfg = apply_settings(dict(config["dec"]), dataset, read_settings(dict(inputs)))
+    x, obs, _ = load_dataset(inputs["features"], inputs["obs"])
+    where = load_centers(inputs["split"], obs.index)
+    params = params_from_config(cfg, dataset, split, strategy, method, seed)
+    params["ae_rounds"] = cap(params["ae_rounds"], config)
+    params["dec_rounds"] = cap(params["dec_rounds"], config)
+    return WorkflowRun(uid, centres(x, where, cfg, dataset, split, strategy, seed), params)
+
+
+STAGE = register(
+    DeployedStage(NAME, load, save, serve, describe, drops=True, setup=setup,
+                  workflow=WorkflowHook(workflow_unit, workflow_inputs, workflow_run))
+)  # fmt: skip

@@ -31,6 +31,7 @@ from fedclust.federation import (
     Ledger,
     Protocol,
     Transport,
+    declares,
     federate,
     fit_protocol,
 )
@@ -63,6 +64,7 @@ KMEANS_REQUEST = Protocol(
 CENTROID_BROADCAST = Protocol("dec_global_centroids", {"centroids": "aggregate"})
 
 
+@declares((1,))
 def kmeans_protocol(min_cluster_size: int) -> Protocol:
     """A center's local centroids: aggregates, each over ≥ ``min_cluster_size`` samples."""
     return Protocol(

@@ -16,6 +16,7 @@ then see every hospital's weights — which the peer-to-peer design exists to av
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    cap,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
 from fedclust.errors import ConfigError
 from fedclust.federation import RoundLog
 
@@ -92,4 +103,61 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
             "weights": list(run.states[0]), "record": res.ledger.table()}  # fmt: skip
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=False))
+# ---------------------------------------------------------------- the workflow's rule
+HEART_TABLES = {"features": "results/data/heart/features.parquet",
+                "obs": "results/data/heart/obs.tsv"}  # fmt: skip
+
+
+def workflow_units(config: Mapping[str, Any]) -> list[str]:
+    """``split/approach`` of the ``decentral`` config's server approaches (``as_described``)."""
+    cfg = config.get("decentral", {})
+    return [f"{s}/{a}" for s in cfg.get("splits") or [] for a in cfg.get("approaches") or []
+            if a in SERVER]  # fmt: skip
+
+
+def workflow_unit(config: Mapping[str, Any]) -> str:
+    return pick(config, NAME, workflow_units(config))
+
+
+def _named(d: ClientData) -> ClientData:
+    """The client with a name that can name its folder ("VA Long Beach" → "VA_Long_Beach")."""
+    return ClientData(re.sub(r"[^A-Za-z0-9_-]", "_", d.name), d.X_train, d.y_train, d.X_test,
+                      d.y_test)  # fmt: skip
+
+
+def workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The hospitals of rule ``decentral_train`` (``as_described``: per-centre imputation,
+    each client's split and scaler), each with its own trainer; the run's parameters from the
+    ``decentral`` config (``deployment.iterations``: at most that many rounds). Each hospital
+    keeps its own Adam state and generators, as on a deployment, so the numbers are the
+    deployment's, not the workflow's one-process run (no reference)."""
+    from fedclust.io import read_table
+    from fedclust.seeds import derive_seed
+
+    from .clients import HeartClient
+    from .experiment import unit_data
+
+    cfg, seed = dict(config["decentral"]), int(config["seed"])
+    uid = workflow_unit(config)
+    split, approach = uid.split("/")
+    unit = unit_data(read_table(inputs["features"]), read_table(inputs["obs"]), split, MODE, cfg,
+                     dict(config["data"].get("heart", {})))  # fmt: skip
+    params = {"approach": approach, "seed": seed, "rounds": cap(cfg["rounds"], config),
+              "epochs": int(cfg["epochs"]), "batch_size": int(cfg["batch_size"]),
+              "lr": float(cfg["learning_rate"]),
+              "optimizer_state": cfg.get("optimizer_state")}  # fmt: skip
+    policy = optimizer_state_for(MODE, params["optimizer_state"])
+    clients = [
+        HeartClient(_named(d), Trainer(d.X_train.shape[1], params["lr"], policy,
+                               derive_seed(seed, "decentral", "shuffle"),
+                               dropout_seed=copy_seed(seed, approach, MODE)))
+        for d in unit.clients
+    ]  # fmt: skip
+    return WorkflowRun(uid, clients, params)
+
+
+STAGE = register(
+    DeployedStage(NAME, load, save, serve, describe, drops=False,
+                  workflow=WorkflowHook(workflow_unit, lambda c: dict(HEART_TABLES),
+                                        workflow_run))
+)  # fmt: skip

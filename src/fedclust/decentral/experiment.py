@@ -22,6 +22,52 @@ from .clients import ClientData
 from .server import run_server_approach
 from .simulate import SERVER, RunResult, run_group, run_peer_approach
 
+SPLIT_COLUMN = {"hospitals": "hospital", "sources": "source"}
+
+
+@dataclass
+class UnitData:
+    """The clients of a (split, mode) and, for ``as_described``, the per-centre imputation's
+    ledger and fills (None: the data stage's pooled imputation, ``as_published``)."""
+
+    clients: list[ClientData]
+    impute_ledger: Ledger
+    impute_info: pd.DataFrame | None
+
+
+def unit_data(
+    feats: pd.DataFrame, obs: pd.DataFrame, split: str, mode: str, cfg: dict[str, Any],
+    heart: dict[str, Any],
+) -> UnitData:  # fmt: skip
+    """The clients of rule ``decentral_train``: the data stage's features split by ``split``;
+    ``as_described`` with ``decentral.impute_per_center`` redoes the imputation per centre
+    (the data stage imputed on the pooled table, as the published code does); then each
+    client's train/test split and scaler (:func:`.clients.make_client_data`)."""
+    from fedclust.data.heart import load_from_config
+    from fedclust.errors import InputDataError
+
+    from .clients import make_client_data
+    from .imputation import COLUMNS, impute_per_center
+
+    obs = obs.loc[feats.index]
+    groups = obs[SPLIT_COLUMN[split]].to_numpy()
+    impute_ledger, impute_info = Ledger(), None
+    if mode == "as_described" and cfg.get("impute_per_center", True):
+        raw, _ = load_from_config(heart)
+        if len(raw) != len(feats):
+            raise InputDataError(f"{len(raw)} raw rows vs {len(feats)} feature rows",
+                                 where="results/data/heart/features.parquet")  # fmt: skip
+        missing = pd.DataFrame({c: (raw[c] == 0).to_numpy() for c in COLUMNS}, index=feats.index)
+        feats, impute_info = impute_per_center(
+            feats, missing, obs["HeartDisease"].to_numpy(), groups,
+            heart.get("imputation", "median"), int(cfg.get("impute_min_samples", 5)),
+            impute_ledger,
+        )  # fmt: skip
+    data = make_client_data(feats, obs["HeartDisease"].to_numpy(), groups,
+                            test_size=cfg["test_size"],
+                            random_state=cfg["split_random_state"])  # fmt: skip
+    return UnitData(data, impute_ledger, impute_info)
+
 
 def run_approach(
     data: list[ClientData], approach: str, mode: str, *, transport: Transport = INPROCESS,

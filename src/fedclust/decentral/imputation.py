@@ -25,7 +25,16 @@ import numpy as np
 import pandas as pd
 
 from fedclust.errors import InputDataError
-from fedclust.federation import INPROCESS, Abstain, Ledger, Protocol, Transport, call_all, federate
+from fedclust.federation import (
+    INPROCESS,
+    Abstain,
+    Ledger,
+    Protocol,
+    Transport,
+    call_all,
+    declares,
+    federate,
+)
 from fedclust.federation.disclosure import DisclosurePolicy
 from fedclust.federation.guard import centre_policy
 
@@ -41,6 +50,7 @@ IMPUTE_NEEDS = Protocol("heart_impute_needs", {"labels": "metadata"})
 IMPUTE_ACK = Protocol("heart_impute_ack", {})
 
 
+@declares((1,))
 def impute_protocol(min_samples: int) -> Protocol:
     return Protocol(
         "heart_impute_stats", {"stat": "aggregate", "n": "count"}, min_samples=min_samples
@@ -70,6 +80,14 @@ class ImputeCentre:
                           "impute_stats": impute_protocol(self.min_samples),
                           "take_impute_fill": IMPUTE_ACK}  # fmt: skip
         self.fills: list[dict[str, Any]] = []  # the center's own record of what it filled
+        for c in self.columns:  # a NaN among the observed values made the class fill NaN
+            bad = int((np.isnan(self.values[c]) & ~self.miss[c]).sum())
+            if bad:
+                raise InputDataError(
+                    f"{bad} {c} value(s) are NaN but not flagged missing",
+                    where=f"center {self.cid}, column {c}",
+                    fix="flag them in the missing mask (or fill them) before the imputation",
+                )
 
     def _stat(self, v: np.ndarray) -> float:
         return float(getattr(np, self.how)(v))
@@ -164,6 +182,7 @@ def impute_per_center(
     for col in cols:
         if col not in features or col not in missing:
             raise InputDataError(f"column {col!r} missing", where="heart features / missing mask")
+    _check_inputs(features, missing, y, groups, cols)
     y = np.asarray(y)
     groups = np.asarray(groups).astype(str)
     centres, rows = [], {}
@@ -185,3 +204,22 @@ def impute_per_center(
     info.sort(key=lambda r: (cols.index(r["column"]), r["class"], r["center"]))
     names = ["center", "column", "class", "fill", "cells", "source"]
     return out, pd.DataFrame(info, columns=names)
+
+
+def _check_inputs(features, missing, y, groups, cols) -> None:
+    """Lengths agree, the mask is boolean, every row has a label and a center (issue 30 C)."""
+    where = "heart features / missing mask / labels / centers"
+    lengths = {"features": len(features), "missing mask": len(missing), "labels": len(y),
+               "centers": len(groups)}  # fmt: skip
+    if len(set(lengths.values())) > 1:
+        raise InputDataError(f"the tables differ in rows: {lengths}", where=where,
+                             fix="pass one row per patient in each, in the same order")  # fmt: skip
+    mask = missing[cols]
+    if not all(pd.api.types.is_bool_dtype(mask[c]) for c in cols):
+        raise InputDataError("the missing mask is not boolean", where=f"missing mask {cols}",
+                             fix="True where a cell is missing, False where observed")  # fmt: skip
+    for name, values in (("label", y), ("center", groups)):
+        absent = int(pd.isna(pd.Series(np.asarray(values, dtype=object))).sum())
+        if absent:
+            raise InputDataError(f"{absent} row(s) have no {name}", where=where,
+                                 fix=f"drop the rows without a {name} first")  # fmt: skip

@@ -37,6 +37,7 @@ from fedclust.federation import (
     Strategy,
     Transport,
     call_all,
+    declares,
     federate,
     fit_protocol,
     make_strategy,
@@ -93,6 +94,7 @@ class Protocols:
     group_fit: Protocol
 
 
+@declares()
 def protocols(min_samples: int = 1) -> Protocols:
     m = int(min_samples)
     return Protocols(

@@ -24,7 +24,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    cap,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
 from fedclust.errors import ConfigError
 
 from .algorithm import Client, FedCRefParams, fedcref_server
@@ -87,4 +97,73 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
             "iterations": int(res.iterations), "stop_reason": res.stop_reason}  # fmt: skip
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=False))
+# ---------------------------------------------------------------- the workflow's rule
+def _settings(config: Mapping[str, Any]) -> dict:
+    from .settings import settings
+
+    return settings(dict(config["fedcref"]))
+
+
+def workflow_units(config: Mapping[str, Any]) -> list[str]:
+    """``experiment/setting`` of rule ``fedcref_run`` (repetition 0)."""
+    if not config.get("fedcref", {}).get("enabled", False):
+        return []
+    return [f"{e}/{s}" for e, ss in _settings(config).items() for s in ss]
+
+
+def workflow_unit(config: Mapping[str, Any]) -> str:
+    return pick(config, NAME, workflow_units(config))
+
+
+def workflow_inputs(config: Mapping[str, Any]) -> dict[str, str]:
+    """Rule ``fedcref_run``'s files of the unit: the dataset (and the θ calibration)."""
+    from .workflow import plan, run_inputs
+
+    st, _, _, calibrated = plan(dict(config["fedcref"]))
+    e, s = workflow_unit(config).split("/")
+    return dict(run_inputs(st, calibrated, e, s))
+
+
+def workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The sites of rule ``fedcref_run``'s variant ``fedcref`` (repetition 0): the setting's
+    client system, each site's initial partition and the configured θ (``deployment.iterations``
+    caps the iterations); reference: :func:`.algorithm.run_fedcref` on the same sites (its
+    ``edges``, ``groups``, ``iterations`` and ``stop_reason``)."""
+    from dataclasses import replace
+
+    from fedclust.seeds import derive_seed
+
+    from .algorithm import run_fedcref
+    from .experiments import resolve_theta, unit_seed
+    from .init import initial_partition
+    from .system import system_for
+
+    cfg = dict(config["fedcref"])
+    uid = workflow_unit(config)
+    e, s = uid.split("/")
+    st = _settings(config)[e][s]
+    seed = unit_seed(int(config["seed"]), e, s, 0)
+    with np.load(inputs["data"]) as z:
+        x_pool, y_pool = z["x"], z["y"]
+    clients = system_for(cfg, st, y_pool, seed)
+    xs = [x_pool[c.idx] for c in clients]
+    init = [initial_partition(st["init"], x, c.y, c.k, derive_seed(seed, "init", c.cid),
+                              cfg["dec"], float(st.get("dirtiness", 0.0)))
+            for x, c in zip(xs, clients, strict=True)]  # fmt: skip
+    ks = [c.k for c in clients]
+    p = FedCRefParams.from_config(cfg, resolve_theta(cfg, inputs.get("calibration"), st))
+    p = replace(p, max_iterations=cap(p.max_iterations, config))
+    sites = [Client(i, f"c{i:03d}", x, lab, k, p, seed)
+             for i, (x, lab, k) in enumerate(zip(xs, init, ks, strict=True))]  # fmt: skip
+    res = run_fedcref(xs, init, ks, p, seed, "fedcref")
+    groups = [[gi, *n] for gi, g in enumerate(res.groups) for n in g]
+    ref = {"edges": np.asarray(res.edges, dtype=np.int64).reshape(-1, 4),
+           "groups": np.asarray(groups, dtype=np.int64).reshape(-1, 3),
+           "iterations": int(res.iterations), "stop_reason": res.stop_reason}  # fmt: skip
+    return WorkflowRun(uid, sites, params_for(p, seed), ref)
+
+
+STAGE = register(
+    DeployedStage(NAME, load, save, serve, describe, drops=False,
+                  workflow=WorkflowHook(workflow_unit, workflow_inputs, workflow_run))
+)  # fmt: skip

@@ -17,7 +17,16 @@ from .engine import (
     run_rounds,
 )
 from .faults import CentreLost, Dropouts
-from .ledger import KINDS, Ledger, Message, Protocol, abstention_summary, check_disclosure
+from .ledger import (
+    KINDS,
+    Ledger,
+    Message,
+    Protocol,
+    abstention_summary,
+    check_disclosure,
+    declared_protocols,
+    declares,
+)
 from .privacy import PrivacySettings, secure_sum
 from .strategy import (
     STRATEGIES,
@@ -35,6 +44,8 @@ from .strategy import (
 from .transport import INPROCESS, TRANSPORTS, InProcess, Transport, centre_id, federate
 
 __all__ = [
+    "declared_protocols",
+    "declares",
     "KINDS",
     "STRATEGIES",
     "Abstain",

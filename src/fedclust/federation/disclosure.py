@@ -22,6 +22,7 @@ Rules (on top of the ledger's type and declared-field rules, :func:`.ledger.chec
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -71,9 +72,47 @@ def policy_from(section: Mapping[str, Any] | None, cid: str | None = None) -> Di
             where=f"{SECTION}.default / {SECTION}.centres",
             fix=f"use {sorted(known)}",
         )
-    if "allow_per_sample" in merged:
-        merged["allow_per_sample"] = tuple(str(p) for p in merged["allow_per_sample"] or ())
+    where = f"{SECTION}.default / {SECTION}.centres"
+    for key, value in merged.items():  # a site's own file has no schema (issue 30 C)
+        if key == "allow_per_sample":
+            if value is not None and (
+                not isinstance(value, list | tuple) or not all(isinstance(p, str) for p in value)
+            ):
+                raise ConfigError(
+                    f"allow_per_sample is {value!r}, not a list of protocol names",
+                    where=where,
+                    fix="e.g. allow_per_sample: [hac.simultaneous]",
+                )
+            merged[key] = tuple(value or ())
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        whole = key != "nfilter_glm"
+        bad = not number or not math.isfinite(value) or not value > 0
+        if bad or (whole and (value != int(value) or value < 1)):
+            raise ConfigError(
+                f"disclosure setting {key} = {value!r} is not "
+                + ("a whole number ≥ 1" if whole else "a number > 0"),
+                where=where,
+                fix=f"set {key} to " + ("an integer ≥ 1 (DataSHIELD's defaults: 3)" if whole
+                                        else "a share > 0, e.g. 0.33"),
+            )  # fmt: skip
+        merged[key] = int(value) if whole else float(value)
     return replace(DEFAULT_POLICY, **merged)
+
+
+#: floors where a larger value is stricter; the others (nfilter_glm, nfilter_string) the reverse
+_RAISING = ("nfilter_tab", "nfilter_subset", "nfilter_kNN")
+
+
+def lowered(own: DisclosurePolicy, new: DisclosurePolicy) -> list[str]:
+    """The settings in which ``new`` is looser than ``own`` ("nfilter_tab 5 → 1"): a floor
+    lowered, a share or string length raised, a per-sample protocol added."""
+    out = [f"{k} {getattr(own, k)} → {getattr(new, k)}" for k in _RAISING
+           if getattr(new, k) < getattr(own, k)]  # fmt: skip
+    out += [f"{k} {getattr(own, k)} → {getattr(new, k)}" for k in ("nfilter_glm", "nfilter_string")
+            if getattr(new, k) > getattr(own, k)]  # fmt: skip
+    added = sorted(set(new.allow_per_sample) - set(own.allow_per_sample))
+    return out + ([f"allow_per_sample + {added}"] if added else [])
 
 
 def policy_for(config: Mapping[str, Any] | None, cid: str | None = None) -> DisclosurePolicy:

@@ -43,7 +43,8 @@ metrics)``, the client proxy (:mod:`fedclust.federation.engine`) turns it into a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,37 @@ METADATA_MAX_INT = 2**63  # seeds are int64
 #: every Protocol constructed, by name (a Flower ClientApp resolves a request's protocol here
 #: when its centre declares no ``protocols`` mapping of its own)
 REGISTRY: dict[str, Protocol] = {}
+#: the protocol factories (functions that build a Protocol from a floor or a name), each with the
+#: example calls that build every name it can return; see :func:`declares`
+FACTORIES: list[Callable[[], Any]] = []
+
+
+def declares(*calls: tuple) -> Callable:
+    """Declare a protocol factory: ``calls`` are example argument tuples (default: one call with
+    no arguments) that together build every protocol name the factory can return. Lets
+    :func:`declared_protocols` list the protocols that are only built when a run starts (the
+    curious-server coverage test, ``tests/test_curious_coverage.py``, maps each name to a test)."""
+
+    def wrap(fn: Callable) -> Callable:
+        for args in calls or ((),):
+            FACTORIES.append(functools.partial(fn, *args))
+        return fn
+
+    return wrap
+
+
+def declared_protocols() -> dict[str, Protocol]:
+    """Every protocol the imported modules declare: the module-level ones plus those the
+    registered factories (:func:`declares`) build. The registry is left as it was (an example
+    call's floor must not replace the protocol a running federation resolves by name)."""
+    before = dict(REGISTRY)
+    try:
+        for factory in FACTORIES:
+            factory()
+        return dict(REGISTRY)
+    finally:
+        REGISTRY.clear()
+        REGISTRY.update(before)
 
 
 @dataclass(frozen=True)

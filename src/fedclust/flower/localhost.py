@@ -314,6 +314,52 @@ def local_federation(workdir: str | os.PathLike, centre_dirs: Sequence[str | os.
         yield fed
 
 
+def _checked_args(a: argparse.Namespace) -> dict[str, Any]:
+    """What ``fedclust deploy`` can check before it starts a process (issue 30 C): the
+    parameters file is a JSON object, the timeout > 0, every centre folder holds the stage's
+    file and is given once, the work folder is a folder. Returns the parameters."""
+    import math
+
+    from fedclust.deployment import centre_file, get
+    from fedclust.errors import ConfigError
+
+    path = Path(a.params).expanduser()
+    fix = 'a JSON object of the stage\'s parameters, e.g. {"km_grid": {"step": 0.5, "max": 10}}'
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        why = "does not exist" if isinstance(err, FileNotFoundError) else f"cannot be read ({err})"
+        raise ConfigError(f"the parameters file {why}", where=f"--params {a.params}",
+                          fix=fix) from None  # fmt: skip
+    try:
+        params = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"the parameters file is not JSON ({err})", where=f"--params {a.params}",
+                          fix=fix) from None  # fmt: skip
+    if not isinstance(params, dict):
+        raise ConfigError(f"the parameters file holds a {type(params).__name__}, not an object",
+                          where=f"--params {a.params}", fix=fix)  # fmt: skip
+    if not (math.isfinite(a.timeout) and a.timeout > 0):
+        raise ConfigError(f"--timeout {a.timeout} is not a positive number of seconds",
+                          where="--timeout", fix="e.g. --timeout 600")  # fmt: skip
+    stage, seen = get(a.stage), {}
+    for d in a.centre_dirs:
+        centre_file(stage, d)  # InputDataError naming the folder and the file
+        real = Path(d).expanduser().resolve()
+        if real in seen:
+            raise ConfigError(
+                f"centre folder {d} is given twice (as {seen[real]}): two SuperNodes would "
+                "answer for the same centre and count its patients twice",
+                where="fedclust deploy CENTRE_DIR...", fix="give each centre's folder once",
+            )  # fmt: skip
+        seen[real] = d
+    work = Path(a.workdir).expanduser()
+    if work.exists() and not work.is_dir():
+        raise ConfigError(f"the work folder {a.workdir} is a file", where="fedclust deploy WORKDIR",
+                          fix="name a folder (created when missing)")  # fmt: skip
+    return params
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from fedclust.deployment import MODULES
 
@@ -332,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--insecure", action="store_true", help="no TLS, no SuperNode auth")
     ap.add_argument("--timeout", type=float, default=600.0)
     a = ap.parse_args(argv)
-    params = json.loads(Path(a.params).read_text())
+    params = _checked_args(a)
     with LocalFederation(a.workdir, a.centre_dirs, secure=not a.insecure,
                          timeout=a.timeout) as fed:  # fmt: skip
         done = fed.run(a.stage, params)
@@ -340,5 +386,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                       "outputs": str(Path(a.workdir) / "runs")}))  # fmt: skip
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # `python -m fedclust.flower.localhost`: as `fedclust deploy`
+    from fedclust.cli import main as cli_main
+
+    sys.exit(cli_main(["deploy", "--", *sys.argv[1:]]))

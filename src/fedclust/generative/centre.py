@@ -279,7 +279,14 @@ class RadialCentre:
     """A RadialGAN centre: its own feature set, training / test rows (scaled to [0, 1] with its
     own training minima / maxima), labels, and F_i, G_i, D_i with their optimisers. Sends latent
     codes of its rows and the gradient of its loss with respect to the others' codes; nothing
-    else of its data leaves it."""
+    else of its data leaves it.
+
+    Between the three messages of one iteration (``encode`` → ``step`` → ``apply``) it keeps
+    only plain values: the minibatch, and the F/G gradients of ``step`` as arrays. ``step`` and
+    ``apply`` recompute the codes F_i(batch) (F_i changes only in ``apply``: the same numbers),
+    so the centre survives being stored as bytes between messages (a deployment answers every
+    message in a fresh process; an autograd graph and a parameter's ``.grad`` do not survive
+    ``torch.save``)."""
 
     def __init__(self, cid: str, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray,
                  y_test: np.ndarray, build: Callable, cfg: dict, seed: int,
@@ -289,6 +296,9 @@ class RadialCentre:
         self.cid = str(cid)
         self.disclosure = disclosure
         self.min_samples = int(min_samples)
+        self.seed = int(seed)
+        #: the centre's own rows as given (its file on a deployment; never sent)
+        self.rows = tuple(np.asarray(a) for a in (x_train, y_train, x_test, y_test))
         fill = np.nanmedian(x_train, axis=0)
         fill = np.where(np.isnan(fill), 0.0, fill)
         xtr = np.where(np.isnan(x_train), fill, x_train)
@@ -301,13 +311,13 @@ class RadialCentre:
         self._y_test = np.asarray(y_test, int)
         self._real = R.xy(self._x, self._y.astype(np.float32))
         self.node = build(self._x.shape[1])
-        self._R, self._cfg = R, dict(cfg)
+        self._cfg = dict(cfg)
         lr = float(cfg["lr"])
         self.d_opt = torch.optim.Adam(self.node.D.parameters(), lr=lr)
         self.g_opt = torch.optim.Adam(self.node.generator_parameters(), lr=lr)
         self.gen = torch.Generator().manual_seed(int(seed))
-        self._z: torch.Tensor | None = None
-        self._batch: torch.Tensor | None = None
+        self._batch: torch.Tensor | None = None  # this iteration's minibatch (no graph)
+        self._grads: list[np.ndarray | None] | None = None  # F/G gradients of ``step``
 
     @property
     def n_samples(self) -> int:
@@ -331,8 +341,14 @@ class RadialCentre:
         idx = torch.randint(0, self.n_samples, (int(size),), generator=self.gen)
         return self._real[idx]
 
+    def _codes(self) -> torch.Tensor:
+        """F_i of this iteration's minibatch, with its graph (recomputed in every message)."""
+        if self._batch is None:
+            raise RuntimeError(f"centre {self.cid!r}: no minibatch; 'encode' comes first")
+        return self.node.encode(self._batch)
+
     def encode(self, parameters: Any, config: dict) -> dict | Abstain:
-        """``radialgan_codes``: F_i of a fresh minibatch (kept, with its graph, for this
+        """``radialgan_codes``: F_i of a fresh minibatch (the minibatch is kept for this
         iteration) or, with ``all``, of every training row (the augmentation, eq. 5.8)."""
         if (a := self._too_small()) is not None:
             return a
@@ -340,40 +356,50 @@ class RadialCentre:
             with torch.no_grad():
                 return {"z": self.node.encode(self._real).numpy(), "n": self.n_samples}
         self.g_opt.zero_grad()
-        self._batch = self.batch(int(config["batch"]))
-        self._z = self.node.encode(self._batch)
-        return {"z": self._z.detach().numpy(), "n": self.n_samples}
+        self._batch, self._grads = self.batch(int(config["batch"])), None
+        return {"z": self._codes().detach().numpy(), "n": self.n_samples}
 
     def step(self, parameters: Any, config: dict) -> dict | Abstain:
         """One iteration at this centre: a D_i ascent step on its real minibatch vs G_i of the
         others' codes, then its F/G loss (adversarial + λ·cycle); its own gradients are kept
-        for :meth:`apply`, the gradients with respect to the received codes go back
+        (as arrays) for :meth:`apply`, the gradients with respect to the received codes go back
         (``radialgan_code_grads``)."""
+        from . import radialgan as R
+
         if (a := self._too_small()) is not None:
             return a
-        R = self._R
+        z = self._codes()  # first, as encode built it: the same graph, the same sums
         codes = [torch.tensor(np.asarray(c, np.float32), requires_grad=True)
                  for c in config["codes"]]  # fmt: skip
         alphas = [float(a) for a in config["alpha"]]
         self.d_opt.zero_grad()
         R.discriminator_loss(self.node, self._batch, codes, alphas).backward()
         self.d_opt.step()
-        loss = R.generator_loss(self.node, self._batch, self._z, codes, alphas,
+        loss = R.generator_loss(self.node, self._batch, z, codes, alphas,
                                 float(self._cfg["lam"]), str(self._cfg["gan_loss"]))  # fmt: skip
-        loss.backward(retain_graph=True)
+        loss.backward()
         grads = [c.grad.numpy() for c in codes]
+        params = self.node.generator_parameters()
+        self._grads = [None if p.grad is None else p.grad.numpy().copy() for p in params]
+        for p in params:
+            p.grad = None
         return {"z_grad": grads, "loss": float(loss.detach()), "n": self.n_samples}
 
     def apply(self, parameters: Any, config: dict) -> dict | Abstain:
-        """Back-propagate the others' gradients through this centre's codes into F_i, then one
-        joint step of F_i and G_i."""
+        """Back-propagate the others' gradients through this centre's codes into F_i (added to
+        the kept gradients of :meth:`step`), then one joint step of F_i and G_i."""
         if (a := self._too_small()) is not None:
             return a
+        if self._grads is None:
+            raise RuntimeError(f"centre {self.cid!r}: no gradients to apply; 'step' comes first")
         g = torch.as_tensor(np.asarray(config["z_grad"], np.float32))
-        self._z.backward(g)
+        z = self._codes()
+        for p, kept in zip(self.node.generator_parameters(), self._grads, strict=True):
+            p.grad = None if kept is None else torch.tensor(kept)
+        z.backward(g)
         self.g_opt.step()
         self.g_opt.zero_grad()
-        self._z = self._batch = None
+        self._batch = self._grads = None
         return {"n": self.n_samples}
 
     def augment(self, parameters: Any, config: dict) -> dict | Abstain:

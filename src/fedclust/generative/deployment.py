@@ -1,5 +1,5 @@
 """The generative stage's federated training (D6.2) as deployed stages
-(:mod:`fedclust.deployment`): ``savae`` and ``dgd``.
+(:mod:`fedclust.deployment`): ``savae``, ``dgd``, ``radialgan`` and ``savae_virtual``.
 
 ``savae`` — one run is the ``federated`` arm of one SAVAE unit (a data set and a corruption rate
 r) of :func:`.experiment.run_savae` (§6.6, the good node / poor node test): the federated
@@ -27,22 +27,30 @@ rows (and the DGD's training representations, at their centres), never messages,
 the workflow. FedAvg may go on without a lost centre when the run sets ``min_available``
 (``drops``).
 
-Not deployed (simulation and in-process transports only): SAVAE's virtual-patients relay (one
-exchange the workflow sets up after the isolated good node's local training, between two
-different centre objects) and RadialGAN. A RadialGAN centre keeps, across the three messages of
-one iteration (``encode`` → ``step`` → ``apply``), its minibatch codes F_i(x) *with their
-autograd graph* and the F/G gradients accumulated in ``step``; a deployment answers every
-message in a fresh process and keeps the centre as bytes, and neither a tensor's autograd
-graph nor a parameter's ``.grad`` survives ``torch.save`` (the values do: ``apply`` would
-silently update nothing). Deploying it needs the centre to recompute F_i(batch) from the kept
-minibatch in ``step`` and ``apply``, to keep its accumulated gradients as plain arrays (same
-numbers: F_i does not change within an iteration) and to hold no module reference (``_R``) —
-a change to the centre, not to this registry.
+``radialgan`` — one RadialGAN unit (test bed × α rule) of :func:`.experiment.run_radialgan`:
+:func:`.server.radialgan` over centres with their own feature sets. A centre's file holds its
+own training / test rows as given (scaled at load, as in the workflow), its name, its minibatch
+seed and its site's opt-in to ``radialgan_codes`` / ``radialgan_code_grads``. Across the three
+messages of one iteration (``encode`` → ``step`` → ``apply``) a
+:class:`~.centre.RadialCentre` keeps only its minibatch and the F/G gradients of ``step`` as
+arrays, and recomputes the codes F_i(batch) in ``step`` and ``apply`` (F_i changes only in
+``apply``): no autograd graph or ``.grad`` needs to survive the bytes a deployment keeps the
+centre as between messages, and the workflow's numbers did not move. Outputs: ``evaluation``,
+``losses``, ``released``, ``sizes``, the ledger. Exact: a lost centre stops the run.
+
+``savae_virtual`` — SAVAE's virtual-patients relay of one unit (:func:`.server.virtual_patients`,
+the exchange :func:`.experiment.run_savae` runs in-process after the isolated good node's local
+training): the good site trains its own generator when its centre is loaded (its own scaler,
+rounds × local epochs; no message), its ``n_virtual`` virtual patients go to the server and on
+to the poor node. Outputs: ``n_virtual`` and ``relayed_sha256`` (a digest of the rows the
+server relayed; the rows are not written). The poor node's training on them is its own local
+work, as in the workflow's virtual arm. Exact.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,7 +58,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    cap,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
 from fedclust.federation import History
 
 from . import data as D
@@ -171,7 +189,57 @@ def _rounds(hist: History) -> pd.DataFrame:
                          "participants": [int(p) for p in hist.participants]})  # fmt: skip
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=True, setup=setup))
+# ---------------------------------------------------------------- the workflow's rule
+def _gen(config: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(config.get("generative") or {})
+
+
+def workflow_units(config: Mapping[str, Any], model: str) -> list[str]:
+    """The units of rule ``generative_<model>`` (none when the stage or the model is off)."""
+    from .workflow import enabled_models, model_units
+
+    gen = _gen(config)
+    if not gen.get("enabled", False):
+        return []
+    return model_units(gen, enabled_models(gen), model)
+
+
+def _hook(stage: str, model: str, build: Any) -> WorkflowHook:
+    """The hook of ``stage`` (the units of rule ``generative_<model>``, its input files)."""
+    from .workflow import inputs
+
+    def unit(config: Mapping[str, Any]) -> str:
+        return pick(config, stage, workflow_units(config, model))
+
+    def files(config: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(inputs(dict(config), model, [unit(config)]))
+
+    def run(config: Mapping[str, Any], files_: Mapping[str, Any]) -> WorkflowRun:
+        from .workflow import model_cfg, sources
+
+        cfg = model_cfg(_gen(config), model)
+        return build(config, cfg, unit(config), dict(files_), int(config["seed"]),
+                     sources(dict(config)))  # fmt: skip
+
+    return WorkflowHook(unit, files, run)
+
+
+def _savae_run(config, cfg, unit, files, seed, sources) -> WorkflowRun:
+    """The good and the poor node of rule ``generative_savae``'s unit (its ``federated`` arm,
+    :func:`.experiment.run_savae`'s split and seeds); ``deployment.iterations`` caps the rounds.
+    No reference: the workflow's arm writes metrics on held-out rows, not the parameters."""
+    from .experiment import load_table
+    from .workflow import parse_savae_unit
+
+    ds, rate = parse_savae_unit(unit)
+    table = load_table(ds, cfg, files, seed, sources)
+    params = params_from_config(cfg, ds, rate, seed)
+    params["rounds"] = cap(params["rounds"], config)
+    return WorkflowRun(unit, centres(table, cfg, ds, rate, seed), params)
+
+
+STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=True, setup=setup,
+                               workflow=_hook(NAME, "savae", _savae_run)))  # fmt: skip
 
 
 # ---------------------------------------------------------------- the DGD
@@ -258,5 +326,255 @@ def dgd_serve(proxies: Sequence[Any], params: Mapping[str, Any],
     return {"parameters": [np.asarray(a) for a in final], "rounds": _rounds(hist)}
 
 
+def _dgd_run(config, cfg, unit, files, seed, sources) -> WorkflowRun:
+    """The centres of rule ``generative_dgd``'s unit (:func:`.experiment.run_dgd`'s training
+    rows); ``deployment.iterations`` caps the rounds. No reference (the arm's metrics are
+    evaluations)."""
+    from .experiment import load_table
+
+    ds, rs = cfg["dgd"]["datasets"][unit], cfg["dgd"].get("rnaseq", {})
+    kw = {}
+    if ds["data"] == "rnaseq":  # as run_dgd_units
+        kw = {"cohorts": files["cohorts"], "label": rs["label"], "group": rs["group"],
+              "max_genes": rs.get("max_genes")}  # fmt: skip
+    table = load_table(ds["data"], cfg, files, seed, sources, **kw)
+    from .experiment import dgd_split
+
+    cs = dgd_centres(table, cfg, unit, seed)
+    sub = dgd_split(table, cfg["dgd"], unit, seed)[0]  # as dgd_centres: the unit's rows
+    params = dgd_params_from_config(cfg, unit, len(np.unique(sub.y)), seed)
+    params["rounds"] = cap(params["rounds"], config)
+    return WorkflowRun(unit, cs, params)
+
+
 DGD_STAGE = register(DeployedStage(DGD, dgd_load, dgd_save, dgd_serve, dgd_describe,
-                                   drops=True, setup=dgd_setup))  # fmt: skip
+                                   drops=True, setup=dgd_setup,
+                                   workflow=_hook(DGD, "dgd", _dgd_run)))  # fmt: skip
+
+
+# ---------------------------------------------------------------- RadialGAN
+RADIALGAN = "radialgan"
+
+
+def radialgan_params_from_config(cfg: Mapping[str, Any], unit: str,
+                                 seed: int) -> dict[str, Any]:  # fmt: skip
+    """The run parameters of RadialGAN unit ``unit`` (test bed × α rule) of the workflow's
+    ``generative`` config; ``seed``: the workflow's seed (the centres' initial weights)."""
+    from .experiment import radialgan_arch, radialgan_training
+
+    rg = cfg["radialgan"]
+    testbed, rule = unit.rsplit("_", 1)
+    arch = radialgan_arch(rg)
+    return {
+        "model": "radialgan", "unit": str(unit), "testbed": testbed, "alpha": rule,
+        "seed": int(seed),
+        "arch": {"latent": arch.latent, "hidden": list(arch.hidden),
+                 "activation": arch.activation},
+        "labels": str(rg["labels"]), "train": radialgan_training(rg),
+        "iterations": int(rg["train"]["iterations"]),
+        "batch_size": int(rg["train"]["batch_size"]), "min_samples": int(cfg["min_samples"]),
+    }  # fmt: skip
+
+
+def radialgan_centres(table: D.Tabular, cfg: Mapping[str, Any], unit: str,
+                      seed: int) -> list[Any]:  # fmt: skip
+    """The unit's RadialGAN centres, as :func:`.experiment.run_radialgan` builds them."""
+    from .experiment import radialgan_centres as build
+
+    return build(table, dict(cfg), unit, seed)[0]
+
+
+def radialgan_save(centre: Any, path: Path) -> None:
+    """The centre's file: its own rows as given (training / test, NaN = missing; scaled at
+    load as in the workflow), its name, its minibatch seed and the policy it carries (the
+    site's opt-in to ``radialgan_codes`` / ``radialgan_code_grads``), if any."""
+    import json
+    from dataclasses import asdict
+
+    own = centre.__dict__.get("disclosure")
+    extra = {} if own is None else {"disclosure": json.dumps(asdict(own))}
+    x, y, xt, yt = centre.rows
+    save_npz(path, x=x, y=y, x_test=xt, y_test=yt, cid=centre.cid, seed=int(centre.seed),
+             **extra)  # fmt: skip
+
+
+def radialgan_setup(params: Mapping[str, Any]) -> None:
+    """Declare the protocols the RadialGAN centre answers under (see :func:`setup`)."""
+    ms = int(params["min_samples"])
+    P.radialgan_codes(ms), P.radialgan_code_grads(ms), P.received("radialgan_applied", ms)
+    P.radialgan_evaluation(ms)
+
+
+def radialgan_load(path: Path, params: Mapping[str, Any]) -> Any:
+    import json
+
+    from fedclust.federation.disclosure import policy_from
+
+    from . import radialgan as R
+    from .centre import RadialCentre
+    from .experiment import build_radialgan
+
+    d = load_npz(path)
+    cid, a = str(d["cid"]), params["arch"]
+    arch = R.Arch(int(a["latent"]), tuple(int(h) for h in a["hidden"]), str(a["activation"]))
+    build = functools.partial(build_radialgan, arch=arch, labels=str(params["labels"]),
+                              seed=int(params["seed"]), testbed=str(params["testbed"]),
+                              cid=cid)  # fmt: skip
+    own = None
+    if "disclosure" in d:
+        own = policy_from({"default": json.loads(str(d["disclosure"]))})
+    return RadialCentre(cid, d["x"], d["y"], d["x_test"], d["y_test"], build,
+                        dict(params["train"]), int(d["seed"]), int(params["min_samples"]),
+                        own)  # fmt: skip
+
+
+def radialgan_describe(centre: Any) -> dict[str, Any]:
+    # each centre has its own feature set: the server needs no shape (codes are latent)
+    return {"features": int(centre.rows[0].shape[1])}
+
+
+def radialgan_serve(proxies: Sequence[Any], params: Mapping[str, Any],
+                    schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """:func:`.server.radialgan` (what :func:`.experiment.run_radialgan` runs in-process).
+    Outputs: ``evaluation`` (each centre's AUC without / with the augmented data, as it sent
+    them), ``losses`` (Σ_i of the centres' F/G losses per iteration), ``released`` (the centres
+    whose codes left them) and ``sizes`` (the counts α came from)."""
+    res = S.radialgan(list(proxies), int(params["iterations"]), int(params["batch_size"]),
+                      str(params["alpha"]), int(params["min_samples"]))  # fmt: skip
+    cols = ["auc_local", "auc_augmented", "virtual", "virtual_positive", "n"]
+    ev = pd.DataFrame([{"centre": c, **{k: m[k] for k in cols}}
+                       for c, m in sorted(res["evaluation"].items())],
+                      columns=["centre", *cols])  # fmt: skip
+    losses = pd.DataFrame({"iteration": np.arange(1, len(res["losses"]) + 1),
+                           "loss": [float(v) for v in res["losses"]]})  # fmt: skip
+    return {"evaluation": ev, "losses": losses, "released": list(res["released"]),
+            "sizes": {k: int(v) for k, v in res["sizes"].items()}}  # fmt: skip
+
+
+def _radialgan_run(config, cfg, unit, files, seed, sources) -> WorkflowRun:
+    """The centres of rule ``generative_radialgan``'s unit (its test bed loaded and subsampled
+    as :func:`.experiment.run_radialgan_units` does); ``deployment.iterations`` caps the
+    iterations. No reference (the arm's evaluation is its own)."""
+    from fedclust.seeds import rng
+
+    from .experiment import load_table
+
+    tb = cfg["radialgan"]["testbeds"][unit.rsplit("_", 1)[0]]
+    t = load_table(tb["data"], cfg, files, seed, sources, group=tb.get("group", "source"))
+    if tb.get("n_samples") and t.n > int(tb["n_samples"]):
+        g = rng(seed, "radialgan", unit.rsplit("_", 1)[0], "subset")
+        t = t.rows(np.sort(g.permutation(t.n)[: int(tb["n_samples"])]))
+    params = radialgan_params_from_config(cfg, unit, seed)
+    params["iterations"] = cap(params["iterations"], config)
+    cs = radialgan_centres(t, cfg, unit, seed)
+    for c in cs:  # a site's name names its folder ("VA Long Beach" → "VA_Long_Beach")
+        c.cid = re.sub(r"[^A-Za-z0-9_-]", "_", c.cid)
+    return WorkflowRun(unit, cs, params)
+
+
+RADIALGAN_STAGE = register(DeployedStage(RADIALGAN, radialgan_load, radialgan_save,
+                                         radialgan_serve, radialgan_describe,
+                                         setup=radialgan_setup,
+                                         workflow=_hook(RADIALGAN, "radialgan",
+                                                        _radialgan_run)))  # fmt: skip
+
+
+# ---------------------------------------------------------------- SAVAE's virtual patients
+VIRTUAL = "savae_virtual"
+
+
+def virtual_params_from_config(cfg: Mapping[str, Any], dataset: str, rate: float,
+                               seed: int) -> dict[str, Any]:  # fmt: skip
+    """The run parameters of the virtual-patients relay of SAVAE unit (``dataset``, ``rate``):
+    the unit's SAVAE parameters, ``n_virtual``, the node that supplies them (``good``, its
+    isolated generator trained for ``epochs`` = rounds × local epochs at its site) and the
+    node that receives them (``poor``)."""
+    p = params_from_config(cfg, dataset, rate, seed)
+    return {**p, "model": "savae_virtual", "n_virtual": int(cfg["savae"]["n_virtual"]),
+            "epochs": int(p["rounds"]) * int(p["local_epochs"]), "good": "good",
+            "poor": "poor"}  # fmt: skip
+
+
+def virtual_setup(params: Mapping[str, Any]) -> None:
+    """Declare the protocols of the relay's centres (see :func:`setup`)."""
+    ms = int(params["min_samples"])
+    P.virtual_patients(ms), P.received("savae_virtual_received", ms)
+
+
+def virtual_save(centre: SavaeCentre, path: Path) -> None:
+    """The SAVAE node's file (as :func:`save`) and the policy it carries (the good site's
+    opt-in to ``savae_virtual_patients``), if any."""
+    import json
+    from dataclasses import asdict
+
+    save(centre, path)
+    own = centre.__dict__.get("disclosure")
+    if own is not None:
+        d = load_npz(path)
+        save_npz(path, **d, disclosure=json.dumps(asdict(own)))
+
+
+def virtual_load(path: Path, params: Mapping[str, Any]) -> SavaeCentre:
+    """The SAVAE node of ``path``; the supplying node (``params['good']``) first trains its own
+    generator as the isolated good node of the workflow does (its own scaler, ``epochs`` local
+    epochs: the site's own computation, no message)."""
+    import json
+
+    from fedclust.federation.disclosure import policy_from
+
+    centre = load(path, params)
+    d = load_npz(path)
+    if "disclosure" in d:
+        centre.disclosure = policy_from({"default": json.loads(str(d["disclosure"]))})
+    if centre.cid == str(params["good"]):
+        centre.standardise_locally()
+        centre.train_local(int(params["epochs"]))
+    return centre
+
+
+def virtual_serve(proxies: Sequence[Any], params: Mapping[str, Any],
+                  schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """:func:`.server.virtual_patients` (what :func:`.experiment.run_savae` runs in-process):
+    the good node's virtual patients relayed to the poor node. Outputs: ``n_virtual`` (rows
+    relayed; 0: the good node abstained) and ``relayed_sha256``, a digest of the rows the
+    server relayed (it holds them as messages; the digest shows a site the rows it got are
+    the ones sent, and the rows themselves are not written)."""
+    for k in ("kinds", "n_cats", "names"):
+        same_schema(schema, k, VIRTUAL)
+    digest: list[str] = []
+    n = S.virtual_patients(list(proxies), str(params["good"]), str(params["poor"]),
+                           int(params["n_virtual"]), int(params["min_samples"]),
+                           on_relay=lambda m: digest.append(relay_digest(m)))  # fmt: skip
+    return {"n_virtual": int(n), "relayed_sha256": digest[0] if digest else ""}
+
+
+def _virtual_run(config, cfg, unit, files, seed, sources) -> WorkflowRun:
+    """The relay's nodes of rule ``generative_savae``'s unit (as :func:`_savae_run`; the good
+    site's opt-in is the job's ``disclosure`` section); ``deployment.iterations`` caps the
+    rounds of the good node's own training. No reference."""
+    from .workflow import parse_savae_unit
+
+    run = _savae_run(config, cfg, unit, files, seed, sources)
+    params = virtual_params_from_config(cfg, *parse_savae_unit(unit), seed)
+    params["rounds"] = run.params["rounds"]
+    params["epochs"] = int(params["rounds"]) * int(params["local_epochs"])
+    return WorkflowRun(unit, run.centres, params)
+
+
+VIRTUAL_STAGE = register(DeployedStage(VIRTUAL, virtual_load, virtual_save, virtual_serve,
+                                       describe, setup=virtual_setup,
+                                       workflow=_hook(VIRTUAL, "savae", _virtual_run)))  # fmt: skip
+
+
+def relay_digest(relay: Mapping[str, Any]) -> str:
+    """SHA-256 of a virtual-patients relay (``x``, ``y``, ``t``: shapes and float64 values)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for k in ("x", "y", "t"):
+        v = relay.get(k)
+        a = None if v is None else np.ascontiguousarray(np.asarray(v, np.float64))
+        h.update(f"{k}:{'none' if a is None else a.shape}".encode())
+        if a is not None:
+            h.update(a.tobytes())
+    return h.hexdigest()

@@ -696,27 +696,46 @@ def radialgan_domains(
     return out
 
 
-def run_radialgan(
-    table: D.Tabular, cfg: dict, unit: str, seed: int, transport: Transport = INPROCESS
-) -> dict[str, Any]:
-    """RadialGAN on one test bed with one α rule: every centre's downstream AUC on its own test
-    rows, trained without and with the augmented data (eq. 5.8)."""
-    from sklearn.model_selection import train_test_split
-
+def radialgan_arch(rg: dict) -> Any:
+    """The Domain architecture of ``generative.radialgan``."""
     from . import radialgan as R
-    from .centre import RadialCentre
 
-    rg = cfg["radialgan"]
-    testbed, rule = unit.rsplit("_", 1)
-    tb = rg["testbeds"][testbed]
-    ms = int(cfg["min_samples"])
-    arch = R.Arch(int(rg["latent"]), tuple(int(h) for h in rg["hidden"]), str(rg["activation"]))
-    train = {
+    return R.Arch(int(rg["latent"]), tuple(int(h) for h in rg["hidden"]), str(rg["activation"]))
+
+
+def radialgan_training(rg: dict) -> dict[str, Any]:
+    """A RadialGAN centre's training settings (``lr``, λ, the GAN loss, the classifier's C)."""
+    return {
         "lr": float(rg["train"]["lr"]),
         "lam": float(rg["lam"]),
         "gan_loss": str(rg["gan_loss"]),
         "classifier_c": float(rg["classifier_c"]),
     }
+
+
+def build_radialgan(p: int, arch: Any, labels: str, seed: int, testbed: str, cid: str) -> Any:
+    """Centre ``cid``'s F, G, D for ``p`` features with their seeded initial weights (a
+    module-level function: the deployed centre builds the same from its file)."""
+    from . import radialgan as R
+
+    return init_module(lambda: R.Domain(p, arch, labels), seed, "radialgan", testbed, cid)
+
+
+def radialgan_centres(
+    table: D.Tabular, cfg: dict, unit: str, seed: int
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The centres of RadialGAN unit ``unit`` (test bed × α rule: their own rows, feature sets,
+    train / test split) and a row of facts per centre (counts, features, missing features)."""
+    from sklearn.model_selection import train_test_split
+
+    from .centre import RadialCentre
+
+    rg = cfg["radialgan"]
+    testbed, _ = unit.rsplit("_", 1)
+    tb = rg["testbeds"][testbed]
+    ms = int(cfg["min_samples"])
+    arch = radialgan_arch(rg)
+    train = radialgan_training(rg)
     centres, rows_info = [], []
     for cid, rows, cols in radialgan_domains(table, tb, seed, testbed):
         y = table.y[rows]
@@ -728,12 +747,10 @@ def run_radialgan(
             stratify=strat,
         )
         x = table.x[np.ix_(rows, cols)]
-
-        def build(p, cid=cid):
-            return init_module(
-                lambda: R.Domain(p, arch, str(rg["labels"])), seed, "radialgan", testbed, cid
-            )
-
+        build = functools.partial(
+            build_radialgan, arch=arch, labels=str(rg["labels"]), seed=seed, testbed=testbed,
+            cid=cid,
+        )  # fmt: skip
         centres.append(
             RadialCentre(
                 cid,
@@ -759,6 +776,21 @@ def run_radialgan(
                 "positive": float(np.mean(y)),
             }
         )
+    return centres, rows_info
+
+
+def run_radialgan(
+    table: D.Tabular, cfg: dict, unit: str, seed: int, transport: Transport = INPROCESS
+) -> dict[str, Any]:
+    """RadialGAN on one test bed with one α rule: every centre's downstream AUC on its own test
+    rows, trained without and with the augmented data (eq. 5.8)."""
+    from . import radialgan as R
+
+    rg = cfg["radialgan"]
+    testbed, rule = unit.rsplit("_", 1)
+    ms = int(cfg["min_samples"])
+    arch = radialgan_arch(rg)
+    centres, rows_info = radialgan_centres(table, cfg, unit, seed)
     ledger = Ledger()
     res = federate(
         centres,

@@ -22,10 +22,11 @@ What the server sends (re-distributions of checked aggregates; no count rule app
 
 from __future__ import annotations
 
-from fedclust.federation import Protocol, fit_protocol
+from fedclust.federation import Protocol, declares, fit_protocol
 
 
 # ----------------------------------------------------------------------- centre -> server
+@declares((1,))
 def moments(min_samples: int) -> Protocol:
     return Protocol(
         "generative_moments",
@@ -34,19 +35,26 @@ def moments(min_samples: int) -> Protocol:
     )
 
 
+@declares(
+    *((n, 1) for n in ("generative_standardised", "savae_fit_received", "dgd_fit_received",
+                       "radialgan_applied", "savae_virtual_received"))
+)  # fmt: skip
 def received(name: str, min_samples: int) -> Protocol:
     """A centre's acknowledgement: only its sample count."""
     return Protocol(name, {"n": "count"}, min_samples=min_samples)
 
 
+@declares((1,))
 def savae_fit(min_samples: int) -> Protocol:
     return fit_protocol("savae_fit", metrics=("loss",), min_samples=min_samples)
 
 
+@declares((1,))
 def dgd_fit(min_samples: int) -> Protocol:
     return fit_protocol("dgd_fit", metrics=("loss",), min_samples=min_samples)
 
 
+@declares((1,))
 def virtual_patients(min_samples: int) -> Protocol:
     return Protocol(
         "savae_virtual_patients",
@@ -56,6 +64,7 @@ def virtual_patients(min_samples: int) -> Protocol:
     )
 
 
+@declares((1,))
 def radialgan_codes(min_samples: int) -> Protocol:
     return Protocol(
         "radialgan_codes",
@@ -65,6 +74,7 @@ def radialgan_codes(min_samples: int) -> Protocol:
     )
 
 
+@declares((1,))
 def radialgan_code_grads(min_samples: int) -> Protocol:
     fields = {"z_grad": "per_sample", "loss": "aggregate", "n": "count"}
     return Protocol("radialgan_code_grads", fields, min_samples=min_samples, per_sample=True)
@@ -91,6 +101,7 @@ CODES_RELAY = Protocol(
 GRADS_RELAY = Protocol("radialgan_grads_relay", {"z_grad": "per_sample"}, per_sample=True)
 
 
+@declares((1,))
 def radialgan_evaluation(min_samples: int) -> Protocol:
     """A centre's downstream AUC without / with the augmented data (an evaluation summary)."""
     return Protocol(

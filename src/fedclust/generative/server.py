@@ -7,7 +7,7 @@ through :func:`fedclust.federation.call_all` (all at once on a deployment)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -117,11 +117,12 @@ def dgd_fedavg(
 
 
 def virtual_patients(
-    proxies: Sequence[Any], good: str, poor: str, n_virtual: int, min_samples: int
-) -> int:
+    proxies: Sequence[Any], good: str, poor: str, n_virtual: int, min_samples: int,
+    on_relay: Callable[[dict[str, Any]], None] | None = None,
+) -> int:  # fmt: skip
     """Once: the good node's virtual patients (``savae_virtual_patients``) relayed to the poor
     node (D6.2 §6.5.2, Fig. 6.12). Returns how many rows were relayed (0: the good node
-    abstained)."""
+    abstained); ``on_relay``: called with the relay message (what the server sends on)."""
     by = {p.cid: p for p in proxies}
     msg = by[good].call(
         "virtual_patients",
@@ -134,6 +135,8 @@ def virtual_patients(
     if msg is None:
         return 0
     relay = {"x": msg["x"], "y": msg["y"], "t": msg["t"]}
+    if on_relay is not None:
+        on_relay(relay)
     by[poor].call(
         "receive_virtual",
         relay,
@@ -153,7 +156,9 @@ def radialgan(proxies: Sequence[Any], iterations: int, batch_size: int, rule: st
     respect to them (``radialgan_code_grads``), which the server sums per sender and sends back
     (``radialgan_grads_relay``) for the joint F/G step. Then every centre's training codes go
     to every other centre once (eq. 5.8) and each reports its downstream AUC without / with the
-    augmented data (``radialgan_evaluation``). α_ij from the centres' counts (``rule``)."""
+    augmented data (``radialgan_evaluation``). Each exchange goes to every centre at once
+    (:func:`~fedclust.federation.call_all`: in parallel on a deployment, one after another and
+    in the same order in-process). α_ij from the centres' counts (``rule``)."""
     from .radialgan import alpha
 
     codes_p, grads_p = P.radialgan_codes(min_samples), P.radialgan_code_grads(min_samples)
@@ -162,9 +167,9 @@ def radialgan(proxies: Sequence[Any], iterations: int, batch_size: int, rule: st
     sizes: dict[str, int] = {}
     for it in range(1, int(iterations) + 1):
         codes = {}
-        for p in proxies:
-            msg = p.call("encode", {"batch": int(batch_size)}, it, "codes", codes_p,
-                         P.CODES_REQUEST)  # fmt: skip
+        msgs = call_all(proxies, "encode", {"batch": int(batch_size)}, it, "codes", codes_p,
+                        P.CODES_REQUEST)  # fmt: skip
+        for p, msg in zip(proxies, msgs, strict=True):
             if msg is not None:
                 codes[p.cid] = msg["z"]
                 sizes[p.cid] = int(msg["n"])
@@ -174,34 +179,33 @@ def radialgan(proxies: Sequence[Any], iterations: int, batch_size: int, rule: st
             break
         a = alpha([sizes[c] for c in ids], rule)
         grads = {c: np.zeros_like(codes[c]) for c in ids}
+        by = {p.cid: p for p in proxies}
+        others = [[j for j in range(len(ids)) if j != i] for i in range(len(ids))]
+        msgs = call_all([by[c] for c in ids], "step",
+                        [{"codes": [codes[ids[j]] for j in o],
+                          "alpha": np.asarray([a[i, j] for j in o]), "train": 1}
+                         for i, o in enumerate(others)], it, "step", grads_p,
+                        P.CODES_RELAY)  # fmt: skip
         total = 0.0
-        for i, ci in enumerate(ids):
-            others = [j for j in range(len(ids)) if j != i]
-            proxy = next(p for p in proxies if p.cid == ci)
-            msg = proxy.call("step", {"codes": [codes[ids[j]] for j in others],
-                                      "alpha": np.asarray([a[i, j] for j in others]),
-                                      "train": 1}, it, "step", grads_p, P.CODES_RELAY)  # fmt: skip
-            for j, g in zip(others, msg["z_grad"], strict=True):
+        for o, msg in zip(others, msgs, strict=True):
+            for j, g in zip(o, msg["z_grad"], strict=True):
                 grads[ids[j]] = grads[ids[j]] + np.asarray(g)
             total += float(msg["loss"])
-        for p in proxies:
-            if p.cid in grads:
-                p.call("apply", {"z_grad": grads[p.cid]}, it, "apply", ack, P.GRADS_RELAY)
+        applied = [p for p in proxies if p.cid in grads]
+        call_all(applied, "apply", [{"z_grad": grads[p.cid]} for p in applied], it, "apply",
+                 ack, P.GRADS_RELAY)  # fmt: skip
         losses.append(total)
     # augmentation (eq. 5.8) and evaluation
     it = int(iterations) + 1
     codes = {}
-    for p in proxies:
-        msg = p.call("encode", {"all": 1}, it, "codes_all", codes_p, P.CODES_REQUEST)
+    msgs = call_all(proxies, "encode", {"all": 1}, it, "codes_all", codes_p, P.CODES_REQUEST)
+    for p, msg in zip(proxies, msgs, strict=True):
         if msg is not None:
             codes[p.cid] = msg["z"]
     ev = P.radialgan_evaluation(min_samples)
-    out = {}
-    for p in proxies:
-        others = [c for c in codes if c != p.cid]
-        msg = p.call("augment", {"codes": [codes[c] for c in others],
-                                 "alpha": np.zeros(len(others)), "train": 0}, it, "augment", ev,
-                     P.CODES_RELAY)  # fmt: skip
-        if msg is not None:
-            out[p.cid] = msg
+    reqs = [{"codes": [codes[c] for c in codes if c != p.cid],
+             "alpha": np.zeros(len([c for c in codes if c != p.cid])), "train": 0}
+            for p in proxies]  # fmt: skip
+    msgs = call_all(proxies, "augment", reqs, it, "augment", ev, P.CODES_RELAY)
+    out = {p.cid: msg for p, msg in zip(proxies, msgs, strict=True) if msg is not None}
     return {"evaluation": out, "sizes": sizes, "losses": losses, "released": sorted(codes)}

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..errors import ConfigError
-from ..federation import Ledger, Protocol
+from ..federation import Ledger, Protocol, declares
 from ..federation.disclosure import DisclosurePolicy, configured_policy
 from ..privacy.centre import SERVER, centre_send, server_send
 
@@ -70,6 +70,7 @@ def require(policies: Sequence[DisclosurePolicy], n_min: int | None, per_sample:
         )
 
 
+@declares((1,))
 def genewise_protocol(n_min: int) -> Protocol:
     """Algorithm 3: per-gene moments (round 1) and additive distance contributions (round 2)."""
     agg = ("mean", "m2", "sumsq", "constant", "d", "norm", "cnorm")
@@ -78,6 +79,7 @@ def genewise_protocol(n_min: int) -> Protocol:
     )
 
 
+@declares((1,))
 def simultaneous_protocol(n_min: int) -> Protocol:
     """§3.3.2: centroids and sizes of the recursive cut; the partial dendrograms' local merge
     heights are distances between patients (per-sample, opt-in). With ``n_min = 1`` every sample
@@ -96,6 +98,7 @@ def simultaneous_protocol(n_min: int) -> Protocol:
     )
 
 
+@declares((1,))
 def gradual_protocols(n_min: int) -> dict[str, Protocol]:
     """Algorithm 4: the centroid publication (≥ n_min samples), the centre's size, and the
     distance traffic (per-sample by design: opt-in)."""

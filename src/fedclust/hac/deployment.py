@@ -32,9 +32,15 @@ from typing import Any
 
 from scipy.cluster.hierarchy import linkage
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
+from fedclust.deployment import (
+    DeployedStage,
+    file_policy,
+    load_npz,
+    register,
+    same_schema,
+    save_npz,
+)
 from fedclust.errors import ConfigError
-from fedclust.federation.disclosure import policy_from
 
 from .centre import HacCentre
 from .genewise import genewise_server
@@ -73,9 +79,7 @@ def save(centre: HacCentre, path: Path) -> None:
 
 def load(path: Path, params: Mapping[str, Any]) -> HacCentre:
     d = load_npz(path)
-    own = None
-    if "disclosure" in d:
-        own = policy_from({"default": json.loads(str(d["disclosure"]))})
+    own = file_policy(d)
     return HacCentre(str(d["cid"]), d["x"], n_min=int(params["n_min"]),
                      method=str(params["method"]), metric=str(params["metric"]),
                      index=int(d["index"]), seed=int(d["seed"]), disclosure=own)  # fmt: skip

@@ -24,6 +24,13 @@ ELBO and accuracies in the message's metrics (the stage's per-round record; a de
 would drop them as central DP-FedAvg drops the loss) — which centres are asked is the
 server's public seeded schedule.
 
+Second mechanism (``privacy_utility.bayes.mechanisms: [.., dp_sgd]``, arm ``federated_local``):
+noise on ~2·P natural parameters at ε ≤ 8 leaves the update-noise arm at chance, so the local
+ELBO fit itself runs DP-SGD (:mod:`.bayes_dpsgd`: per-image gradient clipping of the data term,
+Poisson sampling, Gaussian noise, its own local settings ``sgd_local``); each centre's z is
+calibrated for its own q = batch / n_train and rounds × epochs × ⌈n_train / batch⌉ steps, the
+budget rows give the steps it took (``releases``) and their ε; Δη leaves without noise.
+
 ε = ∞: the bayes stage's own federated unit (:func:`fedclust.bayes.experiment.
 run_federated_unit`), no clipping, no noise. Pooled: centralised BBB on every training image
 (the stage's ``pooled`` algorithm); isolated: BBB on each centre's own images alone
@@ -33,6 +40,7 @@ pooled test images (an evaluation, as the bayes section's).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -44,6 +52,9 @@ from fedclust.federation import Abstain
 from fedclust.seeds import derive_seed, rng
 
 from .records import budget_rows, curve_row, epsilons, frames, noise_multiplier, spent
+
+#: privacy_utility.bayes.mechanisms: noise on the released Δη; DP-SGD in the local fit
+MECHANISMS = ("update_noise", "dp_sgd")
 
 
 class PrivatePVICentre:
@@ -184,11 +195,22 @@ def isolated_accuracy(cfg: dict[str, Any], data: dict[str, np.ndarray], seed: in
 
 def run_bayes(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[pd.DataFrame, ...]:
     """PVI (``privacy_utility.bayes.method`` of the bayes section, split ``split``) over
-    ε × seeds (``bcfg``: the bayes section; ``cfg``: ``privacy_utility``). Headline: test
-    accuracy of the global posterior; pooled and isolated BBB beside it (module docstring)."""
+    ε × seeds × ``mechanisms`` (``bcfg``: the bayes section; ``cfg``: ``privacy_utility``).
+    ``update_noise``: noise on the released Δη (arm ``federated``, module docstring);
+    ``dp_sgd``: DP-SGD in the local ELBO fit (arm ``federated_local``, :mod:`.bayes_dpsgd`); at
+    ε = ∞ both are the stage's own unit (one ``federated`` row). Headline: test accuracy of the
+    global posterior; pooled and isolated BBB beside it (module docstring)."""
     from fedclust.bayes.experiment import run_federated_unit
 
     m, delta = cfg["bayes"], float(cfg["delta"])
+    mechanisms = list(m["mechanisms"])
+    bad = sorted(set(mechanisms) - set(MECHANISMS))
+    if bad or not mechanisms:
+        raise ConfigError(
+            f"privacy_utility.bayes.mechanisms {mechanisms!r}: unknown or empty",
+            where="privacy_utility.bayes.mechanisms",
+            fix=f"a non-empty list of {list(MECHANISMS)}",
+        )
     bc = _bayes_cfg(bcfg, m)
     unit = f"{m['method']}__{m['split']}"
     rounds, bound = int(m["rounds"]), float(m["clip"])
@@ -197,36 +219,100 @@ def run_bayes(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int) -> tuple[pd.
         s_seed = derive_seed(seed, "pu", "bayes", sd)
         data = load_data(bcfg, m, s_seed)
         for eps in epsilons(cfg["epsilons"]):
-            z = noise_multiplier(eps, delta, rounds)
-            made: list[PrivatePVICentre] = []
-            noise_seed = derive_seed(seed, "pu", "bayes", eps, sd)
-
-            def wrap(c, z=z, made=made, noise_seed=noise_seed):
-                made.append(PrivatePVICentre(c, bound, z, noise_seed))
-                return made[-1]
-
-            _, _, res = run_federated_unit(
-                bc, data, unit, s_seed, wrap=None if math.isinf(eps) else wrap
-            )
-            curve.append(curve_row("bayes", "federated", eps, sd, "test_accuracy",
-                                   res["server_accuracy"]))  # fmt: skip
             if math.isinf(eps):
+                _, _, res = run_federated_unit(bc, data, unit, s_seed)
+                curve.append(curve_row("bayes", "federated", eps, sd, "test_accuracy",
+                                       res["server_accuracy"]))  # fmt: skip
                 continue
-            for c in made:
-                budget += budget_rows(
-                    "bayes",
-                    eps,
-                    sd,
-                    [c.cid],
-                    "gaussian at the centre on the clipped Δη (Δ₂ = 2·clip)",
-                    c.releases,
-                    z,
-                    spent(z, c.releases, delta) if c.releases else 0.0,
-                    delta,
-                )
+            if "update_noise" in mechanisms:
+                z = noise_multiplier(eps, delta, rounds)
+                made: list[PrivatePVICentre] = []
+                noise_seed = derive_seed(seed, "pu", "bayes", eps, sd)
+
+                def wrap(c, z=z, made=made, noise_seed=noise_seed):
+                    made.append(PrivatePVICentre(c, bound, z, noise_seed))
+                    return made[-1]
+
+                _, _, res = run_federated_unit(bc, data, unit, s_seed, wrap=wrap)
+                curve.append(curve_row("bayes", "federated", eps, sd, "test_accuracy",
+                                       res["server_accuracy"]))  # fmt: skip
+                for c in made:
+                    budget += budget_rows(
+                        "bayes",
+                        eps,
+                        sd,
+                        [c.cid],
+                        "gaussian at the centre on the clipped Δη (Δ₂ = 2·clip)",
+                        c.releases,
+                        z,
+                        spent(z, c.releases, delta) if c.releases else 0.0,
+                        delta,
+                    )
+            if "dp_sgd" in mechanisms:
+                curve_r, budget_r = run_dp_sgd(bc, data, unit, m, eps, delta, seed, sd, s_seed)
+                curve.append(curve_r)
+                budget += budget_r
         _, _, res = run_federated_unit(bc, data, "pu_pooled", s_seed)
         curve.append(curve_row("bayes", "pooled", math.inf, sd, "test_accuracy",
                                res["server_accuracy"]))  # fmt: skip
         curve.append(curve_row("bayes", "isolated", math.inf, sd, "test_accuracy",
                                isolated_accuracy(bc, data, s_seed)))  # fmt: skip
     return frames(curve, budget)
+
+
+def run_dp_sgd(
+    bc: dict[str, Any],
+    data: dict[str, np.ndarray],
+    unit: str,
+    m: dict[str, Any],
+    eps: float,
+    delta: float,
+    seed: int,
+    sd: int,
+    s_seed: int,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One DP-SGD PVI run at ε (:mod:`.bayes_dpsgd`): each centre's z calibrated for its own
+    q = batch / n_train and the most steps it can take (rounds × epochs × ⌈n_train / batch⌉);
+    (its curve row, one budget row per centre with the steps it took and the ε they spent)."""
+    from fedclust.bayes.experiment import run_federated_unit
+
+    from . import bayes_dpsgd as D
+
+    rounds, clip = int(m["rounds"]), float(m["sgd_clip"])
+    if m.get("sgd_local"):  # the DP-SGD fit's own local settings (e.g. a larger batch)
+        bc = {**bc, "federated": {**bc["federated"]}}
+        bc["federated"]["local"] = {**bc["federated"]["local"], **m["sgd_local"]}
+    epochs = int(bc["federated"]["local"]["epochs"])
+    made: list[D.DPSGDPVICentre] = []
+
+    def wrap(c):
+        q = D.sample_rate(c.n_train, c.settings.batch_size)
+        steps = rounds * epochs * D.steps_per_epoch(c.n_train, c.settings.batch_size)
+        z = _dp_sgd_noise(eps, delta, q, steps)
+        own = derive_seed(seed, "pu", "bayes_dpsgd", eps, sd, c.cid)
+        made.append(D.DPSGDPVICentre(c, clip, z, own, max_steps=steps))
+        return made[-1]
+
+    _, _, res = run_federated_unit(bc, data, unit, s_seed, wrap=wrap)
+    row = curve_row("bayes", "federated_local", eps, sd, "test_accuracy", res["server_accuracy"])
+    rows = []
+    for c in made:
+        rows += budget_rows(
+            "bayes",
+            eps,
+            sd,
+            [c.cid],
+            "DP-SGD in the local ELBO fit (per-image gradient clip, Poisson q; releases = steps)",
+            c.steps,
+            c.noise,
+            D.spent(c.noise, c.q, c.steps, delta),
+            delta,
+        )
+    return row, rows
+
+
+@functools.lru_cache(maxsize=256)
+def _dp_sgd_noise(eps: float, delta: float, q: float, steps: int) -> float:
+    from .bayes_dpsgd import calibrated_noise
+
+    return calibrated_noise(eps, delta, q, steps)

@@ -105,7 +105,11 @@ class Centre:
         broadcast mean and clipped to ``bound``, the local cut (≥ n_min per cluster), per
         cluster the sum (+ N(0, (z·bound)²) per entry) and the count (+ N(0, z²)). The partial
         dendrograms (per-sample merge heights) are not released."""
-        n_min = int(config["n_min"])
+        from fedclust.federation.guard import centre_policy
+
+        # the request's n_min may only raise the centre's own floor (issue 30 C: a curious
+        # server asking n_min = 1 got one-patient clusters)
+        n_min = centre_policy(self).floor(int(config["n_min"]))
         if self.n_samples < n_min:
             return Abstain(f"{self.n_samples} samples < n_min")
         xc = clip_rows(self._x - np.asarray(parameters[0])[None, :], self.bound)

@@ -42,7 +42,8 @@ Methods (headline metric):
   association messages are not privatised, :mod:`.fedcref`): mean Hungarian accuracy of the
   refined clusters;
 - ``bayes`` — PVI (seed 003 ch. 4) with each centre's Δη clipped and noised at the centre
-  (:mod:`.bayes`): test accuracy of the global posterior;
+  (:mod:`.bayes`), or (``mechanisms: dp_sgd``, arm ``federated_local``) DP-SGD inside its local
+  ELBO fit (:mod:`.bayes_dpsgd`): test accuracy of the global posterior;
 - ``property_inference`` / ``reconstruction`` — the seed-001 sex inference and MMD
   reconstruction attacks on projected rows released like ``known_io``'s (:mod:`.inference`):
   the attacker's test accuracy (chance: majority share) and median relative error (chance: the
@@ -77,6 +78,7 @@ from .records import (
     settings_for,
     spent,
 )
+from .workflow import check_known_rows
 
 log = logging.getLogger(__name__)
 
@@ -350,6 +352,7 @@ def run_known_io(
     bound, frac = float(m["bound"]), float(m["fraction"])
     x = clip_rows(np.asarray(x, np.float64), bound)
     n, d = x.shape
+    check_known_rows(n, d, frac, "the RNA-seq matrix")
     curve, budget = [], []
     for s in range(int(cfg["seeds"])):
         g = rng(seed, "privacy_utility", "known_io", s)
@@ -609,7 +612,8 @@ def run_fedcref(fcfg: dict[str, Any], cfg: dict[str, Any], seed: int):
 
 
 def run_bayes(bcfg: dict[str, Any], cfg: dict[str, Any], seed: int):
-    """PVI with each centre's Δη clipped and noised at the centre (:mod:`.bayes`)."""
+    """PVI with each centre's Δη clipped and noised at the centre, or DP-SGD in its local ELBO
+    fit (:mod:`.bayes`, :mod:`.bayes_dpsgd`)."""
     from .bayes import run_bayes as _run
 
     return _run(bcfg, cfg, seed)

@@ -48,9 +48,7 @@ from fedclust.federation import privacy as PV
 from fedclust.seeds import derive_seed
 
 from .records import budget_rows, curve_row, epsilons, frames, noise_multiplier, settings_for, spent
-
-#: the glyph sources that need no downloaded file (the privacy–utility job has no inputs)
-OFFLINE = ("digits", "mlxtend5k", "synthetic")
+from .workflow import OFFLINE  # the glyph sources that need no downloaded file
 
 
 def stage_cfg(fcfg: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:

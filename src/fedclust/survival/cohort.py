@@ -140,6 +140,21 @@ def select_endpoint(x: pd.DataFrame, obs: pd.DataFrame, endpoint: str, where: st
     )
 
 
+def check_covariates(x, n: int, where: str) -> np.ndarray:
+    """A centre's covariates: 2-D, one row per patient, finite (else InputDataError; a NaN
+    made a Cox fit 'not converge' or a model train on NaN, issue 30 C)."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 2 or len(x) != n:
+        raise InputDataError(f"covariates of shape {x.shape} for {n} patients", where=where,
+                             fix="one covariate row per patient (2-D)")  # fmt: skip
+    if not np.isfinite(x).all():
+        raise InputDataError(
+            f"{int((~np.isfinite(x)).sum())} covariate value(s) missing or infinite",
+            where=where, fix="impute or drop them before the survival model",
+        )  # fmt: skip
+    return x
+
+
 def check_survival(time, event, where: str) -> None:
     """Times finite and ≥ 0, events 0/1: else :class:`InputDataError` naming ``where``."""
     t, e = np.asarray(time, dtype=float), np.asarray(event, dtype=float)

@@ -24,7 +24,7 @@ import numpy as np
 from fedclust.errors import FedclustError, InputDataError
 from fedclust.federation import INPROCESS, Abstain, Ledger, Protocol, Transport, federate
 
-from .cohort import check_survival
+from .cohort import check_covariates, check_survival
 
 TIES = ("efron", "breslow")
 COX_REQUEST = Protocol("survival_coxph_request", {"parameters": "parameters", "ties": "metadata"})
@@ -92,6 +92,7 @@ class CoxCentre:
         self.x, self.t = np.asarray(x, float), np.asarray(t, float)
         self.e = np.asarray(e).astype(bool)
         self.n_samples = len(self.t)
+        check_covariates(self.x, len(self.t), f"federated Cox-PH, centre {cid}")
 
     def coxph_sums(self, parameters, config: Mapping[str, Any]) -> dict[str, Any] | Abstain:
         from fedclust.federation.guard import centre_policy

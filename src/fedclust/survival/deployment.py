@@ -38,8 +38,18 @@ from typing import Any
 
 import numpy as np
 
-from fedclust.deployment import DeployedStage, load_npz, register, same_schema, save_npz
-from fedclust.federation.disclosure import policy_from
+from fedclust.deployment import (
+    DeployedStage,
+    WorkflowHook,
+    WorkflowRun,
+    file_policy,
+    load_npz,
+    pick,
+    register,
+    same_schema,
+    save_npz,
+)
+from fedclust.errors import ConfigError, InputDataError
 
 from .coxph import CoxCentre, coxph_server
 from .km import KMCentre, grid_edges, km_from_counts, km_server, logrank_from_counts
@@ -95,18 +105,11 @@ def drops(params: Mapping[str, Any]) -> bool:
     return params.get("strategy") == "weights_averaging"
 
 
-STAGE = register(DeployedStage(NAME, load, save, serve, describe, drops=drops))
-
-
 # ---------------------------------------------------------------- exact references
 def _own_policy(centre: Any) -> dict[str, Any]:
     """The site's policy the centre object carries, as a file field (none: the configured)."""
     own = centre.__dict__.get("disclosure")
     return {} if own is None else {"disclosure": json.dumps(asdict(own))}
-
-
-def _policy(d: Mapping[str, np.ndarray]) -> Any:
-    return policy_from({"default": json.loads(str(d["disclosure"]))}) if "disclosure" in d else None
 
 
 def km_params(km_grid: Mapping[str, Any] | None, labels: Sequence[str]) -> dict[str, Any]:
@@ -121,7 +124,7 @@ def save_km(centre: KMCentre, path: Path) -> None:
 
 def load_km(path: Path, params: Mapping[str, Any]) -> KMCentre:
     d = load_npz(path)
-    return KMCentre(str(d["cid"]), d["t"], d["e"], d["groups"], d["edges"], _policy(d))
+    return KMCentre(str(d["cid"]), d["t"], d["e"], d["groups"], d["edges"], file_policy(d))
 
 
 def serve_km(proxies: Sequence[Any], params: Mapping[str, Any],
@@ -131,6 +134,12 @@ def serve_km(proxies: Sequence[Any], params: Mapping[str, Any],
     edges = (np.asarray(params["edges"], float) if "edges" in params
              else grid_edges(params.get("km_grid")))  # fmt: skip
     labels = [str(v) for v in params.get("labels", ["all"])]
+    if not labels:
+        raise ConfigError(
+            "the run's labels are empty: no group to count",
+            where="survival_km run parameters: labels",
+            fix="list the public group labels, or leave labels out (one group)",
+        )
     counts = km_server(list(proxies), edges, labels)
     lr = logrank_from_counts(counts) if len(labels) > 1 else None
     logrank = None if lr is None else {"chi2": lr[0], "p": lr[1], "df": lr[2]}
@@ -143,7 +152,7 @@ def save_cox(centre: CoxCentre, path: Path) -> None:
 
 def load_cox(path: Path, params: Mapping[str, Any]) -> CoxCentre:
     d = load_npz(path)
-    return CoxCentre(str(d["cid"]), d["x"], d["t"], d["e"], _policy(d))
+    return CoxCentre(str(d["cid"]), d["x"], d["t"], d["e"], file_policy(d))
 
 
 def describe_cox(centre: CoxCentre) -> dict[str, Any]:
@@ -159,11 +168,141 @@ def serve_cox(proxies: Sequence[Any], params: Mapping[str, Any],
     p = int(same_schema(schema, "n_features", "survival_coxph"))
     kinds = {"ties": str, "tol": float, "max_iter": int}
     opts = {k: kinds[k](params[k]) for k in COX_OPTIONS if k in params}
+    for k in ("tol", "max_iter"):
+        if k in opts and not opts[k] > 0:
+            raise ConfigError(f"survival_coxph {k} = {opts[k]} must be > 0",
+                              where=f"survival_coxph run parameters: {k}",
+                              fix="e.g. tol: 1e-10, max_iter: 100 (or leave it out)")  # fmt: skip
     beta, se, path = coxph_server(list(proxies), p, **opts)
     return {"beta": beta, "se": se, "loglik": [float(v) for v in path]}
 
 
-KM_STAGE = register(DeployedStage("survival_km", load_km, save_km, serve_km, drops=False))
+# ---------------------------------------------------------------- the workflow's rule
+COHORT = {"covariates": "results/survival/cohort/covariates.parquet",
+          "outcomes": "results/survival/cohort/outcomes.tsv"}  # fmt: skip
+
+
+def _units(config: Mapping[str, Any]) -> list[str]:
+    cfg = config.get("survival", {})
+    return [f"{e}/{s}" for e in cfg.get("endpoints") or [] for s in cfg.get("scenarios") or []]
+
+
+def _cohort_inputs(config: Mapping[str, Any]) -> dict[str, str]:
+    return dict(COHORT)
+
+
+def _training(config: Mapping[str, Any], inputs: Mapping[str, str], stage: str,
+              uid: str | None = None):  # fmt: skip
+    """(unit, prepared repetition 0, the survival config) of the training centres rules
+    ``survival_reference`` and ``survival_job`` build from the survival cohort."""
+    import pandas as pd
+
+    from fedclust.io import read_table
+
+    from .prepare import prepare
+
+    uid = uid or pick(config, stage, _units(config))
+    endpoint, scenario = uid.split("/")
+    cfg = dict(config["survival"])
+    x = read_table(inputs["covariates"])
+    obs = pd.read_csv(inputs["outcomes"], sep="\t", index_col=0)
+    obs.index = obs.index.astype(str)
+    return uid, prepare(x, obs, endpoint, scenario, 0, cfg, int(config["seed"])), cfg
+
+
+def km_workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The KM / log-rank of BM_BLAST groups on the training centres (``survival_reference``'s
+    check), on the public grid ``survival.km_grid``; reference: :func:`.km.federated_km`."""
+    from .km import federated_km
+    from .reference import BM_BINS, bm_groups
+
+    uid, d, cfg = _training(config, inputs, "survival_km")
+    if d["bm_blast_train"] is None:
+        raise InputDataError("the survival cohort has no BM_BLAST column for the KM groups",
+                             where=inputs["covariates"],
+                             fix="a cohort with BM_BLAST, or drop survival_km from "
+                             "deployment.stages")  # fmt: skip
+    cen, t, e = d["centre"], d["t_train"], d["e_train"]
+    grp = bm_groups(d["bm_blast_train"])
+    labels = [name for _, _, name in BM_BINS]
+    params = km_params(cfg.get("km_grid"), labels)
+    edges = grid_edges(params["km_grid"])
+    K = int(cfg["n_centres"])
+    parts = [(t[cen == k], e[cen == k], grp[cen == k]) for k in range(K)]
+    cs = [KMCentre(f"centre{k}", *p, edges) for k, p in enumerate(parts)]
+    km, lr = federated_km(parts, edges, labels)
+    ref = {"km": km, "logrank": None if lr is None else {"chi2": lr[0], "p": lr[1], "df": lr[2]}}
+    return WorkflowRun(uid, cs, params, ref)
+
+
+def cox_workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The Cox-PH stratified by centre on ``survival.coxph_covariates`` of the training centres
+    (``survival_reference``'s check); reference: :func:`.coxph.fit_federated_coxph`."""
+    from .coxph import fit_federated_coxph
+    from .reference import cox_covariates
+
+    uid, d, cfg = _training(config, inputs, "survival_coxph")
+    cen, t, e = d["centre"], d["t_train"], d["e_train"]
+    _, cols = cox_covariates(d["covariates"], cfg)
+    x = d["x_train"].astype(float)[:, cols]
+    parts = [(x[cen == k], t[cen == k], e[cen == k]) for k in range(int(cfg["n_centres"]))]
+    cs = [CoxCentre(f"centre{k}", *p) for k, p in enumerate(parts)]
+    beta, se, path = fit_federated_coxph(parts)
+    return WorkflowRun(uid, cs, {}, {"beta": beta, "se": se, "loglik": [float(v) for v in path]})
+
+
+def _train_units(config: Mapping[str, Any]) -> list[str]:
+    cfg = config.get("survival", {})
+    fed = [s for s in cfg.get("strategies") or [] if s in STRATEGIES]
+    return [f"{u}/{s}" for u in _units(config) for s in fed]
+
+
+def train_workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> WorkflowRun:
+    """The training centres of rule ``survival_job`` (repetition 0: patients, minibatch seeds,
+    initial model) and one strategy's final training at the first point of ``survival.grid``
+    (the workflow picks the point by cross-validation when the grid has several;
+    ``deployment.iterations``: at most that many federated epochs); reference: the workflow's
+    :func:`.strategies.train_strategy` on the same centres."""
+    from fedclust.deployment import cap
+    from fedclust.federation import Ledger
+    from fedclust.seeds import derive_seed
+
+    from .experiment import _clients, grid, init_parameters
+    from .experiment import model_config as config_model
+    from .strategies import train_strategy
+
+    uid = pick(config, NAME, _train_units(config))
+    endpoint, scenario, strategy = uid.split("/")
+    seed = int(config["seed"])
+    _, d, cfg = _training(config, inputs, NAME, f"{endpoint}/{scenario}")
+    mc, K = config_model(cfg), range(int(cfg["n_centres"]))
+    hp = grid(cfg)[0]
+    hp = type(hp)(cap(hp.fe, config), hp.ie, hp.batches, hp.lr)
+    label = (seed, "survival", endpoint, 0, scenario, strategy)
+    params = {"strategy": strategy, "model": {**asdict(mc), "hidden": list(mc.hidden)},
+              "hp": asdict(hp), "init_seed": derive_seed(seed, "survival", endpoint, 0, "init"),
+              "order_seed": derive_seed(*label, "order", "final"),
+              "min_samples": int(cfg.get("min_samples", 2))}  # fmt: skip
+    fed = Federation(params["min_samples"])
+    init = init_parameters(mc, d["x_train"].shape[1], params["init_seed"])
+    ref = train_strategy(strategy, _clients(d, K, mc, seed, endpoint, 0, scenario), init, hp, mc,
+                         Ledger(), np.random.default_rng(params["order_seed"]), fed)  # fmt: skip
+    return WorkflowRun(uid, _clients(d, K, mc, seed, endpoint, 0, scenario), params,
+                       {"model": list(ref[0][0])})  # fmt: skip
+
+
+STAGE = register(
+    DeployedStage(NAME, load, save, serve, describe, drops=drops,
+                  workflow=WorkflowHook(lambda c: pick(c, NAME, _train_units(c)),
+                                        _cohort_inputs, train_workflow_run))
+)  # fmt: skip
+KM_STAGE = register(
+    DeployedStage("survival_km", load_km, save_km, serve_km, drops=False,
+                  workflow=WorkflowHook(lambda c: pick(c, "survival_km", _units(c)),
+                                        _cohort_inputs, km_workflow_run))
+)  # fmt: skip
 COX_STAGE = register(
-    DeployedStage("survival_coxph", load_cox, save_cox, serve_cox, describe_cox, drops=False)
-)
+    DeployedStage("survival_coxph", load_cox, save_cox, serve_cox, describe_cox, drops=False,
+                  workflow=WorkflowHook(lambda c: pick(c, "survival_coxph", _units(c)),
+                                        _cohort_inputs, cox_workflow_run))
+)  # fmt: skip

@@ -123,6 +123,17 @@ class KMCentre:
         self.t, self.e = np.asarray(t, float), np.asarray(e).astype(bool)
         self.g = np.full(len(self.t), "all") if groups is None else np.asarray(groups).astype(str)
         self.n_samples = len(self.t)
+        where = f"federated Kaplan–Meier, centre {cid}"
+        if self.g.shape != self.t.shape:
+            raise InputDataError(f"{self.g.size} group labels for {self.t.size} patients",
+                                 where=where, fix="one group label per patient")  # fmt: skip
+        ed = self.edges
+        if ed.ndim != 1 or ed.size < 2 or not np.isfinite(ed).all() or (np.diff(ed) <= 0).any():
+            raise InputDataError(
+                "the centre's time grid is not finite and increasing",
+                where=where,
+                fix="edges 0 < step < … < max (km.grid_edges)",
+            )
 
     @property
     def floor(self) -> int:

@@ -41,7 +41,7 @@ from fedclust.federation import (
 from fedclust.federation.guard import centre_policy
 from fedclust.privacy.centre import centre_send
 
-from .cohort import check_survival
+from .cohort import check_covariates, check_survival
 from .cox import c_index, concordance_counts
 from .model import get_parameters, set_parameters
 from .names import CENTRALIZED, STRATEGIES
@@ -118,6 +118,7 @@ class SurvivalClient:
     ):
         where = f"survival centre {cid}"
         check_survival(t, e, where)
+        check_covariates(x, len(np.asarray(t)), where)
         if len(t) < 2:
             raise InputDataError(
                 f"centre {cid} holds {len(t)} patient(s): a Cox risk set needs at least two",

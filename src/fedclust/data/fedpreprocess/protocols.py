@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from fedclust.federation import Protocol
+from fedclust.federation import Protocol, declares
 
 MIN_SAMPLES = 3  # default floor (config data.federated.min_samples)
 
@@ -119,6 +119,12 @@ class Protocols:
     def table_methods(self) -> dict[str, Protocol]:
         return {"column_moments": self.column_moments, "binned_counts": self.binned_counts,
                 "label_set": LABELS, "take_fill": ACK}  # fmt: skip
+
+
+@declares()
+def declared() -> list[Protocol]:
+    """Every protocol a centre of either class answers (builds the floor-dependent ones)."""
+    return [*DEFAULT.rnaseq_methods().values(), *DEFAULT.table_methods().values()]
 
 
 DEFAULT = Protocols()

@@ -56,7 +56,15 @@ def centre_labels(centre: pd.Series, samples: pd.Index, where: str) -> pd.Series
             where=where,
             fix="rerun the split rule so that it covers every sample of the cohort",
         )
-    return centre.loc[samples.astype(str)].astype(str)
+    out = centre.loc[samples.astype(str)]
+    if out.isna().any():  # "None" / "nan" would become a centre of its own (issue 30 C)
+        raise InputDataError(
+            f"{int(out.isna().sum())} sample(s) have no centre in the split (empty), e.g. "
+            f"{out.index[out.isna().to_numpy()][0]!r}",
+            where=where,
+            fix="rerun the split rule so that it covers every sample of the cohort",
+        )
+    return out.astype(str)
 
 
 def federated_rnaseq(

@@ -7,16 +7,23 @@
   over all hospitals from binned counts (:mod:`.tabular`; whole-number columns: exact unless a
   suppressed cell lies at the median) or the class mean (exact).
 
-Each builds one :class:`~.tabular.TableCentre` per centre and runs its server function through
+Each builds one :class:`~.tabular.TableCentre` per centre (:func:`mds_centres`,
+:func:`heart_centres`) and runs its server function (:func:`mds_server`, :func:`heart_server`:
+module level, over proxies and parameters only; the server never reads a table) through
 ``fedclust.federation.federate(centres, server, ledger=..., transport=...)``; the centres fill
-their own rows with the broadcast values.
+their own rows with the broadcast values. The same server functions run on a Flower deployment
+as the stage ``fedprep_tables`` (:mod:`.deployment`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
+from fedclust.errors import InputDataError
 from fedclust.federation import INPROCESS, Ledger, Transport, federate
 from fedclust.federation.disclosure import DisclosurePolicy
 
@@ -24,7 +31,9 @@ from . import protocols as P
 from .protocols import MIN_SAMPLES, Protocols
 from .rnaseq import centre_labels
 from .server import Rounds
-from .tabular import BINS, TableCentre, column_stats_server, no_report
+from .tabular import BINS, ColumnStats, TableCentre, column_stats_server, no_report
+
+HEART_COLUMNS = ("Cholesterol", "RestingBP")  # zeros code missing values (seed 004 §2.4)
 
 
 def _centres(x: pd.DataFrame, centre: pd.Series, labels, min_samples: int, where: str,
@@ -46,6 +55,75 @@ def _fill_broadcast(r: Rounds, fill: np.ndarray, lo=None, hi=None) -> None:
     r.ask("take_fill", {"fill": fill, "lo": lo, "hi": hi}, "fill", P.ACK, P.FILL)
 
 
+def mds_centres(raw: pd.DataFrame, centre: pd.Series, min_samples: int = MIN_SAMPLES,
+                disclosure: DisclosurePolicy | None = None) -> list[TableCentre]:  # fmt: skip
+    """The centres of :func:`mds_impute_federated` (one per centre of the split, ordered by
+    name), each with its rows of the raw 0/1/NaN table and the column names."""
+    return _centres(raw, centre, None, min_samples, "MDS federated imputation split",
+                    disclosure)[0]  # fmt: skip
+
+
+def heart_centres(
+    df: pd.DataFrame,
+    hospital: pd.Series,
+    target: str,
+    columns: Sequence[str] = HEART_COLUMNS,
+    min_samples: int = MIN_SAMPLES,
+    disclosure: DisclosurePolicy | None = None,
+) -> tuple[list[TableCentre], pd.DataFrame, np.ndarray]:
+    """The centres of :func:`heart_impute_federated` (its ``columns``, 0 → NaN, and the class
+    of each row), the recoded columns and the classes."""
+    x = df[list(columns)].astype(float)
+    x = x.where(x != 0)  # 0 codes a missing value (seed 004 §2.4)
+    y = _class_labels(df, target)
+    centres, _ = _centres(x, hospital, y, min_samples, "heart federated imputation", disclosure)
+    return centres, x, y
+
+
+def mds_server(proxies: Sequence, n_columns: int, min_samples: int = MIN_SAMPLES) -> ColumnStats:
+    """Server of the MDS imputation: every column's moments (its frequency of ones), then the
+    fill broadcast. A column no centre reported gets a NaN fill; a centre that must fill it (it
+    has NaNs there: only it knows) stops with the column named (``TableCentre.take_fill``)."""
+    r = Rounds(proxies)
+    stats = column_stats_server(proxies, n_columns, protocols=Protocols(min_samples), rounds=r)
+    _fill_broadcast(r, stats.mean)
+    return stats
+
+
+def heart_server(
+    proxies: Sequence,
+    columns: Sequence[str],
+    how: str = "median",
+    bins: int = BINS,
+    min_samples: int = MIN_SAMPLES,
+) -> dict[int, np.ndarray]:
+    """Server of the heart imputation: the classes the centres report (never a pooled target
+    column; issue 30), per class the columns' moments and (median) binned counts, then the
+    fill broadcast. ``{class: fill per column}``; ``columns`` (public names) only name a
+    column no centre reported."""
+    r = Rounds(proxies)
+    reported = r.ask("label_set", {"step": "labels"}, "labels", P.LABELS, P.REQUEST)
+    classes = sorted({int(v) for _, m in reported for v in m["labels"]})
+    fills = {}
+    for cls in classes:
+        st = column_stats_server(
+            proxies,
+            len(columns),
+            label=cls,
+            binned=range(len(columns)) if how == "median" else (),
+            bins=bins,
+            protocols=Protocols(min_samples),
+            rounds=r,
+        )
+        val = st.quantile(0.5) if how == "median" else st.mean
+        if np.isnan(val).any():
+            raise no_report([c for c, v in zip(columns, val, strict=True) if np.isnan(v)],
+                            f"heart federated imputation, class {cls}")  # fmt: skip
+        fills[cls] = val
+    _fill_broadcast(r, np.array([fills[c] for c in classes]))
+    return fills
+
+
 def mds_impute_federated(
     raw: pd.DataFrame,
     centre: pd.Series,
@@ -63,16 +141,7 @@ def mds_impute_federated(
     centres, lab = _centres(raw, centre, None, min_samples, "MDS federated imputation split",
                             disclosure)  # fmt: skip
     led = ledger if ledger is not None else Ledger()
-
-    def server(proxies):
-        r = Rounds(proxies)
-        stats = column_stats_server(proxies, raw.shape[1], protocols=Protocols(min_samples),
-                                    rounds=r)  # fmt: skip
-        # a column no centre reported gets a NaN fill; a centre that must fill it (it has NaNs
-        # there: only it knows) stops with the column named (TableCentre.take_fill)
-        _fill_broadcast(r, stats.mean)
-        return stats
-
+    server = partial(mds_server, n_columns=raw.shape[1], min_samples=min_samples)
     stats = federate(centres, server, ledger=led, transport=transport)
     fill = pd.Series(stats.mean, index=raw.columns)
     out = raw.copy()
@@ -87,7 +156,7 @@ def heart_impute_federated(
     hospital: pd.Series,
     target: str,
     how: str = "median",
-    columns: tuple[str, ...] = ("Cholesterol", "RestingBP"),
+    columns: tuple[str, ...] = HEART_COLUMNS,
     min_samples: int = MIN_SAMPLES,
     bins: int = BINS,
     transport: Transport = INPROCESS,
@@ -99,36 +168,10 @@ def heart_impute_federated(
     :func:`fedclust.data.heart.impute_class_conditional`."""
     if how not in ("median", "mean"):
         raise ValueError(f"imputation must be median or mean, not {how!r}")
-    x = df[list(columns)].astype(float)
-    x = x.where(x != 0)  # 0 codes a missing value (seed 004 §2.4)
-    y = df[target].astype(int).to_numpy()
-    centres, _ = _centres(x, hospital, y, min_samples, "heart federated imputation", disclosure)
+    centres, x, y = heart_centres(df, hospital, target, columns, min_samples, disclosure)
     led = ledger if ledger is not None else Ledger()
-
-    def server(proxies):
-        r = Rounds(proxies)
-        # the classes the centres report (never the pooled target column; issue 30)
-        reported = r.ask("label_set", {"step": "labels"}, "labels", P.LABELS, P.REQUEST)
-        classes = sorted({int(v) for _, m in reported for v in m["labels"]})
-        fills = {}
-        for cls in classes:
-            st = column_stats_server(
-                proxies,
-                len(columns),
-                label=cls,
-                binned=range(len(columns)) if how == "median" else (),
-                bins=bins,
-                protocols=Protocols(min_samples),
-                rounds=r,
-            )
-            val = st.quantile(0.5) if how == "median" else st.mean
-            if np.isnan(val).any():
-                raise no_report([c for c, v in zip(columns, val, strict=True) if np.isnan(v)],
-                                f"heart federated imputation, class {cls}")  # fmt: skip
-            fills[cls] = val
-        _fill_broadcast(r, np.array([fills[c] for c in classes]))
-        return fills
-
+    server = partial(heart_server, columns=list(columns), how=how, bins=bins,
+                     min_samples=min_samples)  # fmt: skip
     fills = federate(centres, server, ledger=led, transport=transport)
     out = df.copy()
     info: dict = {}
@@ -141,8 +184,44 @@ def heart_impute_federated(
                 vals[miss] = fills[cls][j]
                 info[col][str(int(cls))] = {"value": float(fills[cls][j]),
                                             "count": int(miss.sum())}  # fmt: skip
+        left = vals.isna().to_numpy()
+        if left.any():  # a class no centre reports (prep_labels: < floor rows everywhere)
+            cls = sorted({int(c) for c in y[left]})
+            raise InputDataError(
+                f"{int(left.sum())} missing {col} value(s) of class {', '.join(map(str, cls))} "
+                f"({target}) have no fill: no centre holds enough rows of the class to report "
+                "it (its label set names only classes with ≥ its floor rows)",
+                where="heart federated imputation",
+                fix="lower data.federated.min_samples (and the centres' nfilter_subset), merge "
+                "or drop the rare class, or use data.heart.preprocess: pooled",
+            )
         out[col] = vals
     return out, info
 
 
-__all__ = ["heart_impute_federated", "mds_impute_federated"]
+def _class_labels(df: pd.DataFrame, target: str) -> np.ndarray:
+    """The target column as whole-number class labels (a 0.5 was truncated to class 0)."""
+    if target not in df:
+        raise InputDataError(f"no target column {target!r}", where="heart federated imputation",
+                             fix="name the table's class column")  # fmt: skip
+    y = pd.to_numeric(df[target], errors="coerce").to_numpy(np.float64)
+    bad = ~np.isfinite(y) | (y != np.round(y))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputDataError(
+            f"{int(bad.sum())} {target} value(s) are not whole class labels, e.g. "
+            f"{df[target].iloc[i]!r} (row {df.index[i]!r})",
+            where=f"heart federated imputation, column {target}",
+            fix="class labels 0, 1, …; drop rows without a label",
+        )
+    return y.astype(int)
+
+
+__all__ = [
+    "heart_centres",
+    "heart_impute_federated",
+    "heart_server",
+    "mds_centres",
+    "mds_impute_federated",
+    "mds_server",
+]

@@ -79,10 +79,10 @@ class TableCentre:
         class-conditional statistics for. Only classes with ≥ floor rows at the centre: a rarer
         class would tell a curious server that a few such patients are here (differencing two
         runs), and the centre could not send statistics for it anyway."""
-        if self.labels is None:
-            return {"labels": []}
+        if self.labels is None:  # an integer array: a list of numbers is no Flower value
+            return {"labels": np.zeros(0, dtype=np.int64)}
         values, counts = np.unique(self.labels, return_counts=True)
-        return {"labels": [int(v) for v in values[counts >= self.floor]]}
+        return {"labels": np.asarray(values[counts >= self.floor], dtype=np.int64)}
 
     def column_moments(self, parameters: Any, config: dict) -> dict | Abstain:
         """Observed count, mean, centred sum of squares, 0/1 and whole-number flags per column

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from fedclust.federation import Protocol, fit_protocol
+from fedclust.federation import Protocol, declares, fit_protocol
 
 #: fewest patients behind any message of a centre (config ``dec.d62.min_samples``)
 MIN_SAMPLES = 3
@@ -25,12 +25,14 @@ FLIP_RATES = Protocol("d62_flip_rates", {"p1": "aggregate"})
 RECEIVED = Protocol("d62_received", {"n": "count"})
 
 
+@declares()
 def column_ones(min_samples: int = MIN_SAMPLES) -> Protocol:
     return Protocol(
         "d62_column_ones", {"ones": "aggregate", "n": "count"}, min_samples=int(min_samples)
     )
 
 
+@declares()
 def fit(min_samples: int = MIN_SAMPLES) -> Protocol:
     """A FedAvg update of either stage (autoencoder or encoder + centroids)."""
     return fit_protocol("d62_fit", ("loss", "eval_loss", "changed"), min_samples=int(min_samples))
