@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: fresh venv, install, lint, dry runs, pytest, small end-to-end run.
-#   bash scripts/test.sh            (FEDCLUST_VENV=... to reuse a venv; FEDCLUST_SKIP_E2E=1 to skip)
+#   bash scripts/test.sh            (FEDCLUST_VENV=... to reuse a venv; FEDCLUST_SKIP_E2E=1 to skip
+#                                    the end-to-end runs; FEDCLUST_TEST_WORKERS=N pytest workers, 2)
 # Data (issue 30 A): a clone alone is enough. The offline data mirror is FEDCLUST_DATA_MIRROR when
 # set (it must exist: a config-time error otherwise), else ../shared/data when that folder exists
 # (CI), else none. The default end-to-end run never uses it (the newcomer path: embedded and
@@ -43,8 +44,12 @@ for cfg in config/*.yaml; do
 done
 snakemake -n -q --profile profiles/slurm --configfile config/thesis.yaml >/dev/null
 
-step "pytest"
-pytest -q -p no:cacheprovider
+# both cores (issue 30: 15-16 min in one process): pytest-xdist, one file per worker at a time
+# (--dist loadfile keeps each file's module fixtures in one process), one BLAS/torch thread per
+# worker; FEDCLUST_TEST_WORKERS=0 runs it in this process. --durations: the slowest tests in the log.
+step "pytest (${FEDCLUST_TEST_WORKERS:-2} workers)"
+OMP_NUM_THREADS=1 pytest -q -p no:cacheprovider -n "${FEDCLUST_TEST_WORKERS:-2}" --dist loadfile \
+  --durations=25
 
 if [ -z "${FEDCLUST_SKIP_E2E:-}" ]; then
   # the newcomer path: no data mirror (the default config is offline), whatever this machine has

@@ -84,3 +84,18 @@ def synthetic_centres():
     disclosure.configure({"default": pol})
     yield SYNTHETIC
     disclosure.configure(before)
+
+
+# The longest files first (issue 30): under `pytest -n 2 --dist loadfile` (scripts/test.sh) a
+# worker takes whole files in collection order, so a long file collected last would leave the
+# other worker idle at the end. Measured with --durations (CI log): the two-run reproducibility
+# test, the localhost Flower deployments, the thesis DAG dry runs, the workflow reruns.
+LONG_FILES = (
+    "test_reliability_reproducible.py", "test_flower_deploy.py", "test_thesis_smoke.py",
+    "test_reliability_workflow.py", "test_deployment_rule.py", "test_slurm.py",
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FILES)))  # stable: file order

@@ -33,3 +33,18 @@ def test_hac_benchmark_rows_and_floats_per_center():
     assert t.loc["gradual", "rounds"] > 1 and t.loc["projection", "rounds"] == 1
     info = machine()
     assert info["cpu_count"] >= 1 and "omp_num_threads" in info
+
+
+def test_privacy_rows_keep_times_out_of_the_text_the_section_copies():
+    """Issue 30 item 7: the `objects` text goes into the perf section JSON (byte-identical across
+    runs); the key set-up time once sat in it ("key set-up 0.00 s": 0.01 s on a loaded machine
+    made two runs' sections differ). Times live in their columns of the benchmark table."""
+    import re
+
+    from fedclust.perf.privacy import privacy_benchmark
+
+    rows = privacy_benchmark(0, n=64, centres=2, rounds=1)
+    assert [r["method"] for r in rows][0] == "secure aggregation"
+    assert rows[0]["setup_seconds"] >= 0 and rows[0]["seconds"] > 0
+    for r in rows:
+        assert not re.search(r"\d\s*s\b", r["objects"]), r["objects"]

@@ -89,6 +89,13 @@ def test_smoke_config_is_thesis_shaped_small_and_offline(repo):
     # tiny
     assert smoke["survival"]["repetitions"] == 1 and smoke["fedcref"]["repetitions"] == 1
     assert smoke["dec"]["autoencoder"]["epochs"] <= 2 and smoke["decentral"]["rounds"] <= 2
+    # one thread per job, so that CI's 2 cores run two jobs at once (a rule left at thesis.yaml's
+    # 4-8 threads takes both cores per job: the smoke run went one job at a time, issue 30)
+    res = smoke["resources"]
+    threads = {r: {**res["default"], **spec}.get("threads", 1) for r, spec in res["rules"].items()}
+    assert res["default"]["threads"] == 1 and set(threads.values()) == {1}, threads
+    for key in ("data.rnaseq.threads", "hac.projection.threads", "decentral.threads"):
+        assert _get(smoke, key) == 1, key
 
 
 def _job_stats(repo, tmp_path, config):

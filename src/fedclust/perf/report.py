@@ -109,8 +109,9 @@ def build_section(section_path: str, table_path: str, *, cfg: dict, info: dict[s
         text.append(
             "Rows 'secure aggregation' and 'DP-SGD' (issue 24): the mean time of a FedAvg round "
             "of DEC's TSAE with secure aggregation (pairwise X25519 masks modulo 2^64 at every "
-            "centre, the unmask round at the server; the one-off key set-up is in the objects "
-            "column) over the plain round, in-process, goal ≤ 1.3×; one local epoch of DP-SGD "
+            "centre, the unmask round at the server; the one-off key set-up is in the "
+            "setup_seconds column) over the plain round, in-process, goal ≤ 1.3×; one local "
+            "epoch of DP-SGD "
             "(Poisson sampling, per-sample clipping, Gaussian noise) over one plain minibatch "
             "SGD epoch at the same batch size: the tied TSAE via torch.func, an MLP of the same "
             "widths via Opacus' per-sample hooks."
