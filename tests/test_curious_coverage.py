@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -151,12 +155,24 @@ def import_all() -> list[str]:
     return names
 
 
+_LIST = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from test_curious_coverage import import_all
+from fedclust.federation import declared_protocols
+import_all()
+print(json.dumps({n: dict(p.fields) for n, p in declared_protocols().items()}))
+"""
+
+
 @pytest.fixture(scope="module")
 def declared() -> dict:
-    from fedclust.federation import declared_protocols
-
-    import_all()
-    return {n: p for n, p in declared_protocols().items() if not DERIVED.search(n)}
+    """The library's protocols, listed in a fresh interpreter: in this one, other test files
+    (same pytest worker) have registered protocols of their own."""
+    out = subprocess.run([sys.executable, "-c", _LIST, str(Path(__file__).parent)], check=True,
+                         capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    fields = json.loads(out.stdout.strip().splitlines()[-1])
+    return {n: SimpleNamespace(fields=f) for n, f in fields.items() if not DERIVED.search(n)}
 
 
 def test_names(path: str) -> set[str]:

@@ -147,6 +147,7 @@ def test_item14_defaults_filled_under_additional_properties(repo, default):
     cfg["data"]["splits"] = {"s": {"kind": "skewed", "n_centers": 3, "datasets": ["mds"]},
                              "equal8": equal8}  # fmt: skip
     cfg["dec"]["splits"] = ["s"]
+    cfg["privacy_utility"]["enabled"] = False  # its splits are gone from data.splits too
     out = _check(repo, cfg)
     spec = out["data"]["splits"]["s"]
     assert (spec["skewness"], spec["alpha"], spec["column"]) == (4, 0.5, "center")
