@@ -19,6 +19,7 @@ SuperNode's log. Flower's own executables are taken from this interpreter's envi
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import os
@@ -27,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -122,6 +124,38 @@ def _toml_string(value: str) -> str:
     return json.dumps(value)  # a JSON string literal is a TOML basic string
 
 
+_LIVE: list[LocalFederation] = []
+
+
+def _close_live() -> None:
+    for fed in list(_LIVE):
+        with contextlib.suppress(Exception):
+            fed.close()
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM (a cancelled SLURM job, a killed test run): stop every SuperLink / SuperNode this
+    process started — they run in sessions of their own, so the signal never reaches them —
+    then die of the signal as before."""
+    _close_live()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _clean_up_on_exit(fed: LocalFederation) -> None:
+    """Register ``fed`` so that its processes are stopped at interpreter exit and on SIGTERM
+    (installed only where SIGTERM still has its default action, in the main thread)."""
+    if fed in _LIVE:
+        return
+    if not _LIVE:
+        atexit.register(_close_live)
+        if threading.current_thread() is threading.main_thread() and (
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        ):
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    _LIVE.append(fed)
+
+
 class LocalFederation:
     """A SuperLink and one SuperNode per centre folder on 127.0.0.1 (use as a context manager).
 
@@ -154,6 +188,7 @@ class LocalFederation:
 
     # -- processes
     def _start(self, name: str, args: list[str]) -> subprocess.Popen:
+        _clean_up_on_exit(self)
         log = open(self.work / f"{name}.log", "ab")
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=self.env,
                                 start_new_session=True)  # fmt: skip
@@ -177,6 +212,8 @@ class LocalFederation:
     def close(self) -> None:
         for name in reversed(list(self.procs)):
             self._stop(name)
+        if self in _LIVE:
+            _LIVE.remove(self)
 
     def __enter__(self) -> LocalFederation:
         try:
