@@ -1,18 +1,21 @@
-"""Flower deployment on localhost (issue 30 B.1–B.5, issue 22 item 7): one SuperLink session,
+"""Flower deployment on localhost (issue 30 B.1–B.6, issue 22 item 7): one SuperLink session,
 secured as real sites run it — TLS with an openssl-made CA, SuperNode authentication (keys
 registered with ``flwr supernode register``), in-memory state, no runtime dependency
-installation — and one SuperNode per centre holding only that centre's folder. Several stages
-run on the session (DEC stages A–C, survival Weights Averaging, heart FL, cyclic XGBoost-style
-boosting, hierarchical PVI, SAVAE's FedAvg, HAC simultaneous sharing, FedCRef), each equal bit
-for bit to the same stage in-process with the centres built from the same files (consensus
-ADMM: tests/test_deployment_rule.py, the workflow's rule deploying it with the same recipe;
-federated RNA-seq preprocessing and the tables' imputation (fedprep_tables):
-tests/test_deployment.py, its own apps in one process and a fresh centre process per message
-— on this session it took ~100 s of CI for the same generic apps); then a centre that fails,
-a SuperNode killed mid-run under a FedAvg protocol with
-``min_available`` (the run goes on, the ledger records the drop) and under an exact protocol
-(the run stops naming the site and the round), and a SuperNode with ``--trusted-entities``
-refusing an unsigned app bundle. Every process is killed at the end."""
+installation, no activated venv — and one SuperNode per centre holding only that centre's
+folder. Every deployable stage runs on the session, each equal bit for bit to the same stage
+in-process with the centres built from the same files, with the fewest round trips that carry
+its protocol: DEC stages A–C, survival Weights Averaging, heart FL, cyclic XGBoost-style
+boosting, hierarchical PVI, SAVAE's FedAvg, FedCRef, federated RNA-seq preprocessing, the
+tables' imputation (MDS and heart), RadialGAN, SAVAE's virtual-patients relay, the DGD's
+FedAvg, the federated Kaplan–Meier + log-rank, the stratified Cox-PH and HAC's simultaneous,
+gradual, perturbation and genewise variants (consensus ADMM: tests/test_deployment_rule.py,
+the workflow's rule deploying it with the same recipe); then a centre that fails, a SuperNode
+killed mid-run under a FedAvg protocol with ``min_available`` (the run goes on, the ledger
+records the drop) and under an exact protocol (the run stops naming the site and the round),
+and a SuperNode with ``--trusted-entities`` refusing an unsigned app bundle. The session's
+SuperNodes poll the SuperLink every 0.25 s instead of Flower's hard-coded 3 s
+(:mod:`fedclust.flower.supernode`; a round trip's time: README, "Flower deployment"); the
+ten-SuperNode test runs the stock ``flower-supernode``. Every process is killed at the end."""
 
 from __future__ import annotations
 
