@@ -2,20 +2,21 @@
 secured as real sites run it — TLS with an openssl-made CA, SuperNode authentication (keys
 registered with ``flwr supernode register``), in-memory state, no runtime dependency
 installation, no activated venv — and one SuperNode per centre holding only that centre's
-folder. Every deployable stage runs on the session, each equal bit for bit to the same stage
-in-process with the centres built from the same files, with the fewest round trips that carry
-its protocol: DEC stages A–C, survival Weights Averaging, heart FL, cyclic XGBoost-style
-boosting, hierarchical PVI, SAVAE's FedAvg, FedCRef, federated RNA-seq preprocessing, the
-tables' imputation (MDS and heart), RadialGAN, SAVAE's virtual-patients relay, the DGD's
-FedAvg, the federated Kaplan–Meier + log-rank, the stratified Cox-PH and HAC's simultaneous,
-gradual, perturbation and genewise variants (consensus ADMM: tests/test_deployment_rule.py,
-the workflow's rule deploying it with the same recipe); then a centre that fails, a SuperNode
-killed mid-run under a FedAvg protocol with ``min_available`` (the run goes on, the ledger
-records the drop) and under an exact protocol (the run stops naming the site and the round),
-and a SuperNode with ``--trusted-entities`` refusing an unsigned app bundle. The session's
-SuperNodes poll the SuperLink every 0.25 s instead of Flower's hard-coded 3 s
-(:mod:`fedclust.flower.supernode`; a round trip's time: README, "Flower deployment"); the
-ten-SuperNode test runs the stock ``flower-supernode``. Every process is killed at the end."""
+folder. Stages run on the session, each equal bit for bit to the same stage in-process with the
+centres built from the same files, with the fewest round trips that carry its protocol: DEC
+stages A–C, survival Weights Averaging, heart FL, cyclic XGBoost-style boosting, hierarchical
+PVI, SAVAE's FedAvg, HAC simultaneous sharing and FedCRef; every other deployable stage
+(fedprep, fedprep_tables mds / heart, radialgan, savae_virtual, dgd, survival_km,
+survival_coxph, HAC gradual / perturbation / genewise) runs the same way on a session of its own
+in tests/test_flower_deploy_stages.py (so that ``pytest -n 2 --dist loadfile`` can put the two
+files on two workers), consensus ADMM in tests/test_deployment_rule.py (the workflow's rule
+deploying it with the same recipe). Then a centre that fails, a SuperNode killed mid-run under
+a FedAvg protocol with ``min_available`` (the run goes on, the ledger records the drop) and
+under an exact protocol (the run stops naming the site and the round), and a SuperNode with
+``--trusted-entities`` refusing an unsigned app bundle. The sessions' SuperNodes poll the
+SuperLink every 0.25 s instead of Flower's hard-coded 3 s (:mod:`fedclust.flower.supernode`;
+where a round trip's time goes: README, "Flower deployment"); the ten-SuperNode test runs the
+stock ``flower-supernode``. Every process is killed at the end."""
 
 from __future__ import annotations
 
@@ -66,15 +67,14 @@ COLS = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     """Three sites' folders (dec.npz, survival.npz, heart.npz, boosting.npz, bayes.npz,
-    savae.npz, hac.npz, fedcref.npz each) and the stages' params."""
+    savae.npz, hac.npz, fedcref.npz each), the stages' params and the centres of the cases
+    written before their run (:func:`check_case`)."""
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("sites")
     folders = [root / f"site_{i}" for i in range(3)]
     cfg, (x, _, centers), dec_params, _ = dec_setup(root / "dec", dec_toy_cfg, toy_blobs, 3)
     dec_params = {**dec_params, "ae_rounds": 1, "dec_rounds": 1}
     from fedclust.dec import deployment as dd
-    from fedclust.generative import deployment as gd
-    from fedclust.survival.km import grid_edges
 
     cs = dd.centres(x, centers, cfg, "toy", "s", "fedadam", 3)
     deployment.write_centres(deployment.get("dec"), cs, root, folders)
@@ -87,7 +87,7 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     boosting_params = {**boosting_params, "trees": 1}
     bayes, bayes_params, _ = bayes_centres(bayes_cfg(hierarchical=True))
     deployment.write_centres(deployment.get("bayes"), bayes, root, folders)
-    savae, savae_params, (_, vcfg, vseed) = savae_centres(third=True, rounds=1, local_epochs=1)
+    savae, savae_params, _ = savae_centres(third=True, rounds=1, local_epochs=1)
     deployment.write_centres(deployment.get("savae"), savae, root, folders)
     hac, hac_params, _ = hac_centres()  # the third site abstains (below its floor)
     deployment.write_centres(deployment.get("hac"), hac, root, folders)
@@ -101,11 +101,20 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
               "heart": {**HEART, "rounds": 1}, "boosting": boosting_params,
               "bayes": bayes_params, "savae": savae_params, "hac": hac_params,
               "fedcref": fedcref_params}  # fmt: skip
-    # the other deployable stages, each with the fewest round trips that still carry its whole
-    # protocol; a case whose stage file another case of the same stage also uses (HAC's
-    # variants, the tables' two imputations) writes its files just before its run
-    files = {"hac": ("hac", hac)}
-    fp, params["fedprep"], _ = fedprep_centres(samples=30, genes=12, top=4)  # 10 round trips
+    return root, folders, params, {"hac": ("hac", hac)}
+
+
+def more_stages(root, folders) -> tuple[dict, dict]:
+    """The other deployable stages (tests/test_flower_deploy_stages.py, a session of its own),
+    each with the fewest round trips that still carry its whole protocol: their params, and
+    the centres of the cases that share a stage file with another case (HAC's variants, the
+    tables' two imputations), written just before their run."""
+    from fedclust.generative import deployment as gd
+    from fedclust.survival.km import grid_edges
+
+    torch.set_num_threads(1)
+    params, files = {}, {}
+    fp, params["fedprep"], _ = fedprep_centres(samples=30, genes=6, top=3)  # 9 round trips
     deployment.write_centres(deployment.get("fedprep"), fp, root, folders)
     for variant, (centres, p) in _table_cases().items():
         files[f"fedprep_tables_{variant}"] = ("fedprep_tables", centres)
@@ -113,7 +122,7 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     rg, params["radialgan"], _ = radialgan_centres(iterations=1)  # one F/G step, then the AUCs
     deployment.write_centres(deployment.get("radialgan"), rg, root, folders)
     # the relay of virtual patients good -> poor (the third node takes no part)
-    vp = savae  # savae.npz is written: the good site's opt-in goes to savae_virtual.npz only
+    vp, _, (_, vcfg, vseed) = savae_centres(third=True, rounds=1, local_epochs=1)
     vp[0].disclosure = DisclosurePolicy(allow_per_sample=("savae_virtual_patients",))
     params["savae_virtual"] = gd.virtual_params_from_config(vcfg, "sim", 0.5, vseed)
     deployment.write_centres(deployment.get("savae_virtual"), vp, root, folders)
@@ -126,7 +135,7 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     for variant, (centres, p) in _hac_cases().items():
         files[f"hac_{variant}"] = ("hac", centres)
         params[f"hac_{variant}"] = p
-    return root, folders, params, files
+    return params, files
 
 
 def _table_cases() -> dict:
@@ -175,6 +184,10 @@ def _hac_cases() -> dict:
 
 @pytest.fixture(scope="module")
 def fed(site):
+    yield from session(site)
+
+
+def session(site: tuple):
     """The session runs without an activated venv (issue 30 B.2): the interpreter's bin folder
     is taken off PATH, so Flower's executables must be found from the interpreter itself."""
     root, folders, *_ = site
@@ -210,14 +223,8 @@ def _same(got: dict, ref: dict, tmp) -> None:
             assert got[k] == v, k
 
 
-CASES = ["dec", "survival", "heart", "boosting", "bayes", "savae", "hac", "fedcref", "fedprep",
-         "fedprep_tables_mds", "fedprep_tables_heart", "radialgan", "savae_virtual", "dgd",
-         "survival_km", "survival_coxph", "hac_gradual", "hac_perturbation",
-         "hac_genewise"]  # fmt: skip
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_stage_on_the_deployment_equals_inprocess(fed, site, case):
+def check_case(fed: LocalFederation, site: tuple, case: str) -> None:
+    """``case`` (a stage, or ``<stage>_<variant>``) deployed equals it in-process exactly."""
     root, folders, params, files = site
     stage = case if case in deployment.MODULES else case.rsplit("_", 1)[0]
     if case in files:  # this case's data for a stage file other cases use too
@@ -227,6 +234,13 @@ def test_stage_on_the_deployment_equals_inprocess(fed, site, case):
     ref = deployment.run(stage, folders, params[case])
     assert got["done"]["messages"] == _sent(ref["ledger"]) and got["done"]["dropped"] == {}
     _same(got, ref, root / f"ref_{case}")
+
+
+@pytest.mark.parametrize(
+    "case", ["dec", "survival", "heart", "boosting", "bayes", "savae", "hac", "fedcref"]
+)
+def test_stage_on_the_deployment_equals_inprocess(fed, site, case):
+    check_case(fed, site, case)
 
 
 def test_a_centre_that_fails_stops_the_run_with_its_own_error(fed, site):
