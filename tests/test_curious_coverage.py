@@ -42,7 +42,7 @@ COVERED: dict[str, str] = {
     "admm_private_update": PU + "test_admm_attack_under_secure_aggregation_has_only_masked_shares",
     "admm_standardize": PU + "test_round_zero_moments_give_the_row_at_any_epsilon",
     "bayes_pvi_delta": S + "test_bayes_pvi_delta_of_a_one_patient_centre_solved_only_without_the_floor",
-    "bayes_fedavg_fit": S + "test_bayes_fedavg_fit_of_a_one_image_centre_inverted_only_without_the_floor",
+    "bayes_fedavg_fit": S + "test_bayes_fedavg_fit_above_the_floor_gives_no_single_image",
     "boosting_histogram": BOOST,
     "boosting_split_sums": BOOST,
     "boosting_totals": PU + "test_boosting_attack_recovers_bins_and_label_without_noise",
@@ -122,8 +122,9 @@ GAPS: dict[str, str] = {
         "fedcref_local_models", "heart_fl_update", "heart_peer_weights", "heart_train",
         "savae_fit", "survival_fit", "survival_local_model",
     ], "model weights after local training: no inversion attack yet (the first-layer ratio "
-       "attack of bayes_fedavg_fit needs plain SGD and untied weights; DEC's tied TSAE and the "
-       "Adam-trained models need an optimisation-based inversion)"),
+       "attack of bayes_fedavg_fit needs plain SGD and untied weights, and only that protocol "
+       "has the per-hidden-unit floor that stops it, fedclust.bayes.unit_floor; DEC's tied "
+       "TSAE and the Adam-trained models need an optimisation-based inversion)"),
     **dict.fromkeys([
         "admm_objective", "heart_eval_metrics", "radialgan_evaluation", "survival_evaluate",
         "fedcref_status", "fedcref_association_stats",
