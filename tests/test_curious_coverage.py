@@ -59,8 +59,7 @@ COVERED: dict[str, str] = {
     "hac.projection": OPT_IN_HAC,
     "hac.perturbation": OPT_IN_HAC,
     "heart_impute_stats": S + "test_heart_impute_stats_of_a_one_patient_class_only_without_the_floor",
-    "heart_impute_needs": "tests/test_decentral_core.py::"
-    "test_the_curious_server_learns_no_patient_from_the_label_messages_by_differencing",
+    "heart_impute_needs": S + "test_heart_impute_needs_of_a_rare_class_only_without_the_floor",
     "prep_column_moments": S + "test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor",
     "prep_binned_counts": S + "test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor",
     "prep_labels": "tests/test_data_fedpreprocess_tables.py::"
@@ -96,7 +95,7 @@ EXEMPT: dict[str, str] = {
         "hac.genewise.request", "hac.simultaneous.request", "heart_eval_request",
         "heart_fl_global", "heart_impute_fill", "heart_impute_needs_request",
         "heart_impute_request", "prep_bins_request", "prep_columns_request",
-        "prep_fill_broadcast", "prep_logmeans_broadcast", "prep_nb_request", "prep_request",
+        "prep_fill_broadcast", "prep_class_fill_broadcast", "prep_logmeans_broadcast", "prep_nb_request", "prep_request",
         "prep_selection_broadcast", "prep_trend_broadcast", "pu_cluster_request",
         "pu_km_request", "pu_lloyd_request", "pu_mean_request", "radialgan_codes_request",
         "savae_virtual_request", "survival_coxph_request", "survival_cv_request",

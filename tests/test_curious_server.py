@@ -297,6 +297,47 @@ def test_heart_impute_stats_of_a_one_patient_class_only_without_the_floor(floor)
         assert "a" in set(led.abstentions()["center"])
 
 
+@pytest.mark.parametrize("floor", [1, 5])
+def test_heart_impute_needs_of_a_rare_class_only_without_the_floor(floor):
+    """``heart_impute_needs``: hospital "a" holds one class-1 patient, whose cholesterol is
+    missing. Differencing two runs (with / without the patient), a curious server reads from
+    a's needs that a class-1 patient lacking the value is there. The centre's own floor (its
+    ``min_samples`` / ``nfilter_subset``: 5 rows of a class) keeps the class out of the message,
+    so both runs send the same messages; the patient's cell is still filled (from a's own
+    observed values, source ``local_all_classes``)."""
+    import pandas as pd
+
+    from fedclust.decentral.imputation import ImputeCentre, impute_server
+
+    g = np.random.default_rng(4)
+    chol = {"a": np.r_[g.normal(240, 30, 20), np.nan], "b": g.normal(230, 40, 20)}
+    ys = {"a": np.r_[np.zeros(20, int), 1], "b": np.r_[np.ones(10, int), np.zeros(10, int)]}
+
+    def run(with_patient: bool):
+        cs = []
+        for cid in ("a", "b"):
+            keep = slice(None) if with_patient or cid == "b" else slice(0, 20)
+            v = pd.DataFrame({"Cholesterol": chol[cid][keep]})
+            cs.append(ImputeCentre(cid, v, v.isna(), ys[cid][keep], "median", floor,
+                                   OFF if floor == 1 else DEFAULT_POLICY))  # fmt: skip
+        led = RecordingLedger()
+        federate(cs, lambda px: impute_server(px, ["Cholesterol"], floor), ledger=led)
+        got = [(r["sender"], r["protocol"], {k: np.asarray(v).tolist() for k, v in m.items()})
+               for r, m in led.received()]  # fmt: skip
+        return got, cs[0]
+
+    (with_p, a), (without, _) = run(True), run(False)
+    needs_a = [m["labels"] for s, p, m in with_p if s == "a" and p == "heart_impute_needs"]
+    if floor == 1:  # recovered: a holds a class-1 patient without a cholesterol value
+        assert needs_a == [[1]] and with_p != without
+        assert a.fills[-1]["source"] == "federated"
+    else:
+        assert needs_a == [[]] and with_p == without
+        assert a.fills[-1]["source"] == "local_all_classes"
+        assert a.fills[-1]["fill"] == np.median(chol["a"][:20])
+    assert np.isfinite(a.values["Cholesterol"]).all()  # the imputation is complete either way
+
+
 # ------------------------------------------------------------------ D6.2 DEC: column counts
 @pytest.mark.parametrize("floor", [1, 3])
 def test_d62_column_ones_of_a_one_patient_centre_only_without_the_floor(floor):
