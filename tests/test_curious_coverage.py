@@ -29,6 +29,7 @@ ADMM_DEC = "tests/test_attack_suite_admm_dec.py::"
 PU = "tests/test_privacy_utility_attacks.py::"
 PREP = "tests/test_data_fedpreprocess.py::test_floor_small_centre_abstains_and_server_learns_nothing_of_it"
 BOOST = "tests/test_boosting.py::test_floor_keeps_a_curious_server_from_reading_one_patients_label"
+CB = "tests/test_curious_boosting.py::"
 OPT_IN_HAC = SUITE_HAC + "test_per_sample_protocols_run_only_with_the_opt_in"
 GRADUAL = SUITE_HAC + "test_gradual_differencing_across_runs_stopped_by_the_release_log"
 RADIALGAN = "tests/test_generative_radialgan.py::test_without_the_centres_opt_in_no_code_leaves_and_each_scores_alone"
@@ -45,6 +46,11 @@ COVERED: dict[str, str] = {
     "bayes_fedavg_fit": S + "test_bayes_fedavg_fit_of_a_one_image_centre_inverted_only_without_the_floor",
     "boosting_histogram": BOOST,
     "boosting_split_sums": BOOST,
+    "boosting_local_trees": CB + "test_boosting_local_tree_leaf_of_one_patient_gives_its_label_only_without_the_floor",
+    "boosting_moments": CB + "test_boosting_moments_of_a_two_patient_centre_solved_only_without_the_floor",
+    "boosting_sketch": CB + "test_boosting_sketch_places_a_lone_patient_in_a_cell_only_without_the_floor",
+    "boosting_union": CB + "test_boosting_vote_gain_of_a_one_patient_side_gives_its_label_only_without_the_floor",
+    "boosting_vote": CB + "test_boosting_vote_gain_of_a_one_patient_side_gives_its_label_only_without_the_floor",
     "boosting_totals": PU + "test_boosting_attack_recovers_bins_and_label_without_noise",
     "dec_kmeans": ADMM_DEC + "test_dec_hostile_request_refused_by_the_centres_own_k_and_m",
     "d62_column_ones": S + "test_d62_column_ones_of_a_one_patient_centre_only_without_the_floor",
@@ -129,10 +135,6 @@ GAPS: dict[str, str] = {
         "admm_objective", "heart_eval_metrics", "radialgan_evaluation", "survival_evaluate",
         "fedcref_status", "fedcref_association_stats",
     ], "a centre's scalar scores/losses: no differencing attack yet"),
-    **dict.fromkeys([
-        "boosting_moments", "boosting_sketch", "boosting_vote", "boosting_union",
-        "boosting_local_trees",
-    ], "boosting aggregates under the floor: only histogram/split sums/totals are attacked"),
     **dict.fromkeys(["pu_mean_stats", "pu_lloyd_stats", "pu_km_counts", "pu_cluster_release"],
                     "privacy–utility stage's DP messages: utility tested, no attack on them yet"),
 }  # fmt: skip
