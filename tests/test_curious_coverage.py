@@ -30,6 +30,7 @@ PU = "tests/test_privacy_utility_attacks.py::"
 PREP = "tests/test_data_fedpreprocess.py::test_floor_small_centre_abstains_and_server_learns_nothing_of_it"
 BOOST = "tests/test_boosting.py::test_floor_keeps_a_curious_server_from_reading_one_patients_label"
 CB = "tests/test_curious_boosting.py::"
+CPU = "tests/test_curious_privacy_utility.py::"
 OPT_IN_HAC = SUITE_HAC + "test_per_sample_protocols_run_only_with_the_opt_in"
 GRADUAL = SUITE_HAC + "test_gradual_differencing_across_runs_stopped_by_the_release_log"
 RADIALGAN = "tests/test_generative_radialgan.py::test_without_the_centres_opt_in_no_code_leaves_and_each_scores_alone"
@@ -40,6 +41,7 @@ VIRTUAL = "tests/test_generative_savae.py::test_good_poor_protocol_floors_and_vi
 #: the message they relay.
 COVERED: dict[str, str] = {
     "admm_local_update": ADMM_DEC + "test_admm_one_row_centre_recovered_only_without_the_glm_floor",
+    "admm_objective": "tests/test_curious_scores.py::test_admm_objective_losses_of_a_one_row_centre_give_the_row_only_without_the_floor",
     "admm_private_update": PU + "test_admm_attack_under_secure_aggregation_has_only_masked_shares",
     "admm_standardize": PU + "test_round_zero_moments_give_the_row_at_any_epsilon",
     "bayes_pvi_delta": S + "test_bayes_pvi_delta_of_a_one_patient_centre_solved_only_without_the_floor",
@@ -67,6 +69,10 @@ COVERED: dict[str, str] = {
     "heart_impute_stats": S + "test_heart_impute_stats_of_a_one_patient_class_only_without_the_floor",
     "heart_impute_needs": "tests/test_decentral_core.py::"
     "test_the_curious_server_learns_no_patient_from_the_label_messages_by_differencing",
+    "pu_cluster_release": CPU + "test_pu_cluster_release_of_one_patient_clusters_only_without_the_floor_and_noise",
+    "pu_km_counts": CPU + "test_pu_km_counts_of_a_one_patient_centre_give_its_interval_and_status_only_without",
+    "pu_lloyd_stats": CPU + "test_pu_lloyd_stats_cluster_of_one_patient_is_its_row_only_without_secure_aggregation",
+    "pu_mean_stats": CPU + "test_pu_mean_stats_of_a_one_patient_centre_is_its_row_only_without_the_defence",
     "prep_column_moments": S + "test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor",
     "prep_binned_counts": S + "test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor",
     "prep_labels": "tests/test_data_fedpreprocess_tables.py::"
@@ -132,11 +138,9 @@ GAPS: dict[str, str] = {
        "attack of bayes_fedavg_fit needs plain SGD and untied weights; DEC's tied TSAE and the "
        "Adam-trained models need an optimisation-based inversion)"),
     **dict.fromkeys([
-        "admm_objective", "heart_eval_metrics", "radialgan_evaluation", "survival_evaluate",
+        "heart_eval_metrics", "radialgan_evaluation", "survival_evaluate",
         "fedcref_status", "fedcref_association_stats",
     ], "a centre's scalar scores/losses: no differencing attack yet"),
-    **dict.fromkeys(["pu_mean_stats", "pu_lloyd_stats", "pu_km_counts", "pu_cluster_release"],
-                    "privacy–utility stage's DP messages: utility tested, no attack on them yet"),
 }  # fmt: skip
 
 #: derived protocols are the base protocol's message transformed (masked shares, plus a metadata
