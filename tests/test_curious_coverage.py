@@ -31,6 +31,7 @@ PREP = "tests/test_data_fedpreprocess.py::test_floor_small_centre_abstains_and_s
 BOOST = "tests/test_boosting.py::test_floor_keeps_a_curious_server_from_reading_one_patients_label"
 CB = "tests/test_curious_boosting.py::"
 CPU = "tests/test_curious_privacy_utility.py::"
+CS = "tests/test_curious_scores.py::"
 OPT_IN_HAC = SUITE_HAC + "test_per_sample_protocols_run_only_with_the_opt_in"
 GRADUAL = SUITE_HAC + "test_gradual_differencing_across_runs_stopped_by_the_release_log"
 RADIALGAN = "tests/test_generative_radialgan.py::test_without_the_centres_opt_in_no_code_leaves_and_each_scores_alone"
@@ -41,7 +42,7 @@ VIRTUAL = "tests/test_generative_savae.py::test_good_poor_protocol_floors_and_vi
 #: the message they relay.
 COVERED: dict[str, str] = {
     "admm_local_update": ADMM_DEC + "test_admm_one_row_centre_recovered_only_without_the_glm_floor",
-    "admm_objective": "tests/test_curious_scores.py::test_admm_objective_losses_of_a_one_row_centre_give_the_row_only_without_the_floor",
+    "admm_objective": CS + "test_admm_objective_losses_of_a_one_row_centre_give_the_row_only_without_the_floor",
     "admm_private_update": PU + "test_admm_attack_under_secure_aggregation_has_only_masked_shares",
     "admm_standardize": PU + "test_round_zero_moments_give_the_row_at_any_epsilon",
     "bayes_pvi_delta": S + "test_bayes_pvi_delta_of_a_one_patient_centre_solved_only_without_the_floor",
@@ -89,6 +90,8 @@ COVERED: dict[str, str] = {
     "savae_virtual_relay": VIRTUAL,
     "survival_coxph_sums": SUITE_SURV + "test_cox_pair_difference_recovers_a_patient_only_without_the_floor",
     "survival_cv_concordance": SUITE_SURV + "test_cv_sends_pair_counts_not_patient_rows",
+    "survival_fit": CS + "test_survival_fit_first_layer_of_a_two_patient_centre_gives_both_rows_only_without_floor",
+    "survival_local_model": CS + "test_survival_fit_first_layer_of_a_two_patient_centre_gives_both_rows_only_without_floor",
     "survival_km_counts": SUITE_SURV + "test_km_records_rebuilt_from_exact_counts_but_not_from_the_grid",
 }  # fmt: skip
 
@@ -133,7 +136,7 @@ GAPS: dict[str, str] = {
     **dict.fromkeys([
         "d62_fit", "dec_ae_fit", "dec_fit", "dgd_fit", "fedcref_group_fit",
         "fedcref_local_models", "heart_fl_update", "heart_peer_weights", "heart_train",
-        "savae_fit", "survival_fit", "survival_local_model",
+        "savae_fit",
     ], "model weights after local training: no inversion attack yet (the first-layer ratio "
        "attack of bayes_fedavg_fit needs plain SGD and untied weights; DEC's tied TSAE and the "
        "Adam-trained models need an optimisation-based inversion)"),
