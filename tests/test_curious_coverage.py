@@ -138,12 +138,18 @@ GAPS: dict[str, str] = {
         "fedcref_local_models", "heart_fl_update", "heart_peer_weights", "heart_train",
         "savae_fit",
     ], "model weights after local training: no inversion attack yet (the first-layer ratio "
-       "attack of bayes_fedavg_fit needs plain SGD and untied weights; DEC's tied TSAE and the "
-       "Adam-trained models need an optimisation-based inversion)"),
+       "attack of bayes_fedavg_fit / survival_fit needs plain SGD and untied weights; DEC's tied "
+       "TSAE and the Adam-trained models need an optimisation-based inversion: Adam's update of "
+       "a one-patient rank-1 gradient is scale-free per entry. heart: the first BN layer's "
+       "running mean/var after one full batch give mean and variance of each unit's ReLU "
+       "activations; units with var/mean² = n − 1 are on for one patient (37 of 256 for n = 3), "
+       "each one linear equation on that patient's row — fewer than its 20 features)"),
     **dict.fromkeys([
         "heart_eval_metrics", "radialgan_evaluation", "survival_evaluate",
         "fedcref_status", "fedcref_association_stats",
-    ], "a centre's scalar scores/losses: no differencing attack yet"),
+    ], "a centre's scalar scores/losses: no differencing attack yet (functions of covariates "
+       "the server never sees; survival_evaluate of a two-patient centre under a linear Cox "
+       "model gives only the difference of their covariates, and n_events ≥ the floor)"),
 }  # fmt: skip
 
 #: derived protocols are the base protocol's message transformed (masked shares, plus a metadata
