@@ -142,7 +142,7 @@ GAPS: dict[str, str] = {
        "TSAE and the Adam-trained models need an optimisation-based inversion: Adam's update of "
        "a one-patient rank-1 gradient is scale-free per entry. heart: the first BN layer's "
        "running mean/var after one full batch give mean and variance of each unit's ReLU "
-       "activations; units with var/mean² = n − 1 are on for one patient (37 of 256 for n = 3), "
+       "activations; units with var/mean² = n − 1 are on for one patient (37 of 256, n = 3, synthetic), "
        "each one linear equation on that patient's row — fewer than its 20 features)"),
     **dict.fromkeys([
         "heart_eval_metrics", "radialgan_evaluation", "survival_evaluate",
