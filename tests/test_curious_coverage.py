@@ -46,7 +46,7 @@ COVERED: dict[str, str] = {
     "admm_private_update": PU + "test_admm_attack_under_secure_aggregation_has_only_masked_shares",
     "admm_standardize": PU + "test_round_zero_moments_give_the_row_at_any_epsilon",
     "bayes_pvi_delta": S + "test_bayes_pvi_delta_of_a_one_patient_centre_solved_only_without_the_floor",
-    "bayes_fedavg_fit": S + "test_bayes_fedavg_fit_of_a_one_image_centre_inverted_only_without_the_floor",
+    "bayes_fedavg_fit": S + "test_bayes_fedavg_fit_above_the_floor_gives_no_single_image",
     "boosting_histogram": BOOST,
     "boosting_split_sums": BOOST,
     "boosting_local_trees": CB + "test_boosting_local_tree_leaf_of_one_patient_gives_its_label_only_without_the_floor",
@@ -138,12 +138,14 @@ GAPS: dict[str, str] = {
         "fedcref_local_models", "heart_fl_update", "heart_peer_weights", "heart_train",
         "savae_fit",
     ], "model weights after local training: no inversion attack yet (the first-layer ratio "
-       "attack of bayes_fedavg_fit / survival_fit needs plain SGD and untied weights; DEC's tied "
-       "TSAE and the Adam-trained models need an optimisation-based inversion: Adam's update of "
-       "a one-patient rank-1 gradient is scale-free per entry. heart: the first BN layer's "
-       "running mean/var after one full batch give mean and variance of each unit's ReLU "
-       "activations; units with var/mean² = n − 1 are on for one patient (37 of 256, n = 3, synthetic), "
-       "each one linear equation on that patient's row — fewer than its 20 features)"),
+       "attack of bayes_fedavg_fit / survival_fit needs plain SGD and untied weights, and only "
+       "bayes_fedavg_fit has the per-hidden-unit floor that stops it, fedclust.bayes.unit_floor; "
+       "DEC's tied TSAE and the Adam-trained models need an optimisation-based inversion: "
+       "Adam's update of a one-patient rank-1 gradient is scale-free per entry. heart: the first "
+       "BN layer's running mean/var after one full batch give mean and variance of each unit's "
+       "ReLU activations; units with var/mean² = n − 1 are on for one patient (37 of 256, "
+       "n = 3, synthetic), each one linear equation on that patient's row — fewer than its 20 "
+       "features)"),
     **dict.fromkeys([
         "heart_eval_metrics", "radialgan_evaluation", "survival_evaluate",
         "fedcref_status", "fedcref_association_stats",
