@@ -55,6 +55,7 @@ COVERED: dict[str, str] = {
     "boosting_union": CB + "test_boosting_vote_gain_of_a_one_patient_side_gives_its_label_only_without_the_floor",
     "boosting_vote": CB + "test_boosting_vote_gain_of_a_one_patient_side_gives_its_label_only_without_the_floor",
     "boosting_totals": PU + "test_boosting_attack_recovers_bins_and_label_without_noise",
+    "dec_ae_fit": CS + "test_dec_ae_fit_tied_tsae_of_a_one_patient_centre_inverted_only_without_the_floor",
     "dec_kmeans": ADMM_DEC + "test_dec_hostile_request_refused_by_the_centres_own_k_and_m",
     "d62_column_ones": S + "test_d62_column_ones_of_a_one_patient_centre_only_without_the_floor",
     "generative_moments": S + "test_generative_moments_of_a_one_patient_column_only_without_the_floor",
@@ -134,13 +135,15 @@ EXEMPT: dict[str, str] = {
 #: protocols that carry data and have no curious-server test yet (the known gap: shrink it)
 GAPS: dict[str, str] = {
     **dict.fromkeys([
-        "d62_fit", "dec_ae_fit", "dec_fit", "dgd_fit", "fedcref_group_fit",
+        "d62_fit", "dec_fit", "dgd_fit", "fedcref_group_fit",
         "fedcref_local_models", "heart_fl_update", "heart_peer_weights", "heart_train",
         "savae_fit",
     ], "model weights after local training: no inversion attack yet (the first-layer ratio "
        "attack of bayes_fedavg_fit / survival_fit needs plain SGD and untied weights, and only "
        "bayes_fedavg_fit has the per-hidden-unit floor that stops it, fedclust.bayes.unit_floor; "
-       "DEC's tied TSAE and the Adam-trained models need an optimisation-based inversion: "
+       "DEC's tied TSAE is inverted for one SGD step of stage A (dec_ae_fit), not for stage C's "
+       "KL step nor D6.2's unit-normed noisy TSAE; the Adam-trained models need an "
+       "optimisation-based inversion: "
        "Adam's update of a one-patient rank-1 gradient is scale-free per entry. heart: the first "
        "BN layer's running mean/var after one full batch give mean and variance of each unit's "
        "ReLU activations; units with var/mean² = n − 1 are on for one patient (37 of 256, "

@@ -171,3 +171,89 @@ def test_survival_fit_adam_step_keeps_the_rows_from_the_ratio_attack():
     for i in range(4):
         ((_, m),) = led.received(protocol="survival_fit", sender=f"c{i}")
         assert _matched(_first_layer_rows(m["parameters"], init, hp.lr, mc), x[owner == i]) == set()
+
+
+# ------------------------------------------------------------------ dec_ae_fit (tied TSAE)
+DIMS = [12, 10, 6, 3]
+
+
+def _dec_stage_a(policy, sizes=(1, 15, 15), lr: float = 0.1):
+    """One FedAvg round of DEC stage A (the tied TSAE, FedAvg + SGD as in seed 000 §1.8: local
+    SGD with momentum 0.9, one epoch, batch 32 ≥ every centre: one step, whose update is −lr·g)
+    on centres of ``sizes`` rows in [0, 1]."""
+    import torch
+
+    from fedclust.dec.federated import DECClient, make_strategy, run_rounds
+    from fedclust.dec.model import TSAE, DECModel, get_parameters
+
+    x = np.random.default_rng(5).random((sum(sizes), DIMS[0])).astype(np.float32)
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+
+    def make_model():
+        return DECModel(TSAE(DIMS), 3)
+
+    torch.manual_seed(0)
+    p0 = get_parameters(make_model().tsae)
+    cs = [DECClient(f"c{i}", x[owner == i], make_model, disclosure=policy)
+          for i in range(len(sizes))]  # fmt: skip
+    led = RecordingLedger()
+    cfg = {"stage": "ae", "optimizer": "sgd", "lr": lr, "batch_size": 32, "epochs": 1,
+           "loss": "mse"}  # fmt: skip
+    run_rounds(cs, make_strategy("fedavg", {}), p0, 1, cfg, led, [])
+    return x, owner, p0, lr, led
+
+
+def _tsae_row(p0, p1, lr: float) -> np.ndarray:
+    """A one-patient centre's row from its TSAE update after one SGD step (decoder biases are
+    not trained in stage A). The first weight W is tied: g_W = δ xᵀ + a rᵀ (encoder: δ the
+    first layer's pre-activation gradient = g_b; decoder: a its last layer's input, r the
+    output's pre-activation gradient), so y = g_Wᵀδ/|δ|² = x + r·(aᵀδ)/|δ|², and x is the fixed
+    point of x = y − r(x)·(a(x)ᵀδ)/|δ|² (a, r: the server's own forward pass at W₀), from y."""
+    import torch
+    import torch.nn.functional as F
+
+    from fedclust.dec.model import TSAE, set_parameters
+
+    m = TSAE(DIMS).double()
+    set_parameters(m, [np.asarray(a, np.float64) for a in p0])
+    keys = list(m.state_dict())
+    g = {k: (np.asarray(a, np.float64) - np.asarray(b, np.float64)) / lr
+         for k, a, b in zip(keys, p0, p1, strict=True)}  # fmt: skip
+    G, delta = torch.tensor(g["weights.0"]), torch.tensor(g["enc_bias.0"])
+    y = G.T @ delta / (delta @ delta)
+
+    def r_a(x):
+        z = m.encode(x[None, :]).detach()
+        for i in reversed(range(1, len(m.weights))):
+            z = m.hidden_act(F.linear(z, m.weights[i].t(), m.dec_bias[i])).detach()
+        pre = F.linear(z, m.weights[0].t(), m.dec_bias[0]).detach().requires_grad_(True)
+        (r,) = torch.autograd.grad(F.mse_loss(m.final_act(pre), x[None, :]), pre)
+        return r[0], z[0]
+
+    x = y.clone()
+    for _ in range(200):
+        r, a = r_a(x)
+        x_new = y - r * (a @ delta) / (delta @ delta)
+        if torch.max(torch.abs(x_new - x)) < 1e-12:
+            break
+        x = x_new
+    return x_new.detach().numpy()
+
+
+@pytest.mark.parametrize("defence", [False, True])
+def test_dec_ae_fit_tied_tsae_of_a_one_patient_centre_inverted_only_without_the_floor(defence):
+    """DEC stage A's update of a one-patient centre: the tied first weight mixes the encoder's
+    δxᵀ and the decoder's arᵀ, and a fixed point through the server's own model separates them:
+    the patient's row exactly (float32). With its own floor (3) the centre abstains; a
+    15-patient centre's update fits none of its rows."""
+    x, owner, _, lr, led = _dec_stage_a(DEFAULT_POLICY if defence else OFF)
+    down = [m for r, m in led.received(protocol="dec_ae_fit") if r["sender"] == "server"]
+    p0 = down[0]["parameters"]  # the server's own broadcast of round 1 (the same to all)
+    got = [m for _, m in led.received(protocol="dec_ae_fit", sender="c0")]
+    if not defence:
+        (m,) = got
+        np.testing.assert_allclose(_tsae_row(p0, m["parameters"], lr), x[0], atol=1e-5)
+    else:
+        assert got == [] and "c0" in set(led.abstentions()["center"])
+    ((_, m),) = led.received(protocol="dec_ae_fit", sender="c1")
+    assert np.abs(x[owner == 1] - _tsae_row(p0, m["parameters"], lr)).max(1).min() > 0.05
