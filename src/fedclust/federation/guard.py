@@ -85,34 +85,50 @@ def reply(
     The core's secure-aggregation methods (:data:`.secagg.CONTROL`) are answered here; a
     request's privacy instruction (:mod:`.privacy`) is applied to the checked message (clip,
     weight, mask) and never reaches the method."""
+    return answer(centre, method, parameters, config, protocol)[0]
+
+
+def answer(
+    centre: Any, method: str, parameters: Any, config: Mapping[str, Any],
+    protocol: Protocol | str | None,
+) -> tuple[Message | Abstain, Protocol | None]:  # fmt: skip
+    """:func:`reply`, and the protocol its answer was checked against as a centre's message
+    (the ledger's rules and the centre's policy) when the answer is that checked plain copy
+    itself — made here, never seen by the method, unchanged by the privacy step — else
+    ``None``. The in-process proxy hands both to :meth:`.ledger.Ledger.send` (``checked=``),
+    which records such a message without copying and checking it a second time."""
     cid, policy = centre_name(centre), centre_policy(centre)
     if method in secagg.CONTROL:
-        return _control(centre, cid, method, config, policy)
+        return _control(centre, cid, method, config, policy), None
     config = dict(config)
     instruction = pop_instruction(config)
     try:
         proto = resolve_protocol(centre, method, protocol)
     except DisclosureError as err:
-        return Abstain(sanitise(f"refused: {err.rule}", policy))
+        return Abstain(sanitise(f"refused: {err.rule}", policy)), None
     out = getattr(centre, method)(parameters, config)
     if isinstance(out, Abstain):
-        return Abstain(sanitise(out.reason, policy))
+        return Abstain(sanitise(out.reason, policy)), None
     msg = as_message(method, out)
     if not isinstance(msg, Mapping):
-        return Abstain(sanitise("refused: numeric-only", policy))
+        return Abstain(sanitise("refused: numeric-only", policy)), None
     msg = {k: v for k, v in msg.items() if proto.kind(str(k)) is not None}
     try:
         snap = snapshot(msg, proto, cid)
         check_disclosure(snap, proto, cid)
         check_outgoing(snap, proto, policy, cid, getattr(centre, "n_samples", None))
     except DisclosureError as err:
-        return Abstain(sanitise(f"refused by the centre's disclosure check: {err.rule}", policy))
+        refused = f"refused by the centre's disclosure check: {err.rule}"
+        return Abstain(sanitise(refused, policy)), None
     try:
-        return privatise(centre, cid, snap, proto, parameters, instruction)
+        sent = privatise(centre, cid, snap, proto, parameters, instruction)
     except DisclosureError as err:
-        return Abstain(sanitise(f"refused by the centre's privacy settings: {err.rule}", policy))
+        refused = f"refused by the centre's privacy settings: {err.rule}"
+        return Abstain(sanitise(refused, policy)), None
     except InputDataError as err:
-        return Abstain(sanitise(f"cannot encode for secure aggregation: {err.where}", policy))
+        refused = f"cannot encode for secure aggregation: {err.where}"
+        return Abstain(sanitise(refused, policy)), None
+    return sent, (proto if sent is snap else None)
 
 
 def _control(

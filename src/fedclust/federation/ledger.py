@@ -242,17 +242,27 @@ def snapshot(message: Any, protocol: Protocol | None, sender: str) -> Message:
     }
 
 
+def _small_integers(v: np.ndarray) -> bool:
+    """Every entry of a numeric (``biuf``) array a whole number below :data:`METADATA_MAX_INT`
+    in absolute value (``np.abs(v).max() < METADATA_MAX_INT`` as numpy computes it: an int64
+    array always passes), with array methods: metadata arrays are small and many."""
+    if v.size == 0 or v.dtype.kind in "bi":
+        return True
+    if v.dtype.kind == "u":
+        return bool(v.max() < METADATA_MAX_INT)
+    return bool(
+        np.isfinite(v).all() and (v == np.round(v)).all() and np.abs(v).max() < METADATA_MAX_INT
+    )
+
+
 def _check_metadata(key: str, value: Any, center: str, protocol: str) -> None:
     """Metadata are labels and settings: short strings, small integers (and lists of them)."""
     for v in value if isinstance(value, list | tuple) else [value]:
         if isinstance(v, np.ndarray):
-            if v.dtype.kind in "US" and all(len(str(x)) <= METADATA_MAX_STRING for x in v.ravel()):
+            dk = v.dtype.kind
+            if dk in "US" and all(len(str(x)) <= METADATA_MAX_STRING for x in v.ravel()):
                 continue
-            if v.dtype.kind in "biuf" and (
-                v.size == 0
-                or (np.all(np.isfinite(v)) and np.all(v == np.round(v))
-                    and np.abs(v).max() < METADATA_MAX_INT)
-            ):  # ids and settings (an id array may be stored as floats)  # fmt: skip
+            if dk in "biuf" and _small_integers(v):  # ids and settings (floats too)
                 continue
         elif v is None or isinstance(v, bool):
             continue
@@ -296,13 +306,13 @@ def check_disclosure(message: Mapping[str, Any], protocol: Protocol, center: str
                      from_server: bool = False) -> None:  # fmt: skip
     """Raise :class:`DisclosureError` unless ``message`` obeys ``protocol`` (module docstring)."""
     name = protocol.name
-    undeclared = sorted(k for k in message if protocol.kind(k) is None)
+    kinds = {k: protocol.kind(k) for k in message}
+    undeclared = sorted(k for k, kind in kinds.items() if kind is None)
     if undeclared:
         raise _violation(
             f"undeclared field(s) {undeclared}; protocol declares {sorted(protocol.fields)}",
             center, name, "declared-fields-only",
         )  # fmt: skip
-    kinds = {k: protocol.kind(k) for k in message}
     for k, kind in kinds.items():
         if kind == "per_sample" and not protocol.per_sample:
             raise _violation(
@@ -383,12 +393,23 @@ class Ledger:
         protocol: Protocol | None = None,
         *,
         downlink: bool | None = None,
+        checked: Protocol | None = None,
     ) -> Message:
         """Check ``message`` (``sender`` → ``receiver``), record it, return a deep copy.
 
         ``downlink=True``: the server re-distributes aggregates it already received (the
         sample-count rules do not apply). ``None`` keeps the historic rule (a sender listed in
         ``servers`` is the server); client proxies always say which direction a message goes.
+
+        ``checked``: set only by the in-process client proxy for a centre's answer that
+        :func:`.guard.answer` returned — the plain copy the centre's guard made (nothing else
+        holds it) and checked with :func:`check_disclosure` as a centre's message against
+        ``checked``. When that is the protocol this send applies (an equal one: a centre may
+        build its own declaration of the server's protocols, :func:`.guard.resolve_protocol`),
+        the message is a centre's (not a downlink) and no secure-aggregation share, the same
+        check on the same values cannot fail differently: it is recorded and returned as it is
+        (issue 30 B.6: one copy and check per answer instead of two). Otherwise it is copied
+        and checked as any message.
         """
         proto = protocol if protocol is not None else self.protocol
         if proto is None:
@@ -401,9 +422,11 @@ class Ledger:
         if isinstance(message, Mapping) and SECAGG_FIELD in message:
             proto = masked_protocol(proto)  # a secure-aggregation share of a proto message
         pname = proto.name
-        out = snapshot(message, proto, sender)
         from_server = (sender in self.servers) if downlink is None else bool(downlink)
-        if proto is not None:
+        if checked is not None and (checked is proto or checked == proto) and not from_server:
+            out = message  # the guard's checked copy (docstring)
+        else:
+            out = snapshot(message, proto, sender)
             check_disclosure(out, proto, sender, from_server)
         self.records.append(
             {
