@@ -245,7 +245,8 @@ def snapshot(message: Any, protocol: Protocol | None, sender: str) -> Message:
 def _small_integers(v: np.ndarray) -> bool:
     """Every entry of a numeric (``biuf``) array a whole number below :data:`METADATA_MAX_INT`
     in absolute value (``np.abs(v).max() < METADATA_MAX_INT`` as numpy computes it: an int64
-    array always passes), with array methods: metadata arrays are small and many."""
+    array always passes; a bool array holds flags, no magnitude to bound), with array methods:
+    metadata arrays are small and many."""
     if v.size == 0 or v.dtype.kind in "bi":
         return True
     if v.dtype.kind == "u":
@@ -262,7 +263,7 @@ def _check_metadata(key: str, value: Any, center: str, protocol: str) -> None:
             dk = v.dtype.kind
             if dk in "US" and all(len(str(x)) <= METADATA_MAX_STRING for x in v.ravel()):
                 continue
-            if dk in "biuf" and _small_integers(v):  # ids and settings (floats too)
+            if dk in "biuf" and _small_integers(v):  # ids, settings, flags (floats too)
                 continue
         elif v is None or isinstance(v, bool):
             continue
