@@ -63,8 +63,8 @@ class LedgerClientProxy:
     side of each exchange is :func:`.guard.reply` (its own protocol, its own disclosure policy,
     checked before the answer leaves it); a refusal is recorded as an abstention. An answer
     the guard checked against the very protocol the server expects, and made a plain copy of
-    that nothing else holds (:func:`.guard.answer`), is recorded by the ledger without a second
-    copy and check (``checked=``); any other answer is copied and checked again."""
+    that nothing else holds (:func:`.guard.answer`: a :class:`.ledger.Checked`), is recorded by
+    the ledger without a second copy and check; any other answer is copied and checked again."""
 
     cid: str
     client: Any
@@ -95,12 +95,12 @@ class LedgerClientProxy:
     ) -> tuple[NDArrays, int, dict] | None:  # fmt: skip
         down = self.ledger.send(SERVER, self.cid, {"parameters": parameters}, server_round,
                                 f"{kind}_global", protocol=protocol, downlink=True)  # fmt: skip
-        out, checked = answer(self.client, "fit", down["parameters"], config, protocol)
+        out = answer(self.client, "fit", down["parameters"], config, protocol)
         if isinstance(out, Abstain):
             self.ledger.abstain(self.cid, server_round, protocol, out.reason)
             return None
         up = self.ledger.send(self.cid, SERVER, out, server_round, f"{kind}_update",
-                              protocol=protocol, downlink=False, checked=checked)  # fmt: skip
+                              protocol=protocol, downlink=False)  # fmt: skip
         return up["parameters"], up["n"], {k: v for k, v in up.items()
                                            if k not in ("parameters", "n")}  # fmt: skip
 
@@ -114,12 +114,12 @@ class LedgerClientProxy:
         down = self.ledger.send(SERVER, self.cid, server_msg, server_round, f"{kind}_request",
                                 protocol=down_protocol, downlink=True)  # fmt: skip
         params = down.pop("parameters", None)
-        out, checked = answer(self.client, method, params, down, protocol)
+        out = answer(self.client, method, params, down, protocol)
         if isinstance(out, Abstain):
             self.ledger.abstain(self.cid, server_round, protocol, out.reason)
             return None
         return self.ledger.send(self.cid, SERVER, out, server_round, kind, protocol=protocol,
-                                downlink=False, checked=checked)  # fmt: skip
+                                downlink=False)  # fmt: skip
 
 
 def fit_all(

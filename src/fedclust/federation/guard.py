@@ -21,7 +21,7 @@ from fedclust.errors import DisclosureError, InputDataError
 from . import secagg
 from .abstain import Abstain
 from .disclosure import DEFAULT_POLICY, DisclosurePolicy, check_outgoing, configured_policy
-from .ledger import REGISTRY, Message, Protocol, check_disclosure, snapshot
+from .ledger import REGISTRY, Checked, Message, Protocol, check_disclosure, snapshot
 from .privacy import pop_instruction, privatise
 
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)?(?:e[-+]?\d+)?")
@@ -85,33 +85,33 @@ def reply(
     The core's secure-aggregation methods (:data:`.secagg.CONTROL`) are answered here; a
     request's privacy instruction (:mod:`.privacy`) is applied to the checked message (clip,
     weight, mask) and never reaches the method."""
-    return answer(centre, method, parameters, config, protocol)[0]
+    out = answer(centre, method, parameters, config, protocol)
+    return dict(out) if type(out) is Checked else out
 
 
 def answer(
     centre: Any, method: str, parameters: Any, config: Mapping[str, Any],
     protocol: Protocol | str | None,
-) -> tuple[Message | Abstain, Protocol | None]:  # fmt: skip
-    """:func:`reply`, and the protocol its answer was checked against as a centre's message
-    (the ledger's rules and the centre's policy) when the answer is that checked plain copy
-    itself — made here, never seen by the method, unchanged by the privacy step — else
-    ``None``. The in-process proxy hands both to :meth:`.ledger.Ledger.send` (``checked=``),
-    which records such a message without copying and checking it a second time."""
+) -> Message | Abstain:  # fmt: skip
+    """:func:`reply` for the in-process proxy: an answer that is the checked plain copy itself
+    (made here, never seen by the method, unchanged by the privacy step) comes as a
+    :class:`.ledger.Checked` carrying the protocol it was checked against, which
+    :meth:`.ledger.Ledger.send` records without copying and checking it a second time."""
     cid, policy = centre_name(centre), centre_policy(centre)
     if method in secagg.CONTROL:
-        return _control(centre, cid, method, config, policy), None
+        return _control(centre, cid, method, config, policy)
     config = dict(config)
     instruction = pop_instruction(config)
     try:
         proto = resolve_protocol(centre, method, protocol)
     except DisclosureError as err:
-        return Abstain(sanitise(f"refused: {err.rule}", policy)), None
+        return Abstain(sanitise(f"refused: {err.rule}", policy))
     out = getattr(centre, method)(parameters, config)
     if isinstance(out, Abstain):
-        return Abstain(sanitise(out.reason, policy)), None
+        return Abstain(sanitise(out.reason, policy))
     msg = as_message(method, out)
     if not isinstance(msg, Mapping):
-        return Abstain(sanitise("refused: numeric-only", policy)), None
+        return Abstain(sanitise("refused: numeric-only", policy))
     msg = {k: v for k, v in msg.items() if proto.kind(str(k)) is not None}
     try:
         snap = snapshot(msg, proto, cid)
@@ -119,16 +119,16 @@ def answer(
         check_outgoing(snap, proto, policy, cid, getattr(centre, "n_samples", None))
     except DisclosureError as err:
         refused = f"refused by the centre's disclosure check: {err.rule}"
-        return Abstain(sanitise(refused, policy)), None
+        return Abstain(sanitise(refused, policy))
     try:
         sent = privatise(centre, cid, snap, proto, parameters, instruction)
     except DisclosureError as err:
         refused = f"refused by the centre's privacy settings: {err.rule}"
-        return Abstain(sanitise(refused, policy)), None
+        return Abstain(sanitise(refused, policy))
     except InputDataError as err:
         refused = f"cannot encode for secure aggregation: {err.where}"
-        return Abstain(sanitise(refused, policy)), None
-    return sent, (proto if sent is snap else None)
+        return Abstain(sanitise(refused, policy))
+    return Checked(sent, proto) if sent is snap else sent
 
 
 def _control(

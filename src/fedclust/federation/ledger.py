@@ -365,6 +365,19 @@ def check_disclosure(message: Mapping[str, Any], protocol: Protocol, center: str
         )  # fmt: skip
 
 
+class Checked(dict):
+    """A centre's answer as its guard checked it (:func:`.guard.answer`): the plain copy
+    :func:`snapshot` made, which passed :func:`check_disclosure` as a centre's message against
+    ``protocol``. :meth:`Ledger.send` records it without a second copy and check when it is
+    sent centre → server under an equal protocol."""
+
+    __slots__ = ("protocol",)
+
+    def __init__(self, message: Message, protocol: Protocol) -> None:
+        super().__init__(message)
+        self.protocol = protocol
+
+
 # ---------------------------------------------------------------- the ledger
 TABLE_COLUMNS = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats", "reason"]
 
@@ -394,7 +407,6 @@ class Ledger:
         protocol: Protocol | None = None,
         *,
         downlink: bool | None = None,
-        checked: Protocol | None = None,
     ) -> Message:
         """Check ``message`` (``sender`` → ``receiver``), record it, return a deep copy.
 
@@ -402,15 +414,14 @@ class Ledger:
         sample-count rules do not apply). ``None`` keeps the historic rule (a sender listed in
         ``servers`` is the server); client proxies always say which direction a message goes.
 
-        ``checked``: set only by the in-process client proxy for a centre's answer that
-        :func:`.guard.answer` returned — the plain copy the centre's guard made (nothing else
-        holds it) and checked with :func:`check_disclosure` as a centre's message against
-        ``checked``. When that is the protocol this send applies (an equal one: a centre may
-        build its own declaration of the server's protocols, :func:`.guard.resolve_protocol`),
-        the message is a centre's (not a downlink) and no secure-aggregation share, the same
-        check on the same values cannot fail differently: it is recorded and returned as it is
-        (issue 30 B.6: one copy and check per answer instead of two). Otherwise it is copied
-        and checked as any message.
+        A :class:`Checked` message (only :func:`.guard.answer` makes them: the plain copy the
+        centre's guard made of its answer, which nothing else holds, checked with
+        :func:`check_disclosure` as a centre's message against ``Checked.protocol``) whose
+        protocol equals the one this send applies (a centre may build its own declaration of
+        the server's protocols, :func:`.guard.resolve_protocol`), sent centre → server, is
+        recorded and returned as a plain dict of its values: the same check on the same values
+        cannot fail differently (issue 30 B.6: one copy and check per answer instead of two).
+        Any other message is copied and checked.
         """
         proto = protocol if protocol is not None else self.protocol
         if proto is None:
@@ -424,8 +435,8 @@ class Ledger:
             proto = masked_protocol(proto)  # a secure-aggregation share of a proto message
         pname = proto.name
         from_server = (sender in self.servers) if downlink is None else bool(downlink)
-        if checked is not None and (checked is proto or checked == proto) and not from_server:
-            out = message  # the guard's checked copy (docstring)
+        if type(message) is Checked and message.protocol == proto and not from_server:
+            out = dict(message)  # the guard's checked copy (docstring)
         else:
             out = snapshot(message, proto, sender)
             check_disclosure(out, proto, sender, from_server)
