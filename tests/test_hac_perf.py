@@ -98,8 +98,12 @@ def test_projection_ledger_counts_each_center(xc):
     x, c = xc
     led = Ledger()
     parts = [x[c == k] for k in range(4)]
-    projection_clustering(parts, "ward", "euclidean", 25, 1, ledger=led)
-    assert led.n_messages == 4 and led.n_floats == 25 * len(x)
+    projection_clustering(parts, "ward", "euclidean", 25, 1, ledger=led, run=3)
+    t = led.messages()
+    up, down = t[t["sender"] != "server"], t[t["sender"] == "server"]
+    assert len(up) == 4 and up["floats"].sum() == 25 * len(x)
+    # the server's request names the sketch and the run, never Q's seed (each site derives it)
+    assert set(down["fields"]) == {"dtype,k,kind,run"}
 
 
 @pytest.mark.parametrize("p", [None, 9001, 10000])

@@ -227,10 +227,11 @@ def test_gradual_centroid_below_nmin_is_refused():
 def test_gradual_parties_hold_only_their_part(data):
     """Centers hold their own block; the server's state is global × global (≤ n/n_min)."""
     from fedclust.hac import gradual as gr
+    from fedclust.hac.gradual_state import GradualCenter
 
     x, c = data
     seen = {}
-    orig_c, orig_s = gr.GradualCenter.__init__, gr.GradualServer.__init__
+    orig_c, orig_s = GradualCenter.__init__, gr.GradualServer.__init__
 
     def spy_c(self, k, slots, xk, pub, cfg, *rest):
         orig_c(self, k, slots, xk, pub, cfg, *rest)
@@ -240,11 +241,11 @@ def test_gradual_parties_hold_only_their_part(data):
         orig_s(self, pub, cfg)
         seen["server"] = self
 
-    gr.GradualCenter.__init__, gr.GradualServer.__init__ = spy_c, spy_s
+    GradualCenter.__init__, gr.GradualServer.__init__ = spy_c, spy_s
     try:
         gr.gradual_sharing(x, c, 6, "single")
     finally:
-        gr.GradualCenter.__init__, gr.GradualServer.__init__ = orig_c, orig_s
+        GradualCenter.__init__, gr.GradualServer.__init__ = orig_c, orig_s
     for k, cen in enumerate(seen["centers"]):
         np.testing.assert_array_equal(cen.x, x[c == k])
         assert cen.d.shape == ((c == k).sum(), (c == k).sum() + len(x) // 6)

@@ -190,6 +190,14 @@ def _sent(led: Ledger, rounds: bool = False) -> dict:
     return {**out, "rounds": int(t["round"].nunique())} if rounds else out
 
 
+def _uplink(led: Ledger) -> dict:
+    """The centres' messages and floats (the sketches; the server's request names only public
+    settings and is not counted, as before the transport seam)."""
+    t = led.messages()
+    t = t[t["sender"] != SERVER]
+    return {"messages": len(t), "floats": int(t["floats"].sum())}
+
+
 def _square(x: np.ndarray, metric: str) -> np.ndarray:
     return squareform(pdist(x, metric))
 
@@ -369,25 +377,16 @@ def projection_table(
     rows = []
     for k in sketch_sizes:
         for s in runs:
-            seed = derive_seed(base_seed, "hac projection", metric, k, s)
             led = Ledger()
             t = time.perf_counter()
+            # each centre derives Q's seed from the shared base_seed and the run (run_seed)
             _, dist = projection_clustering(
-                blocks,
-                "single",
-                metric,
-                k,
-                seed,
-                estimator,
-                led,
-                law,
-                dtype,
-                density,
-                threads,
-                policy,
-            )
+                blocks, "single", metric, k, base_seed, estimator, led, law, dtype, density,
+                threads, policy, run=s,
+            )  # fmt: skip
             el = time.perf_counter() - t
             madds = max(projection_center_costs(blocks, metric, k, law, density))
+            sent = _uplink(led)
             dcorr = float(np.corrcoef(dist, ref)[0, 1])
             for method, zp in pooled.items():
                 z = linkage(dist, method=method)
@@ -400,8 +399,7 @@ def projection_table(
                         "run": s,
                         **compare(z, zp, k_max),
                         "dist_corr": dcorr,
-                        "messages": led.n_messages,
-                        "floats": led.n_floats,
+                        **sent,
                         "rounds": 1,
                         "seconds": el,
                         "center_madds_max": madds,
