@@ -29,6 +29,9 @@ ADMM_DEC = "tests/test_attack_suite_admm_dec.py::"
 PU = "tests/test_privacy_utility_attacks.py::"
 PREP = "tests/test_data_fedpreprocess.py::test_floor_small_centre_abstains_and_server_learns_nothing_of_it"
 BOOST = "tests/test_boosting.py::test_floor_keeps_a_curious_server_from_reading_one_patients_label"
+CB = "tests/test_curious_boosting.py::"
+CPU = "tests/test_curious_privacy_utility.py::"
+CS = "tests/test_curious_scores.py::"
 OPT_IN_HAC = SUITE_HAC + "test_per_sample_protocols_run_only_with_the_opt_in"
 GRADUAL = SUITE_HAC + "test_gradual_differencing_across_runs_stopped_by_the_release_log"
 RADIALGAN = "tests/test_generative_radialgan.py::test_without_the_centres_opt_in_no_code_leaves_and_each_scores_alone"
@@ -39,13 +42,20 @@ VIRTUAL = "tests/test_generative_savae.py::test_good_poor_protocol_floors_and_vi
 #: the message they relay.
 COVERED: dict[str, str] = {
     "admm_local_update": ADMM_DEC + "test_admm_one_row_centre_recovered_only_without_the_glm_floor",
+    "admm_objective": CS + "test_admm_objective_losses_of_a_one_row_centre_give_the_row_only_without_the_floor",
     "admm_private_update": PU + "test_admm_attack_under_secure_aggregation_has_only_masked_shares",
     "admm_standardize": PU + "test_round_zero_moments_give_the_row_at_any_epsilon",
     "bayes_pvi_delta": S + "test_bayes_pvi_delta_of_a_one_patient_centre_solved_only_without_the_floor",
-    "bayes_fedavg_fit": S + "test_bayes_fedavg_fit_of_a_one_image_centre_inverted_only_without_the_floor",
+    "bayes_fedavg_fit": S + "test_bayes_fedavg_fit_above_the_floor_gives_no_single_image",
     "boosting_histogram": BOOST,
     "boosting_split_sums": BOOST,
+    "boosting_local_trees": CB + "test_boosting_local_tree_leaf_of_one_patient_gives_its_label_only_without_the_floor",
+    "boosting_moments": CB + "test_boosting_moments_of_a_two_patient_centre_solved_only_without_the_floor",
+    "boosting_sketch": CB + "test_boosting_sketch_places_a_lone_patient_in_a_cell_only_without_the_floor",
+    "boosting_union": CB + "test_boosting_vote_gain_of_a_one_patient_side_gives_its_label_only_without_the_floor",
+    "boosting_vote": CB + "test_boosting_vote_gain_of_a_one_patient_side_gives_its_label_only_without_the_floor",
     "boosting_totals": PU + "test_boosting_attack_recovers_bins_and_label_without_noise",
+    "dec_ae_fit": CS + "test_dec_ae_fit_tied_tsae_of_a_one_patient_centre_inverted_only_without_the_floor",
     "dec_kmeans": ADMM_DEC + "test_dec_hostile_request_refused_by_the_centres_own_k_and_m",
     "d62_column_ones": S + "test_d62_column_ones_of_a_one_patient_centre_only_without_the_floor",
     "generative_moments": S + "test_generative_moments_of_a_one_patient_column_only_without_the_floor",
@@ -59,8 +69,11 @@ COVERED: dict[str, str] = {
     "hac.projection": OPT_IN_HAC,
     "hac.perturbation": OPT_IN_HAC,
     "heart_impute_stats": S + "test_heart_impute_stats_of_a_one_patient_class_only_without_the_floor",
-    "heart_impute_needs": "tests/test_decentral_core.py::"
-    "test_the_curious_server_learns_no_patient_from_the_label_messages_by_differencing",
+    "heart_impute_needs": S + "test_heart_impute_needs_of_a_rare_class_only_without_the_floor",
+    "pu_cluster_release": CPU + "test_pu_cluster_release_of_one_patient_clusters_only_without_the_floor_and_noise",
+    "pu_km_counts": CPU + "test_pu_km_counts_of_a_one_patient_centre_give_its_interval_and_status_only_without",
+    "pu_lloyd_stats": CPU + "test_pu_lloyd_stats_cluster_of_one_patient_is_its_row_only_without_secure_aggregation",
+    "pu_mean_stats": CPU + "test_pu_mean_stats_of_a_one_patient_centre_is_its_row_only_without_the_defence",
     "prep_column_moments": S + "test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor",
     "prep_binned_counts": S + "test_fedprep_table_moments_and_bins_give_one_patient_only_without_the_floor",
     "prep_labels": "tests/test_data_fedpreprocess_tables.py::"
@@ -77,6 +90,8 @@ COVERED: dict[str, str] = {
     "savae_virtual_relay": VIRTUAL,
     "survival_coxph_sums": SUITE_SURV + "test_cox_pair_difference_recovers_a_patient_only_without_the_floor",
     "survival_cv_concordance": SUITE_SURV + "test_cv_sends_pair_counts_not_patient_rows",
+    "survival_fit": CS + "test_survival_fit_first_layer_of_a_two_patient_centre_gives_both_rows_only_without_floor",
+    "survival_local_model": CS + "test_survival_fit_first_layer_of_a_two_patient_centre_gives_both_rows_only_without_floor",
     "survival_km_counts": SUITE_SURV + "test_km_records_rebuilt_from_exact_counts_but_not_from_the_grid",
 }  # fmt: skip
 
@@ -96,7 +111,7 @@ EXEMPT: dict[str, str] = {
         "hac.genewise.request", "hac.simultaneous.request", "heart_eval_request",
         "heart_fl_global", "heart_impute_fill", "heart_impute_needs_request",
         "heart_impute_request", "prep_bins_request", "prep_columns_request",
-        "prep_fill_broadcast", "prep_logmeans_broadcast", "prep_nb_request", "prep_request",
+        "prep_fill_broadcast", "prep_class_fill_broadcast", "prep_logmeans_broadcast", "prep_nb_request", "prep_request",
         "prep_selection_broadcast", "prep_trend_broadcast", "pu_cluster_request",
         "pu_km_request", "pu_lloyd_request", "pu_mean_request", "radialgan_codes_request",
         "savae_virtual_request", "survival_coxph_request", "survival_cv_request",
@@ -120,22 +135,26 @@ EXEMPT: dict[str, str] = {
 #: protocols that carry data and have no curious-server test yet (the known gap: shrink it)
 GAPS: dict[str, str] = {
     **dict.fromkeys([
-        "d62_fit", "dec_ae_fit", "dec_fit", "dgd_fit", "fedcref_group_fit",
+        "d62_fit", "dec_fit", "dgd_fit", "fedcref_group_fit",
         "fedcref_local_models", "heart_fl_update", "heart_peer_weights", "heart_train",
-        "savae_fit", "survival_fit", "survival_local_model",
+        "savae_fit",
     ], "model weights after local training: no inversion attack yet (the first-layer ratio "
-       "attack of bayes_fedavg_fit needs plain SGD and untied weights; DEC's tied TSAE and the "
-       "Adam-trained models need an optimisation-based inversion)"),
+       "attack of bayes_fedavg_fit / survival_fit needs plain SGD and untied weights, and only "
+       "bayes_fedavg_fit has the per-hidden-unit floor that stops it, fedclust.bayes.unit_floor; "
+       "DEC's tied TSAE is inverted for one SGD step of stage A (dec_ae_fit), not for stage C's "
+       "KL step nor D6.2's unit-normed noisy TSAE; the Adam-trained models need an "
+       "optimisation-based inversion: "
+       "Adam's update of a one-patient rank-1 gradient is scale-free per entry. heart: the first "
+       "BN layer's running mean/var after one full batch give mean and variance of each unit's "
+       "ReLU activations; units with var/mean² = n − 1 are on for one patient (37 of 256, "
+       "n = 3, synthetic), each one linear equation on that patient's row — fewer than its 20 "
+       "features)"),
     **dict.fromkeys([
-        "admm_objective", "heart_eval_metrics", "radialgan_evaluation", "survival_evaluate",
+        "heart_eval_metrics", "radialgan_evaluation", "survival_evaluate",
         "fedcref_status", "fedcref_association_stats",
-    ], "a centre's scalar scores/losses: no differencing attack yet"),
-    **dict.fromkeys([
-        "boosting_moments", "boosting_sketch", "boosting_vote", "boosting_union",
-        "boosting_local_trees",
-    ], "boosting aggregates under the floor: only histogram/split sums/totals are attacked"),
-    **dict.fromkeys(["pu_mean_stats", "pu_lloyd_stats", "pu_km_counts", "pu_cluster_release"],
-                    "privacy–utility stage's DP messages: utility tested, no attack on them yet"),
+    ], "a centre's scalar scores/losses: no differencing attack yet (functions of covariates "
+       "the server never sees; survival_evaluate of a two-patient centre under a linear Cox "
+       "model gives only the difference of their covariates, and n_events ≥ the floor)"),
 }  # fmt: skip
 
 #: derived protocols are the base protocol's message transformed (masked shares, plus a metadata

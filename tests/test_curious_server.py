@@ -108,10 +108,11 @@ def test_generative_moments_of_a_one_patient_column_only_without_the_floor(floor
 
 
 # ------------------------------------------------------------------ bayes: FedAvg weights
-def _fedavg_run(n0: int, floor: int, epochs: int = 1) -> tuple[np.ndarray, list, object]:
-    """Two centres (``n0`` and 40 digits images), one FedAvg round of plain SGD."""
-    import torch
-
+def _fedavg_run(
+    n0: int, floor: int, epochs: int = 1, rounds: int = 1
+) -> tuple[np.ndarray, dict[str, list], object]:
+    """Two centres (``n0`` and 40 digits images), ``rounds`` FedAvg rounds of plain SGD; the
+    attacks' candidate images (:func:`_attacks`) from what centre c0 sent."""
     from fedclust.bayes import bbb, centre, data, protocols, server
     from fedclust.federation import make_strategy
 
@@ -127,18 +128,40 @@ def _fedavg_run(n0: int, floor: int, epochs: int = 1) -> tuple[np.ndarray, list,
     for c in cs:
         c.disclosure = OFF if floor == 1 else DEFAULT_POLICY
     strategy = server.Scheduled(make_strategy("fedavg"), "synchronous", None, 0)
-    serve = server.serve(strategy, [w0], 1, {"epochs": epochs}, protocols.fedavg_fit(floor))
+    serve = server.serve(strategy, [w0], rounds, {"epochs": epochs}, protocols.fedavg_fit(floor))
     led = RecordingLedger()
     federate(cs, serve, ledger=led)
-    got = led.received(protocol="bayes_fedavg_fit", sender="c0")
-    (W0, b0), *_ = layout.split(torch.as_tensor(w0))
-    rows = []
-    for _, m in got:  # SGD: ΔW₁ = −lr Σ δ xᵀ, Δb₁ = −lr Σ δ: a row ratio is an image whenever
-        # only one image reached that ReLU unit (the server knows w0: it sent it)
-        (W1, b1), *_ = layout.split(torch.as_tensor(np.asarray(m["parameters"][0])))
-        dW, db = (W1 - W0).numpy(), (b1 - b0).numpy()
-        rows += [dW[j] / db[j] for j in np.flatnonzero(np.abs(db) > 1e-12)]
-    return x[:n0], rows, led
+    return x[:n0], _attacks(layout, led, "c0"), led
+
+
+def _attacks(layout, led: RecordingLedger, cid: str) -> dict[str, list]:
+    """Candidate images from centre ``cid``'s updates (the server knows the weights it sent
+    each round). SGD: ΔW₁ = −lr Σ δ xᵀ, Δb₁ = −lr Σ δ over the images that reached a ReLU unit,
+    so ``ratio``: ΔW₁[j]/Δb₁[j] is an image whenever one image reached unit j; ``units``: the
+    difference of two units' updates (the image one unit saw beyond the other's); ``rounds``:
+    the difference of one unit's updates in two rounds (an image it saw in one round only)."""
+    import torch
+
+    down = {r["round"]: m for r, m in led.received(protocol="bayes_fedavg_fit", sender="server")
+            if r["receiver"] == cid}  # fmt: skip
+    up = led.received(protocol="bayes_fedavg_fit", sender=cid)
+    deltas = []
+    for d, u in ((down[r["round"]], m) for r, m in up):
+        (W0, b0), *_ = layout.split(torch.as_tensor(np.asarray(d["parameters"][0])))
+        (W1, b1), *_ = layout.split(torch.as_tensor(np.asarray(u["parameters"][0])))
+        deltas.append(((W1 - W0).numpy(), (b1 - b0).numpy()))
+
+    def ratios(dW, db):
+        return [dW[j] / db[j] for j in np.flatnonzero(np.abs(db) > 1e-12)]
+
+    out: dict[str, list] = {"ratio": [], "units": [], "rounds": []}
+    for dW, db in deltas:
+        out["ratio"] += ratios(dW, db)
+        j, k = np.triu_indices(len(db), 1)
+        out["units"] += ratios(dW[j] - dW[k], db[j] - db[k])
+    for a, b in zip(deltas[:-1], deltas[1:], strict=True):
+        out["rounds"] += ratios(a[0] - b[0], a[1] - b[1])
+    return out
 
 
 def _recovered(images: np.ndarray, rows: list) -> set[int]:
@@ -150,18 +173,62 @@ def _recovered(images: np.ndarray, rows: list) -> set[int]:
 def test_bayes_fedavg_fit_of_a_one_image_centre_inverted_only_without_the_floor(floor):
     images, rows, led = _fedavg_run(1, floor)
     if floor == 1:
-        assert _recovered(images, rows) == {0}  # the image, exactly, from the weights
+        assert _recovered(images, rows["ratio"]) == {0}  # the image, exactly, from the weights
     else:
-        assert rows == [] and set(led.abstentions()["center"]) == {"c0"}
+        assert rows["ratio"] == [] and set(led.abstentions()["center"]) == {"c0"}
 
 
-@pytest.mark.xfail(strict=True, reason="known leak: the floor counts images, not the images "
-                   "behind each ReLU unit; with plain SGD a unit that only one of the centre's 8 "
-                   "images activates gives that image exactly (ΔW₁[j]/Δb₁[j]); the workflow's "
-                   "Adam, 4 epochs resists this attack (see the report)")  # fmt: skip
-def test_bayes_fedavg_fit_above_the_floor_gives_no_single_image():
-    images, rows, _ = _fedavg_run(8, 3)
-    assert rows and not _recovered(images, rows)
+@pytest.mark.parametrize("epochs, rounds", [(1, 1), (2, 2), (1, 3)])
+@pytest.mark.parametrize("floor", [1, 3])
+def test_bayes_fedavg_fit_above_the_floor_gives_no_single_image(floor, epochs, rounds):
+    """A centre of 8 images, above the image floor: a ReLU unit that one of them reaches gives
+    that image exactly (one step; two epochs over two rounds; each of three rounds). The
+    centre's per-unit floor (:mod:`fedclust.bayes.unit_floor`) withholds such units' updates
+    and says how many in the message; then no attack (a unit's ratio, the difference of two
+    units, of one unit's updates in consecutive rounds) recovers an image."""
+    images, rows, led = _fedavg_run(8, floor, epochs, rounds)
+    sent = [m for _, m in led.received(protocol="bayes_fedavg_fit", sender="c0")]
+    assert len(sent) == rounds and rows["ratio"]
+    if floor == 1:
+        assert _recovered(images, rows["ratio"])  # the leak: single images, exactly
+        assert not any("units_withheld" in m for m in sent)
+    else:
+        for attack, candidates in rows.items():
+            assert not _recovered(images, candidates), attack
+        assert sum(m.get("units_withheld", 0) for m in sent) > 0
+
+
+def test_the_unit_floor_resets_only_the_withheld_units_to_the_received_weights():
+    """The same centre with and without the per-unit floor: every parameter outside the
+    withheld units' rows, biases and outgoing columns is bit-identical (so a run in which no
+    unit is below the floor gives the same numbers), and those equal the weights sent."""
+    import torch
+
+    from fedclust.bayes import bbb, centre, data
+
+    x, y = data.load_source("digits")
+    layout = bbb.make_layout(64, [16, 12], 10)
+    s = bbb.TrainSettings(epochs=2, batch_size=4, lr=0.05, optimizer="sgd")
+    w0 = bbb.init_weights(layout, 3)
+    got = {}
+    for floor in (1, 4):
+        c = centre.FedAvgCentre("c0", 0, x[:10], y[:10], x[:0], y[:0], layout, s, 7,
+                                min_samples=floor)  # fmt: skip
+        c.disclosure = OFF if floor == 1 else DEFAULT_POLICY
+        (w,), _, metrics = c.fit([w0], {})
+        got[floor] = (w, metrics.get("units_withheld", 0))
+    (free, none), (kept, k) = got[1], got[4]
+    assert none == 0 and k > 0
+    changed = free != kept
+    np.testing.assert_array_equal(kept[changed], w0[changed])  # reset to what was received
+    # the reset entries are whole units (a reset bias marks one): row and bias in, column out
+    mask = torch.zeros(layout.n_params, dtype=torch.bool)
+    parts, marks = layout.split(torch.as_tensor(changed)), layout.split(mask)
+    for i in range(len(layout.sizes) - 2):  # the hidden layers
+        units = torch.nonzero(parts[i][1]).flatten()
+        marks[i][0][units], marks[i][1][units] = True, True
+        marks[i + 1][0][:, units] = True
+    assert 0 < int(mask.sum()) and not (changed & ~mask.numpy()).any()
 
 
 # ------------------------------------------------------------------ fedprep tables
@@ -228,6 +295,47 @@ def test_heart_impute_stats_of_a_one_patient_class_only_without_the_floor(floor)
     else:
         assert all(m["n"] >= 5 for m in got) and not any(m["stat"] == 241.0 for m in got)
         assert "a" in set(led.abstentions()["center"])
+
+
+@pytest.mark.parametrize("floor", [1, 5])
+def test_heart_impute_needs_of_a_rare_class_only_without_the_floor(floor):
+    """``heart_impute_needs``: hospital "a" holds one class-1 patient, whose cholesterol is
+    missing. Differencing two runs (with / without the patient), a curious server reads from
+    a's needs that a class-1 patient lacking the value is there. The centre's own floor (its
+    ``min_samples`` / ``nfilter_subset``: 5 rows of a class) keeps the class out of the message,
+    so both runs send the same messages; the patient's cell is still filled (from a's own
+    observed values, source ``local_all_classes``)."""
+    import pandas as pd
+
+    from fedclust.decentral.imputation import ImputeCentre, impute_server
+
+    g = np.random.default_rng(4)
+    chol = {"a": np.r_[g.normal(240, 30, 20), np.nan], "b": g.normal(230, 40, 20)}
+    ys = {"a": np.r_[np.zeros(20, int), 1], "b": np.r_[np.ones(10, int), np.zeros(10, int)]}
+
+    def run(with_patient: bool):
+        cs = []
+        for cid in ("a", "b"):
+            keep = slice(None) if with_patient or cid == "b" else slice(0, 20)
+            v = pd.DataFrame({"Cholesterol": chol[cid][keep]})
+            cs.append(ImputeCentre(cid, v, v.isna(), ys[cid][keep], "median", floor,
+                                   OFF if floor == 1 else DEFAULT_POLICY))  # fmt: skip
+        led = RecordingLedger()
+        federate(cs, lambda px: impute_server(px, ["Cholesterol"], floor), ledger=led)
+        got = [(r["sender"], r["protocol"], {k: np.asarray(v).tolist() for k, v in m.items()})
+               for r, m in led.received()]  # fmt: skip
+        return got, cs[0]
+
+    (with_p, a), (without, _) = run(True), run(False)
+    needs_a = [m["labels"] for s, p, m in with_p if s == "a" and p == "heart_impute_needs"]
+    if floor == 1:  # recovered: a holds a class-1 patient without a cholesterol value
+        assert needs_a == [[1]] and with_p != without
+        assert a.fills[-1]["source"] == "federated"
+    else:
+        assert needs_a == [[]] and with_p == without
+        assert a.fills[-1]["source"] == "local_all_classes"
+        assert a.fills[-1]["fill"] == np.median(chol["a"][:20])
+    assert np.isfinite(a.values["Cholesterol"]).all()  # the imputation is complete either way
 
 
 # ------------------------------------------------------------------ D6.2 DEC: column counts

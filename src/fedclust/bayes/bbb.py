@@ -86,9 +86,11 @@ def forward(
     layout: Layout,
     dropout: tuple[float, float] = (0.0, 0.0),
     gen: torch.Generator | None = None,
+    pre: list[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Logits of the MLP with weights ``w`` (P,). ``dropout`` = (input, hidden) drop rates,
-    masks drawn from ``gen`` (inverted dropout; training only)."""
+    masks drawn from ``gen`` (inverted dropout; training only). ``pre``: a list that receives
+    each hidden layer's pre-activations (batch × units, their gradient retained)."""
     h = x
     layers = layout.split(w)
     p_in, p_hid = dropout
@@ -99,6 +101,9 @@ def forward(
             h = h * keep / (1.0 - p)
         h = F.linear(h, W, b)
         if i < len(layers) - 1:
+            if pre is not None and h.requires_grad:
+                h.retain_grad()
+                pre.append(h)
             h = F.relu(h)
     return h
 
@@ -368,8 +373,14 @@ def fit_deterministic(
     dropout: tuple[float, float] = (0.0, 0.0),
     epochs: int | None = None,
     on_epoch=None,
+    touched: list[torch.Tensor] | None = None,
 ) -> list[dict[str, float]]:
-    """Plain (SGD / dropout) training of the same MLP on the summed cross-entropy."""
+    """Plain (SGD / dropout) training of the same MLP on the summed cross-entropy.
+
+    ``touched``: one bool tensor per hidden layer (n × units, on ``x``'s device), or-ed in
+    place with which training samples gave each hidden unit a non-zero gradient at its
+    pre-activation in some step (the samples behind that unit's update: with a ReLU, its
+    incoming row, bias and outgoing column move only through them)."""
     w.requires_grad_(True)
     opt = _optimizer([w], s)
     n = len(y)
@@ -381,10 +392,13 @@ def fit_deterministic(
         correct = torch.zeros((), dtype=torch.int64, device=x.device)
         for i in range(m):
             idx = order[i * s.batch_size : (i + 1) * s.batch_size]
-            logits = forward(x[idx], w, layout, dropout, gens.noise)
+            pre: list[torch.Tensor] | None = [] if touched is not None else None
+            logits = forward(x[idx], w, layout, dropout, gens.noise, pre)
             loss = F.cross_entropy(logits, y[idx], reduction="sum")
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            for t, z in zip(touched or (), pre or (), strict=True):
+                t[idx] |= z.grad != 0
             opt.step()
             tot = tot + loss.detach()
             correct += (logits.argmax(1) == y[idx]).sum()

@@ -10,6 +10,8 @@ answers the server's ``fit(parameters, config)`` with a message or :class:`Absta
 - :class:`FedAvgCentre` — a deterministic network trained locally from the global weights.
 
 Disclosure floor: ``min_samples`` is the centre's own setting; below it the centre abstains.
+The FedAvg centre also applies it per hidden unit (:mod:`.unit_floor`): a unit that fewer
+images reached keeps the weights the centre received.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import torch
 import torch.nn.functional as F
 
 from fedclust.federation import Abstain
+from fedclust.federation.guard import centre_policy
 
-from . import bbb
+from . import bbb, unit_floor
 from . import pvi as P
 
 
@@ -207,7 +210,10 @@ class ConjugateCentre:
 @dataclass
 class FedAvgCentre:
     """A deterministic network (SGD on the summed cross-entropy) trained from the global
-    weights for ``config['epochs']`` epochs (FedAvg's local step)."""
+    weights for ``config['epochs']`` epochs (FedAvg's local step). A hidden unit that
+    0 < m < floor of its images reached is withheld (:mod:`.unit_floor`; floor = max(
+    ``min_samples``, its disclosure policy's ``nfilter_subset``)); the message then says how
+    many (``units_withheld``)."""
 
     cid: str
     index: int
@@ -220,6 +226,7 @@ class FedAvgCentre:
     seed: int
     min_samples: int = 3
     device: str = "cpu"
+    units_withheld: int = 0  # over all its rounds (:mod:`.unit_floor`)
 
     def __post_init__(self) -> None:
         self.n_train = len(self.y)
@@ -231,8 +238,10 @@ class FedAvgCentre:
     def fit(self, parameters: list[np.ndarray], config: dict[str, Any]):
         if (a := _floor(self.cid, self.n_train, self.min_samples)) is not None:
             return a
-        w = torch.as_tensor(np.asarray(parameters[0]), device=self.device).clone()
+        received = torch.as_tensor(np.asarray(parameters[0]), device=self.device)
+        w = received.clone()
         d = self.data
+        touched = unit_floor.hidden_units(self.layout, self.n_train, d.x.device)
         recs = bbb.fit_deterministic(
             w,
             d.x,
@@ -241,20 +250,23 @@ class FedAvgCentre:
             self.settings,
             self.gens,
             epochs=int(config.get("epochs", self.settings.epochs)),
+            touched=touched,
         )
+        floor = centre_policy(self).floor(self.min_samples)
+        withheld = unit_floor.withhold(w, received, self.layout, touched, floor)
+        self.units_withheld += withheld
         test_acc = float("nan")
         if len(self.y_test):
             p = bbb.predict_proba(d.x_test, self.layout, w)
             test_acc = 1.0 - bbb.error_rate(p, d.y_test)
-        return (
-            [w.cpu().numpy()],
-            self.n_train,
-            _metrics(
-                self.index,
-                len(self.y_test),
-                self.min_samples,
-                recs[-1]["loss"],
-                recs[-1]["train_accuracy"],
-                test_acc,
-            ),
+        metrics = _metrics(
+            self.index,
+            len(self.y_test),
+            self.min_samples,
+            recs[-1]["loss"],
+            recs[-1]["train_accuracy"],
+            test_acc,
         )
+        if withheld:  # a message with every unit released is the same as without the floor
+            metrics["units_withheld"] = withheld
+        return [w.cpu().numpy()], self.n_train, metrics

@@ -199,6 +199,7 @@ def run_federated_unit(
             "floats": 0,
             "abstentions": 0,
             "clipped": 0,
+            "units_withheld": 0,
         }
         return rounds, Ledger().table(), result
 
@@ -270,6 +271,8 @@ def run_federated_unit(
     )
     _, records = federate(centres, serve, ledger=ledger, transport=transport)
     rounds = pd.DataFrame(records)
+    if "units_withheld" in rounds:  # present only when some FedAvg centre withheld a unit
+        rounds["units_withheld"] = rounds["units_withheld"].fillna(0).astype(int)
     last = rounds.iloc[-1]
     result = {
         **base,
@@ -287,6 +290,8 @@ def run_federated_unit(
         "abstentions": ledger.n_abstentions,
         "clipped": int(rounds["clipped"].sum()) if "clipped" in rounds else 0,
         "cavity_clipped": int(sum(getattr(c, "cavity_clipped", 0) for c in centres)),
+        # FedAvg: hidden units the centres reset (fewer images than their floor reached them)
+        "units_withheld": int(rounds["units_withheld"].sum()) if "units_withheld" in rounds else 0,
     }
     return rounds, ledger.table(), result
 

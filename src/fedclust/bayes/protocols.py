@@ -9,7 +9,9 @@ centre). Built per run because the sample-count floor is the run's ``min_samples
   each client's latest accuracy: VIRTUAL's "clients" curve). The private weights of the
   ``hierarchical`` variant are never sent.
 - ``bayes_fedavg_fit``: FedAvg of deterministic networks: the weights, the same counts and
-  metrics.
+  metrics, and ``units_withheld`` (``metadata``, only when > 0): how many hidden units the
+  centre reset to the received weights because fewer images than its floor reached them
+  (:mod:`.unit_floor`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,6 @@ def fedavg_fit(min_samples: int = 3) -> Protocol:
     """The weights of a deterministic network after local training (FedAvg)."""
     return Protocol(
         "bayes_fedavg_fit",
-        {"parameters": "parameters", "n": "count", **METRICS},
+        {"parameters": "parameters", "n": "count", **METRICS, "units_withheld": "metadata"},
         min_samples=int(min_samples),
     )

@@ -71,6 +71,7 @@ FEDERATED_COLUMNS = [
     "abstentions",
     "clipped",
     "cavity_clipped",
+    "units_withheld",
 ]
 
 
@@ -157,7 +158,8 @@ def federated_table(results: list[dict[str, Any]]) -> pd.DataFrame:
     t = pd.DataFrame(rows).reindex(columns=FEDERATED_COLUMNS)
     for c in ("server_accuracy", "clients_accuracy"):
         t[c] = 100 * t[c].astype(float)
-    for c in ("n_clients", "per_round", "rounds", "messages", "floats", "abstentions"):
+    for c in ("n_clients", "per_round", "rounds", "messages", "floats", "abstentions",
+              "units_withheld"):  # fmt: skip
         t[c] = t[c].astype("Int64")
     return t
 
@@ -448,7 +450,10 @@ def section_text(cfg: Mapping[str, Any], info: Mapping[str, Any], conj: pd.DataF
         "precisions at 1/var_max at the server (column clipped); a cavity entry wider than "
         "var_max (the other factors remove information: precision noise of unconverged fits) uses"
         " the prior (cavity_clipped). FedAvg averages deterministic networks with the core's "
-        "make_strategy('fedavg') on the same client splits.",
+        "make_strategy('fedavg') on the same client splits; a FedAvg centre withholds the "
+        "update of a hidden unit that fewer images than its floor reached (a ReLU unit reached "
+        "by one image gives that image exactly; the unit keeps the received weights, column "
+        "units_withheld).",
         "VIRTUAL (Corinzia et al.) shares server weights theta and optional private client "
         "weights phi (hierarchical: w = theta + phi here, phi never leaves the centre); D6.2 ran "
         "theta only. "
@@ -610,8 +615,8 @@ def build_section(
             fed,
             "Every federated run: method, client split, schedule, damping, final "
             "server and clients' accuracy (%), messages and floats through the ledger, "
-            "abstentions, clipped precisions (server) and cavity entries reset to the "
-            "prior (centres).",
+            "abstentions, clipped precisions (server), cavity entries reset to the "
+            "prior (centres) and FedAvg hidden units withheld below the floor (centres).",
         ),
         "heterogeneity": (
             het,

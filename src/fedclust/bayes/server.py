@@ -114,6 +114,8 @@ class Scheduled(Strategy):
             rec["clients_seen"] = len(self.latest)
         if isinstance(self.inner, NaturalSum):
             rec["clipped"] = self.inner.clipped[-1]
+        if any("units_withheld" in m for m in met):  # FedAvg centres' per-unit floor
+            rec["units_withheld"] = int(sum(m.get("units_withheld", 0) for m in met))
         self.records.append(rec)
         return out
 

@@ -8,7 +8,10 @@ labels) fills its own missing cells with the class median (or mean) of its own o
 The server (:func:`impute_server`) sees only messages: per column it asks every center which of
 its classes it cannot fill itself (``heart_impute_needs``: the labels, metadata; a center that
 can fill everything answers an empty list), so the server learns no label set beyond what the
-centers report (the Swiss hospital never recorded cholesterol). For each such class every other
+centers report (the Swiss hospital never recorded cholesterol). A center names only classes with
+at least its own floor of rows (``min_samples`` raised to its ``nfilter_subset``): a rarer class
+whose patients all lack the value is filled from all its observed values of the column (source
+``local_all_classes``), since naming it would reveal those patients. For each such class every other
 center sends its class statistic and the number of observed values behind it (protocol
 ``heart_impute_stats``, at least ``min_samples`` values, else it abstains), and the server
 returns the count-weighted mean of the statistics to the centers that asked
@@ -102,17 +105,42 @@ class ImputeCentre:
                            "cells": int(cells.sum()), "source": source})  # fmt: skip
 
     def impute_needs(self, parameters: Any, config: dict) -> dict:
+        """Fill what the centre can itself; answer the classes it cannot (all their values
+        missing) — only classes with ≥ its own floor rows (``min_samples`` raised to its
+        ``nfilter_subset``; never the server's request): naming a rarer class would tell a
+        curious server that a few such patients are here and lack the value (differencing two
+        runs). Such a class is filled from all the centre's observed values of the column
+        (source ``local_all_classes``: not class-conditional, no message)."""
         col = str(config["column"])
         if col not in self.values:
             raise InputDataError(f"column {col!r} missing", where=f"center {self.cid}")
+        floor = centre_policy(self).floor(self.min_samples)
         needs = []
         for label in sorted(np.unique(self.labels[self.miss[col]]).tolist()):
             observed = self._observed(col, label)
             if observed.size:
                 self._fill(col, label, self._stat(observed), "local")
-            else:
+            elif int((self.labels == label).sum()) >= floor:
                 needs.append(int(label))
+            else:
+                self._fill_rare(col, label, floor)
         return {"labels": needs}
+
+    def _fill_rare(self, col: str, label: Any, floor: int) -> None:
+        """A class with fewer rows than the centre's floor, none observed in ``col``: the
+        centre's own statistic over every observed value of the column."""
+        observed = self.values[col][~self.miss[col]]
+        if not observed.size:
+            raise InputDataError(
+                f"the missing {col} values of class {int(label)} (fewer rows than the centre's "
+                f"floor {floor}) have no fill: the centre observed no {col} value, and asking "
+                "the server for the class would tell it that a few such patients are here",
+                where=f"center {self.cid}, column {col}, class {int(label)}",
+                fix="lower decentral.impute_min_samples (and the centre's disclosure "
+                "nfilter_subset), merge or drop the rare class, or use as_published (pooled "
+                "imputation)",
+            )
+        self._fill(col, label, self._stat(observed), "local_all_classes")
 
     def impute_stats(self, parameters: Any, config: dict) -> dict | Abstain:
         col = str(config["column"])

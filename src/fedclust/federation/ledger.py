@@ -248,6 +248,8 @@ def _check_metadata(key: str, value: Any, center: str, protocol: str) -> None:
         if isinstance(v, np.ndarray):
             if v.dtype.kind in "US" and all(len(str(x)) <= METADATA_MAX_STRING for x in v.ravel()):
                 continue
+            if v.dtype.kind == "b":  # flags (a bool array has no magnitude to bound)
+                continue
             if v.dtype.kind in "biuf" and (
                 v.size == 0
                 or (np.all(np.isfinite(v)) and np.all(v == np.round(v))

@@ -27,8 +27,11 @@ A centre's file holds its rows of the table to impute (NaN = missing; for heart 
 with 0 recoded as NaN, as :func:`.tables.heart_centres` does), the column names, for heart each
 row's class, and its name; ``describe`` tells the server the column names (public: every centre
 holds the same columns). Each centre fills its own rows with the broadcast fill and checks that
-every column it must fill got a value (``TableCentre.take_fill``); its rows never leave it. Both
-outputs also carry ``columns``. Every protocol here is exact: no drops.
+every column it must fill got a value (``TableCentre.take_fill``; heart: every (column, class)
+of its missing cells, from the broadcast's ``classes`` and ``has`` — the same error as
+in-process when no centre reported its class); its rows never leave it. Both outputs also carry
+``columns``; heart's ``fill`` is NaN where no centre reported a value. Every protocol here is
+exact: no drops.
 """
 
 from __future__ import annotations

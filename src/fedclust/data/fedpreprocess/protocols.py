@@ -151,3 +151,9 @@ BINS = Protocol(
     "prep_bins_request", {"parameters": "parameters", "columns": "metadata", "labels": "metadata"}
 )
 FILL = Protocol("prep_fill_broadcast", {"fill": "aggregate", "lo": "aggregate", "hi": "aggregate"})
+# the heart fill (class-conditional): classes × columns of values, the classes (the union of the
+# centres' label sets) and per (class, column) whether any centre reported a value (a NaN fill
+# otherwise): a centre holding missing cells of a (column, class) without a value stops itself
+CLASS_FILL = Protocol(
+    "prep_class_fill_broadcast", {"fill": "aggregate", "classes": "metadata", "has": "metadata"}
+)

@@ -31,7 +31,7 @@ from . import protocols as P
 from .protocols import MIN_SAMPLES, Protocols
 from .rnaseq import centre_labels
 from .server import Rounds
-from .tabular import BINS, ColumnStats, TableCentre, column_stats_server, no_report
+from .tabular import BINS, ColumnStats, TableCentre, column_stats_server
 
 HEART_COLUMNS = ("Cholesterol", "RestingBP")  # zeros code missing values (seed 004 §2.4)
 
@@ -99,8 +99,11 @@ def heart_server(
 ) -> dict[int, np.ndarray]:
     """Server of the heart imputation: the classes the centres report (never a pooled target
     column; issue 30), per class the columns' moments and (median) binned counts, then the
-    fill broadcast. ``{class: fill per column}``; ``columns`` (public names) only name a
-    column no centre reported."""
+    fill broadcast (``prep_class_fill_broadcast``): the classes, their fills and per (class,
+    column) whether any centre reported a value. ``{class: fill per column}``, NaN where none
+    did; a centre that must fill such a cell (it has missing values of the class there: only
+    it knows) stops with column, class and centre named (``TableCentre.take_fill``), on a
+    deployment as in-process. ``columns`` (public names) give the number of columns."""
     r = Rounds(proxies)
     reported = r.ask("label_set", {"step": "labels"}, "labels", P.LABELS, P.REQUEST)
     classes = sorted({int(v) for _, m in reported for v in m["labels"]})
@@ -115,12 +118,10 @@ def heart_server(
             protocols=Protocols(min_samples),
             rounds=r,
         )
-        val = st.quantile(0.5) if how == "median" else st.mean
-        if np.isnan(val).any():
-            raise no_report([c for c, v in zip(columns, val, strict=True) if np.isnan(v)],
-                            f"heart federated imputation, class {cls}")  # fmt: skip
-        fills[cls] = val
-    _fill_broadcast(r, np.array([fills[c] for c in classes]))
+        fills[cls] = st.quantile(0.5) if how == "median" else st.mean
+    fill = np.array([fills[c] for c in classes]).reshape(len(classes), len(columns))
+    r.ask("take_fill", {"fill": fill, "classes": np.asarray(classes, dtype=np.int64),
+                        "has": ~np.isnan(fill)}, "fill", P.ACK, P.CLASS_FILL)  # fmt: skip
     return fills
 
 
@@ -165,7 +166,9 @@ def heart_impute_federated(
 ) -> tuple[pd.DataFrame, dict]:
     """Zeros of ``columns`` → the class median (binned counts) or mean over all hospitals;
     returns the imputed table and ``{column: {class: {"value", "count"}}}`` as
-    :func:`fedclust.data.heart.impute_class_conditional`."""
+    :func:`fedclust.data.heart.impute_class_conditional`. A missing cell of a class no centre
+    reports a value for (fewer rows / observed values of the class than the floor at every
+    centre) stops the run at the centre holding it (:func:`~.tabular.no_class_fill`)."""
     if how not in ("median", "mean"):
         raise ValueError(f"imputation must be median or mean, not {how!r}")
     centres, x, y = heart_centres(df, hospital, target, columns, min_samples, disclosure)
@@ -184,17 +187,8 @@ def heart_impute_federated(
                 vals[miss] = fills[cls][j]
                 info[col][str(int(cls))] = {"value": float(fills[cls][j]),
                                             "count": int(miss.sum())}  # fmt: skip
-        left = vals.isna().to_numpy()
-        if left.any():  # a class no centre reports (prep_labels: < floor rows everywhere)
-            cls = sorted({int(c) for c in y[left]})
-            raise InputDataError(
-                f"{int(left.sum())} missing {col} value(s) of class {', '.join(map(str, cls))} "
-                f"({target}) have no fill: no centre holds enough rows of the class to report "
-                "it (its label set names only classes with ≥ its floor rows)",
-                where="heart federated imputation",
-                fix="lower data.federated.min_samples (and the centres' nfilter_subset), merge "
-                "or drop the rare class, or use data.heart.preprocess: pooled",
-            )
+        # every missing cell got a value: a centre holding one its class has none for stopped
+        # (TableCentre.take_fill, InputDataError naming column, class and centre)
         out[col] = vals
     return out, info
 

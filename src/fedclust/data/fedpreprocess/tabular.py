@@ -132,16 +132,35 @@ class TableCentre:
     def take_fill(self, parameters: Any, config: dict) -> dict:
         """Keep the broadcast fill values (and scaling range); nothing is sent back. The centre
         itself checks that every column it must fill (it has NaNs there) got a value: only it
-        knows where its NaNs are (a NaN fill: no centre reported the column)."""
-        self.fill = {k: config.get(k) for k in ("fill", "lo", "hi")}
+        knows where its NaNs are (a NaN fill: no centre reported the column). A class-
+        conditional fill (``prep_class_fill_broadcast``: ``classes``, ``has``) is checked per
+        (column, class) of the centre's own missing cells (:func:`no_class_fill`)."""
+        self.fill = {k: config.get(k) for k in ("fill", "lo", "hi", "classes", "has")
+                     if k in config}  # fmt: skip
         fill = config.get("fill")
-        if fill is not None and np.ndim(fill) == 1 and len(fill) == self.x.shape[1]:
+        names = self.columns or [f"column {j}" for j in range(self.x.shape[1])]
+        if config.get("classes") is not None:
+            self._check_class_fill(np.asarray(config["classes"], dtype=np.int64),
+                                   np.asarray(config["has"], dtype=bool), names)  # fmt: skip
+        elif fill is not None and np.ndim(fill) == 1 and len(fill) == self.x.shape[1]:
             gap = np.isnan(self.x).any(axis=0) & np.isnan(np.asarray(fill, float))
             if gap.any():
-                names = self.columns or [f"column {j}" for j in range(self.x.shape[1])]
                 raise no_report([names[j] for j in np.flatnonzero(gap)],
                                 f"federated imputation at centre {self.cid}")  # fmt: skip
         return {}
+
+    def _check_class_fill(self, classes: np.ndarray, has: np.ndarray, names: list[str]) -> None:
+        """Every (column, class) of the centre's missing cells has a value in the broadcast
+        (its class is among ``classes`` and ``has`` is true there)."""
+        if self.labels is None:
+            raise InputDataError("a class-conditional fill reached a centre without labels",
+                                 where=f"federated imputation at centre {self.cid}",
+                                 fix="give the centre its rows' classes")  # fmt: skip
+        row = {int(c): i for i, c in enumerate(classes)}
+        for j in range(self.x.shape[1]):
+            for cls in sorted({int(v) for v in self.labels[np.isnan(self.x[:, j])]}):
+                if cls not in row or not has[row[cls], j]:
+                    raise no_class_fill(names[j], cls, self.cid)
 
 
 @dataclass
@@ -265,4 +284,17 @@ def no_report(columns: Sequence[str], where: str) -> InputDataError:
         "than the floor at every centre)",
         where=where,
         fix="lower data.federated.min_samples, drop the column(s), or use preprocess: pooled",
+    )
+
+
+def no_class_fill(column: str, cls: int, centre: str) -> InputDataError:
+    """A centre's missing cells of ``column`` in class ``cls`` that no centre reported a value
+    for (the same error in-process and on a deployment: the centre raises it; no count)."""
+    return InputDataError(
+        f"missing {column} value(s) of class {cls} have no fill: no centre reported a class-"
+        f"{cls} {column} statistic (every centre holds fewer rows or observed values of the "
+        "class than its floor)",
+        where=f"federated imputation at centre {centre}, column {column}, class {cls}",
+        fix="lower data.federated.min_samples (and the centres' nfilter_subset), merge or drop "
+        "the rare class, or use data.heart.preprocess: pooled",
     )
