@@ -361,6 +361,22 @@ def test_simultaneous_sharing_on_flower_simulation_equals_inprocess(data):
     pd.testing.assert_frame_equal(la.table(), lb.table())
 
 
+def test_projection_table_on_flower_simulation_equals_inprocess(data):
+    """hac_projection's table with federation.engine: flower-simulation: each centre behind a
+    ClientApp draws Q itself; the same numbers (timings aside) and counts as in-process."""
+    pytest.importorskip("flwr")
+    from fedclust.hac.experiments import projection_table
+    from fedclust.transports import get
+
+    x, c = data
+    kw = {"linkages": ["average", "ward"], "metric": "euclidean", "sketch_sizes": [4, 8],
+          "seeds": 2, "base_seed": 3, "k_max": 5}  # fmt: skip
+    a = projection_table(x, c, **kw).drop(columns="seconds")
+    b = projection_table(x, c, **kw, transport=get("flower-simulation")).drop(columns="seconds")
+    pd.testing.assert_frame_equal(a, b)
+    assert list(a.messages.unique()) == [3]  # the centres' sketches, not the requests
+
+
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 def test_genewise_on_flower_simulation_equals_inprocess(data, metric):
     """hac_exact's genewise clustering with federation.engine: flower-simulation: the same

@@ -362,13 +362,15 @@ def projection_table(
     dtype: str = "float32",
     threads: int = 1,
     policy: Policies = None,
+    transport: Transport = INPROCESS,
 ) -> pd.DataFrame:
     """Random projections vs pooled per sketch size × seed × linkage (Figs 4.11–4.13).
 
     ``kind`` applies to the ℓ2 metrics (cityblock always uses Cauchy entries). ``seconds`` is
     the simulation's time (the public matrix drawn once for all centers); ``center_madds_max``
     is what the largest center computes for its own sketch. ``seeds``: a number of seeds, or the
-    seed indices to run (a block of the fan-out; each seed derives from its index alone)."""
+    seed indices to run (a block of the fan-out; each seed derives from its index alone);
+    ``transport``: what carries the centres' sketches (each centre draws Q itself)."""
     runs = range(seeds) if isinstance(seeds, int) else seeds
     xs, _, blocks = _stacked(x, centers)
     law = None if metric == "cityblock" else kind
@@ -382,7 +384,7 @@ def projection_table(
             # each centre derives Q's seed from the shared base_seed and the run (run_seed)
             _, dist = projection_clustering(
                 blocks, "single", metric, k, base_seed, estimator, led, law, dtype, density,
-                threads, policy, run=s,
+                threads, policy, run=s, transport=transport,
             )  # fmt: skip
             el = time.perf_counter() - t
             madds = max(projection_center_costs(blocks, metric, k, law, density))
