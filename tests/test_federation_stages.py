@@ -119,8 +119,8 @@ def test_survival_undeclared_per_sample_rows_never_leave_the_centre():
 
 def test_survival_local_model_too_small_raises():
     class Tiny(S.SurvivalClient):
-        def fit_local(self, init, hp):
-            return super().fit_local(init, hp)[0], 1
+        def local_model(self, init, hp):
+            return {**super().local_model(init, hp), "n": 1}
 
     clients = _survival_clients()
     clients[0] = _survival_clients(Tiny)[0]
