@@ -43,8 +43,12 @@ def mark(touched: Sequence[torch.Tensor], idx, pre: Sequence[torch.Tensor]) -> N
     """Or into ``touched`` which samples ``idx`` of a step gave each hidden unit a non-zero
     gradient at its pre-activation (``pre``: the hidden layers' pre-activations of the step,
     their ``.grad`` filled by the backward pass)."""
+    every = isinstance(idx, slice) and idx == slice(None)  # a full batch: no indexing
     for t, z in zip(touched, pre, strict=True):
-        t[idx] |= z.grad != 0
+        if every:
+            t.logical_or_(z.grad != 0)
+        else:
+            t[idx] |= z.grad != 0
 
 
 def linear_layers(net: nn.Module) -> list[nn.Linear]:
