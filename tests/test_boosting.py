@@ -128,13 +128,18 @@ def test_merge_runs_reaches_the_floor_and_keeps_single_bins_at_floor_one():
     r = GR.merge_runs(n, 3)
     s = r.sums(n)
     assert (s >= 3).all() and s.sum() == n.sum()
-    # [2,0,1] closes at 3 samples, [1,5] at 6; the remainder [0,1] joins the last run, which
-    # spans its first to its last non-empty bin
+    # [2,0,1] closes at 3 samples, [1,5] at 6; the remainder [0,1] joins the last run. The runs
+    # tile the feature's bins (was: first to last non-empty bin, [1, 4] .. [3, 7], which placed
+    # the smallest and largest value): from bin 0 to the last bin, no gap
     f0 = r.feature == 0
-    np.testing.assert_array_equal(r.start[f0], [1, 4])
-    np.testing.assert_array_equal(r.end[f0], [3, 7])
+    np.testing.assert_array_equal(r.start[f0], [0, 4])
+    np.testing.assert_array_equal(r.end[f0], [3, 8])
+    np.testing.assert_array_equal(r.start[~f0], [0, 1])
+    r8 = GR.merge_runs(n, 3, widths=[9, 8])  # a feature with fewer bins ends at its own last
+    np.testing.assert_array_equal(r8.end[r8.feature == 1], [0, 7])
     np.testing.assert_array_equal(s[f0], [3, 7])
-    np.testing.assert_array_equal(np.c_[r.start, r.end][~f0], [[0, 0], [7, 7]])
+    # was [[0, 0], [7, 7]]: the last run now reaches the last bin
+    np.testing.assert_array_equal(np.c_[r.start, r.end][~f0], [[0, 0], [1, 8]])
     # the server spreads a run by the weights (equal shares without them)
     out = GR.spread(np.zeros((1, 4)), [0, 0], [0, 1], [0, 3], [2.0, 6.0], np.array([[1, 1, 0, 2]]))
     np.testing.assert_allclose(out, [[2.0, 2.0, 0.0, 4.0]])

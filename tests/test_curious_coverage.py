@@ -51,9 +51,11 @@ COVERED: dict[str, str] = {
     "boosting_split_sums": BOOST,
     "boosting_local_trees": CB + "test_boosting_local_tree_leaf_of_one_patient_gives_its_label_only_without_the_floor",
     "boosting_moments": CB + "test_boosting_moments_of_a_two_patient_centre_solved_only_without_the_floor",
-    "boosting_sketch": CB + "test_boosting_sketch_places_a_lone_patient_in_a_cell_only_without_the_floor",
-    "boosting_union": CB + "test_boosting_vote_gain_of_a_one_patient_side_gives_its_label_only_without_the_floor",
-    "boosting_vote": CB + "test_boosting_vote_gain_of_a_one_patient_side_gives_its_label_only_without_the_floor",
+    # also test_boosting_sketch_places_a_lone_patient_in_a_cell_only_without_the_floor
+    "boosting_sketch": CB + "test_boosting_sketch_run_ends_place_a_centres_extreme_patients_only_without_the_floor",
+    # also test_boosting_vote_gain_of_a_one_patient_side_gives_its_label_only_without_the_floor
+    "boosting_union": CB + "test_boosting_vote_adjacent_cuts_give_a_label_only_without_the_floor",
+    "boosting_vote": CB + "test_boosting_vote_adjacent_cuts_give_a_label_only_without_the_floor",
     "boosting_totals": PU + "test_boosting_attack_recovers_bins_and_label_without_noise",
     "dec_ae_fit": CS + "test_dec_ae_fit_tied_tsae_of_a_one_patient_centre_inverted_only_without_the_floor",
     "dec_kmeans": ADMM_DEC + "test_dec_hostile_request_refused_by_the_centres_own_k_and_m",

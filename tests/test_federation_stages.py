@@ -9,7 +9,7 @@ import torch
 
 from fedclust.admm import admm as M
 from fedclust.admm.protocols import PROTOCOLS as ADMM_PROTOCOLS
-from fedclust.errors import DisclosureError
+from fedclust.errors import DisclosureError, InputDataError
 from fedclust.fedcref.algorithm import GROUP_FIT, Client, FedCRefParams, train_group
 from fedclust.fedcref.system import oracle_partition
 from fedclust.federation import Ledger, LedgerClientProxy, weighted_average
@@ -117,16 +117,24 @@ def test_survival_undeclared_per_sample_rows_never_leave_the_centre():
         led.send(c.cid, "server", {"risk": c.t_np, "n": 30}, 0, "cv", protocol=bad)
 
 
-def test_survival_local_model_too_small_raises():
+def test_survival_local_model_too_small_abstains():
+    """A local model behind fewer patients than the floor is refused at the centre: the centre
+    abstains (the ledger says so) and the ensemble is the other centres' models, reweighted."""
+
     class Tiny(S.SurvivalClient):
         def local_model(self, init, hp):
             return {**super().local_model(init, hp), "n": 1}
 
     clients = _survival_clients()
     clients[0] = _survival_clients(Tiny)[0]
-    with pytest.raises(DisclosureError) as err:
-        S.train_strategy("ensemble", clients, _init(), HP, MC, Ledger(), None)
-    assert (err.value.center, err.value.protocol) == ("centre0", "survival_local_model")
+    led = Ledger()
+    model = S.train_strategy("ensemble", clients, _init(), HP, MC, led, None)
+    ab = led.abstentions()
+    assert ab[["center", "protocol"]].values.tolist() == [["centre0", "survival_local_model"]]
+    assert len(model) == len(clients) - 1 and sum(w for _, w in model) == pytest.approx(1.0)
+    assert set(led.messages().sender) - {"server"} == {c.cid for c in clients[1:]}
+    with pytest.raises(InputDataError, match="every centre abstained"):
+        S.train_strategy("ensemble", [clients[0]], _init(), HP, MC, Ledger(), None)
 
 
 # ---------------------------------------------------------------- FedCRef

@@ -2,9 +2,13 @@
 (seed 003 §9.2), one method per message of ``protocols.py``.
 
 Disclosure (the centre's own floor, ``boosting.min_samples``): every aggregate it sends covers
-≥ floor of its samples. Histogram bins are merged into runs of ≥ floor samples (reported with
-their first and last non-empty bin, :func:`fedclust.boosting.grid.merge_runs`); vote
-candidates need ≥ floor samples on both sides; a split's child sums are sent for both children
+≥ floor of its samples. Histogram bins are merged into runs of ≥ floor samples that tile the
+feature's bins (no run end sits at the centre's extreme values,
+:func:`fedclust.boosting.grid.merge_runs`); vote and union candidates need ≥ floor samples on
+both sides, and any two cuts of one feature whose gains a centre sends at one node (in the vote,
+the union and the chosen split's sums of that tree) have left sides that differ by ≥ floor rows
+(kept greedily, best gain first: two nested sides one patient apart would give that patient's
+label from the two gains and the totals); a split's child sums are sent for both children
 together or not at all (either one follows from the other and the node's total), and not when
 the cut falls inside one of the node's merged runs with fewer than floor samples on one side
 (the sums would then tell that part of the run apart). A node whose split was not reported
@@ -64,6 +68,9 @@ class Centre:
         self._root_ok = False
         self._sent: dict[int, bool] = {}  # node -> its split's child sums were sent
         self._runs: set[int] = set()  # nodes whose merged histogram runs were sent
+        # per node, per feature: the left counts of the cuts whose sums (gain, child sums) were
+        # sent this tree (cuts of one feature at one node are nested: a count is a row set)
+        self._told: dict[int, dict[int, list[int]]] = {}
 
     @property
     def disclosure(self) -> DisclosurePolicy | None:
@@ -101,7 +108,7 @@ class Centre:
     # ------------------------------------------------------------------------ the model
     def _gradients(self) -> None:
         self.g, self.h = T.gradients(self.margin, self.y)
-        self._root_ok, self._sent, self._runs = False, {}, set()
+        self._root_ok, self._sent, self._runs, self._told = False, {}, set(), {}
 
     def add_trees(self, parameters: Any, config: dict) -> dict:
         """The server's finished trees join the model: margins and gradients move on."""
@@ -113,7 +120,7 @@ class Centre:
     def totals(self, parameters: Any, config: dict) -> dict | Abstain:
         """n, Σg, Σh of the root of the next tree."""
         ok = self.n_samples >= self.floor
-        self._root_ok, self._sent, self._runs = ok, {}, set()
+        self._root_ok, self._sent, self._runs, self._told = ok, {}, set(), {}
         if not ok:
             return Abstain("fewer samples than the centre's floor")
         return {"n": self.n_samples, "g": float(np.sum(self.g, dtype=np.float64)),
@@ -143,7 +150,7 @@ class Centre:
         out = {k: [] for k in keys}
         for v in [int(v) for v in config["nodes"] if int(v) in ok]:
             hist = self._hist(where == v)
-            runs = GR.merge_runs(hist[2], self.floor)
+            runs = GR.merge_runs(hist[2], self.floor, self.n_bins)
             self._runs.add(v)
             out["nodes"].append(v)
             out["bin_feature"].append(runs.feature.astype(np.int32))
@@ -172,8 +179,10 @@ class Centre:
             loss = np.where(c.valid & (c.loss > 0), c.loss, np.float32(-np.inf)).ravel()
             order = np.argsort(-loss, kind="stable")  # ties: (feature, cut) order, as XGBoost
             order = order[np.isfinite(loss[order])]
+            order = self._apart(v, order, c)  # best first, pairwise ≥ floor apart
             if top > 0:
                 order = order[:top]
+            self._tell(v, order, c)
             f, b = np.unravel_index(order, c.loss.shape)
             out["nodes"].append(v)
             out["n"].append(n)
@@ -198,6 +207,12 @@ class Centre:
             c, n = self._candidates(where == v)
             i = (qf[idx], qc[idx] - 1)
             both = (c.NL[i] >= self.floor) & (c.NR[i] >= self.floor)
+            flat = np.ravel_multi_index(i, c.loss.shape)
+            cand = np.flatnonzero(both)
+            cand = cand[np.argsort(-c.loss[i][cand], kind="stable")]  # best first
+            keep = np.isin(flat, self._apart(v, flat[cand], c))
+            both &= keep
+            self._tell(v, flat[both], c)
             out["nodes"].append(v)
             out["n"].append(n)
             out["index"].append(idx[both].astype(np.int32))
@@ -224,6 +239,10 @@ class Centre:
             ok = v in reportable and all(c >= self.floor or c == 0 for c in counts)
             if ok and self.floor > 1 and v in self._runs:
                 ok = self._cut_between_runs(rows, j, k)
+            if ok and self.floor > 1 and v in self._told:
+                ok = self._far(v, j, counts[0])
+                if ok:
+                    self._told[v].setdefault(j, []).append(counts[0])
             self._sent[v] = ok
             if not ok:
                 continue
@@ -237,6 +256,36 @@ class Centre:
         if not out["nodes"]:
             return Abstain("no split with enough samples on both sides")
         return {k: (row(v) if k in ("g", "h") else np.asarray(v)) for k, v in out.items()}
+
+    def _far(self, v: int, j: int, nl: int) -> bool:
+        """A cut of feature j at node v with ``nl`` rows on the left is as far as the floor from
+        every cut of j whose sums were sent at v (or is one of them: nested sets, same count)."""
+        return all(nl == t or abs(nl - t) >= self.floor for t in self._told.get(v, {}).get(j, ()))
+
+    def _apart(self, v: int, order: np.ndarray, c: T.Candidates) -> np.ndarray:
+        """The candidates (flat indices into ``c``, best first) kept greedily so that any two
+        cuts of one feature at node v — these and those already sent — have left sides that
+        differ by ≥ floor rows: the difference of two gains then covers ≥ floor patients, not
+        one patient's label (the same idea as :func:`~.grid.merge_runs` for bins)."""
+        if self.floor <= 1:
+            return order
+        told = {j: list(t) for j, t in self._told.get(v, {}).items()}
+        keep = []
+        f, _ = np.unravel_index(order, c.loss.shape)
+        nl = np.rint(c.NL.ravel()[order]).astype(np.int64)
+        for o, j, m in zip(order, f, nl, strict=True):
+            t = told.setdefault(int(j), [])
+            if all(m == x or abs(m - x) >= self.floor for x in t):
+                keep.append(o)
+                t.append(int(m))
+        return np.asarray(keep, dtype=order.dtype)
+
+    def _tell(self, v: int, flat: np.ndarray, c: T.Candidates) -> None:
+        """Record the left counts of the candidates whose gains go to the server."""
+        told = self._told.setdefault(v, {})
+        f, _ = np.unravel_index(flat, c.loss.shape)
+        for j, m in zip(f, np.rint(c.NL.ravel()[flat]).astype(np.int64), strict=True):
+            told.setdefault(int(j), []).append(int(m))
 
     def _cut_between_runs(self, rows: np.ndarray, j: int, k: int) -> bool:
         """The cut does not split one of this node's merged runs of feature j into a part

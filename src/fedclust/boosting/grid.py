@@ -6,7 +6,8 @@ threshold grid"), computed federatedly in two exchanges, and the binning of feat
    the two open tails) per feature.
 2. **Sketch** (``boosting_sketch``): each centre counts its samples per lattice cell and merges
    consecutive cells until every reported run holds ≥ its floor of samples (:func:`merge_runs`;
-   a run is reported with its first and last non-empty cell); the server spreads the runs over
+   with a floor the runs tile the lattice, open tails included, so that no run end places the
+   centre's smallest or largest value); the server spreads the runs over
    their cells, adds them and places the cuts between
    non-empty cells: ``quantile`` (a weighted quantile sketch, at most ``max_bin`` bins of about
    equal mass) or ``uniform`` (equal-width bins of the range, empty ones dropped).
@@ -125,11 +126,19 @@ class Runs:
         return np.add.reduceat(np.append(values.reshape(-1), 0), idx)[0::2]
 
 
-def merge_runs(n: np.ndarray, floor: int) -> Runs:
+def merge_runs(n: np.ndarray, floor: int, widths: Sequence[int] | np.ndarray | None = None) -> Runs:
     """Runs of the (d, width) counts ``n``: walking the bins of a feature, a run closes as soon
-    as it holds ≥ ``floor`` samples; a remainder below the floor joins the last run. A run
-    spans its first to its last non-empty bin; with floor 1 every non-empty bin is its own run.
-    A feature whose total is below the floor gets no run."""
+    as it holds ≥ ``floor`` samples; a remainder below the floor joins the last run. A feature
+    whose total is below the floor gets no run.
+
+    With floor 1 every non-empty bin is its own run (exact: the defence is off). With a floor
+    the runs tile the feature's bins (``widths``: its number of bins, default all): the first
+    run starts at bin 0, each next one right after the previous one's end, and the last one
+    ends at the feature's last bin — so no reported end sits at the centre's smallest or largest
+    value of the feature (which a run's first / last non-empty bin would place, whatever the
+    floor), nor at the first value after an empty stretch. What a run end still says: the run
+    closed in its end bin, i.e. the centre's (k·floor)-th smallest value lies there (a quantile
+    over ≥ floor patients)."""
     n = np.asarray(n)
     d, width = n.shape
     ends = np.zeros(n.shape, dtype=bool)
@@ -145,11 +154,18 @@ def merge_runs(n: np.ndarray, floor: int) -> Runs:
             ends[j, closed[-1]] = False
             ends[j, np.flatnonzero(n[j] > 0)[-1]] = True
     feat, end = np.nonzero(ends)
+    prev = np.r_[-1, end[:-1]]
+    first = np.r_[True, feat[1:] != feat[:-1]]
+    prev[first] = -1
+    if floor > 1:  # tiled: from bin 0 to the feature's last bin
+        w = np.full(d, width) if widths is None else np.asarray(widths, np.int64)
+        last = np.r_[feat[1:] != feat[:-1], True]
+        end = end.copy()
+        end[last] = w[feat[last]] - 1
+        return Runs(feat, prev + 1, end)
     # the first non-empty bin after the previous run's end
     idx = np.where(n > 0, np.arange(width), width)
     next_nz = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
-    prev = np.r_[-1, end[:-1]]
-    prev[np.r_[True, feat[1:] != feat[:-1]]] = -1
     return Runs(feat, next_nz[feat, prev + 1], end)
 
 
@@ -172,7 +188,7 @@ def spread(
 def sketch_message(X: np.ndarray, edges: Sequence[np.ndarray], floor: int) -> dict:
     """Centre side: merged cell counts (every reported count ≥ floor)."""
     counts = cell_counts(X, edges)
-    r = merge_runs(counts, floor)
+    r = merge_runs(counts, floor, [len(e) + 1 for e in edges])
     return {"feature": r.feature.astype(np.int32), "start": r.start.astype(np.int32),
             "end": r.end.astype(np.int32), "count": r.sums(counts)}  # fmt: skip
 

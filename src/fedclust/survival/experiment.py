@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
-from fedclust.errors import ConfigError
+from fedclust.errors import ConfigError, InputDataError
 from fedclust.federation import INPROCESS, Ledger, Transport, federate
 from fedclust.seeds import derive_seed, rng
 
@@ -92,13 +92,16 @@ def _clients(d, idx_centres, mc, seed, endpoint, rep, scenario,
 def _cv_federated(strategy, clients, init, hp, mc, ledger, seed_label, fed=DEFAULT) -> float:
     """Leave-one-centre-out CV scored at the held-out centres: Σ concordant / Σ comparable."""
     conc, comp = 0.0, 0.0
-    local: Model | None = None
+    local: list[Model] | None = None
     if strategy == "ensemble":  # the local models do not depend on the fold: train them once
-        local = train_strategy("isolated", clients, init, hp, mc, ledger, None, fed)
+        # one list per centre (empty where the centre abstained below its floor)
+        local = [train_strategy("isolated", [c], init, hp, mc, ledger, None, fed) for c in clients]
     for k, held in enumerate(clients):
         rest = [c for i, c in enumerate(clients) if i != k]
         if local is not None:
-            members = [m for i, m in enumerate(local) if i != k]
+            members = [m for i, ms in enumerate(local) if i != k for m in ms]
+            if not members:  # every other centre abstained: no model for this fold
+                continue
             tot = sum(w for _, w in members)
             model = [(p, w / tot) for p, w in members]
         else:
@@ -181,6 +184,11 @@ def run_job(
         model = []
         for c, hp in zip(clients, best_per, strict=True):
             model += train_strategy("isolated", [c], init, hp, mc, ledger, None, fed)
+        if not model:
+            raise InputDataError(
+                "every centre abstained from its isolated model", where="survival isolated",
+                fix="lower survival.min_samples / the centres' disclosure.nfilter_subset",
+            )  # fmt: skip
         best = {c.cid: hp.label() for c, hp in zip(clients, best_per, strict=True)}
     else:
         scores = []

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedclust.errors import ConfigError, InputDataError
+from fedclust.errors import ConfigError, DisclosureError, InputDataError
 from fedclust.federation import (
     INPROCESS,
     FedAvg,
@@ -39,7 +39,7 @@ from fedclust.federation import (
     secure_sum,
     unit_floor,
 )
-from fedclust.federation.guard import centre_policy
+from fedclust.federation.guard import centre_policy, sanitise
 from fedclust.privacy.centre import centre_send
 
 from .cohort import check_covariates, check_survival
@@ -341,12 +341,24 @@ def run_local(
     fed: Federation = DEFAULT,
 ) -> Model:
     """Independent local models sent once to the server: Ensemble (weights n_k / N, D6.2
-    Fig. 8.6) or isolated centres (``weighted=False``: weights 1, scored one by one)."""
+    Fig. 8.6) or isolated centres (``weighted=False``: weights 1, scored one by one). A centre
+    whose model its own disclosure check refuses (fewer patients than its floor) abstains —
+    the ledger records why — and the ensemble goes on without it, as in the other protocols."""
     out = []
     for c in clients:
-        msg = centre_send(ledger, centre_policy(c), c.cid, c.n, c.local_model(init, hp), 0,
-                          "local_model", fed.local_model)  # fmt: skip
+        policy = centre_policy(c)
+        try:
+            msg = centre_send(ledger, policy, c.cid, c.n, c.local_model(init, hp), 0,
+                              "local_model", fed.local_model)  # fmt: skip
+        except DisclosureError as err:
+            ledger.abstain(c.cid, 0, fed.local_model, sanitise(f"refused: {err.rule}", policy))
+            continue
         out.append((msg["parameters"], float(msg["n"])))
+    if weighted and not out:
+        raise InputDataError(
+            "every centre abstained from Ensemble's local models", where="survival ensemble",
+            fix="lower survival.min_samples / the centres' disclosure.nfilter_subset",
+        )  # fmt: skip
     if weighted:
         total = sum(w for _, w in out)
         out = [(p, w / total) for p, w in out]
