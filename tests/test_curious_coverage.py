@@ -141,7 +141,8 @@ GAPS: dict[str, str] = {
         "savae_fit",
     ], "model weights after local training: no inversion attack yet (the first-layer ratio "
        "attack of bayes_fedavg_fit / survival_fit needs plain SGD and untied weights; those two "
-       "have the per-hidden-unit floor that stops it, fedclust.federation.unit_floor, these not; "
+       "and dgd_fit have the per-hidden-unit floor that stops it, fedclust.federation.unit_floor, "
+       "the others not; "
        "DEC's tied TSAE is inverted for one SGD step of stage A (dec_ae_fit), not for stage C's "
        "KL step nor D6.2's unit-normed noisy TSAE; the Adam-trained models need an "
        "optimisation-based inversion: "
