@@ -130,6 +130,7 @@ EXEMPT: dict[str, str] = {
     "hac.gradual.setup": "the centre's sample count as metadata (the protocol's public setup)",
     "hac.gradual.finish": "the centre's count of negative centroid radicands (a diagnostic)",
     "hac.perturbation.request": DOWN,
+    "hac.projection.request": DOWN,
     "check_summary": "deployment check (fedclust.deploycheck) on synthetic matrices, no patient",
 }  # fmt: skip
 
