@@ -1,17 +1,16 @@
 """Flower deployment on localhost (issue 30 B.1–B.5, issue 22 item 7): one SuperLink session,
 secured as real sites run it — TLS with an openssl-made CA, SuperNode authentication (keys
-registered with ``flwr supernode register``), in-memory state, no runtime dependency
-installation — and one SuperNode per centre holding only that centre's folder. Several stages
-run on the session (DEC stages A–C, survival Weights Averaging, heart FL, cyclic XGBoost-style
-boosting, hierarchical PVI, SAVAE's FedAvg, HAC simultaneous sharing, FedCRef), each equal bit
-for bit to the same stage in-process with the centres built from the same files (consensus
-ADMM: tests/test_deployment_rule.py, the workflow's rule deploying it with the same recipe;
-federated RNA-seq preprocessing and the tables' imputation (fedprep_tables):
-tests/test_deployment.py, its own apps in one process and a fresh centre process per message
-— on this session it took ~100 s of CI for the same generic apps); then a centre that fails,
-a SuperNode killed mid-run under a FedAvg protocol with
-``min_available`` (the run goes on, the ledger records the drop) and under an exact protocol
-(the run stops naming the site and the round), and a SuperNode with ``--trusted-entities``
+registered with ``flwr supernode register``), in-memory state, no runtime dependency installation —
+and one SuperNode per centre holding only that centre's folder. Several stages run on the session
+(DEC stages A–C, survival Weights Averaging, heart FL, cyclic XGBoost-style boosting, hierarchical
+PVI, SAVAE's FedAvg, HAC simultaneous sharing and random projections, FedCRef), each equal bit for
+bit to the same stage in-process with the centres built from the same files (consensus ADMM:
+tests/test_deployment_rule.py, the workflow's rule deploying it with the same recipe; federated
+RNA-seq preprocessing and the tables' imputation (fedprep_tables): tests/test_deployment.py, its own
+apps in one process and a fresh centre process per message — on this session it took ~100 s of CI
+for the same generic apps); then a centre that fails, a SuperNode killed mid-run under a FedAvg
+protocol with ``min_available`` (the run goes on, the ledger records the drop) and under an exact
+protocol (the run stops naming the site and the round), and a SuperNode with ``--trusted-entities``
 refusing an unsigned app bundle. Every process is killed at the end."""
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ if not (shutil.which("openssl") and shutil.which("ssh-keygen")):  # pragma: no c
     pytest.skip("the secure recipe needs openssl and ssh-keygen", allow_module_level=True)
 
 from test_deployment import (
+    HAC_OPT_IN,
     HEART,
     SURVIVAL,
     _sent,
@@ -76,6 +76,12 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     savae, savae_params, _ = savae_centres(third=True, rounds=1, local_epochs=1)
     deployment.write_centres(deployment.get("savae"), savae, root, folders)
     hac, hac_params, _ = hac_centres()  # the third site abstains (below its floor)
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.hac.deployment import params_from_config
+
+    for c in hac:  # the sites also opt in to random projections (one round trip, k = 4)
+        c.disclosure = DisclosurePolicy(allow_per_sample=HAC_OPT_IN + ("hac.projection",))
+    hac_projection = params_from_config(1, "average", variant="projection", k=4, run=0)
     deployment.write_centres(deployment.get("hac"), hac, root, folders)
     fedcref, fedcref_params = fedcref_centres(3)
     deployment.write_centres(deployment.get("fedcref"), fedcref, root, folders)
@@ -91,6 +97,7 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
                            "fe": 1}}, "heart": {**HEART, "rounds": 1},
                            "boosting": boosting_params, "bayes": bayes_params,
                            "savae": savae_params, "hac": hac_params,
+                           "hac_projection": hac_projection,
                            "fedcref": fedcref_params}  # fmt: skip
 
 
@@ -131,14 +138,17 @@ def _same(got: dict, ref: dict, tmp) -> None:
 
 
 @pytest.mark.parametrize(
-    "stage", ["dec", "survival", "heart", "boosting", "bayes", "savae", "hac", "fedcref"]
+    "case",
+    ["dec", "survival", "heart", "boosting", "bayes", "savae", "hac", "hac_projection", "fedcref"],
 )
-def test_stage_on_the_deployment_equals_inprocess(fed, site, stage):
+def test_stage_on_the_deployment_equals_inprocess(fed, site, case):
+    """``case``: a stage, or ``<stage>_<variant>`` (one more run of the stage's files)."""
     _, folders, params = site
-    got = fed.run(stage, params[stage])
-    ref = deployment.run(stage, folders, params[stage])
+    stage = case.partition("_")[0]
+    got = fed.run(stage, params[case])
+    ref = deployment.run(stage, folders, params[case])
     assert got["done"]["messages"] == _sent(ref["ledger"]) and got["done"]["dropped"] == {}
-    _same(got, ref, folders[0].parent / f"ref_{stage}")
+    _same(got, ref, folders[0].parent / f"ref_{case}")
 
 
 def test_a_centre_that_fails_stops_the_run_with_its_own_error(fed, site):
