@@ -18,7 +18,7 @@ from fedclust.transports import from_config
 
 #: the variants whose messages go through the transport seam (federation.engine); the others
 #: run in-process whatever the engine
-ON_TRANSPORT = ("simultaneous", "gradual")
+ON_TRANSPORT = ("simultaneous", "gradual", "projection")
 
 
 def main() -> None:
@@ -43,7 +43,7 @@ def main() -> None:
     logs = wf.read_logs(list(snakemake.input.logs), set(preps)) if variant != "projection" else {}
     for u in units:
         if variant == "projection":
-            tables.append(wf.run_projection(data, centers, cfg, u, cohort, seed))
+            tables.append(wf.run_projection(data, centers, cfg, u, cohort, seed, transport))
         elif variant == "gradual":
             t, c = wf.run_gradual(data, centers, cfg, u, cohort, logs, transport)
             tables.append(t)

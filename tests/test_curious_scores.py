@@ -88,6 +88,8 @@ def _survival(optimizer: str, policy, sizes=(2, 3, 20, 20), lr: float = 0.05,
           for i in range(len(sizes))]  # fmt: skip
     for c in cs:
         c.disclosure = policy
+        if policy is OFF:  # the centre's own floor off too (its per-unit floor included)
+            c.min_samples = 1
     torch.manual_seed(0)
     init = get_parameters(mc.build(5))
     led = RecordingLedger()
@@ -142,21 +144,26 @@ def test_survival_fit_first_layer_of_a_two_patient_centre_gives_both_rows_only_w
         assert _matched(_first_layer_rows(m["parameters"], init, hp.lr, mc), x[owner == i]) == set()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LEAK: the floor counts the patients behind a model update, not behind each ReLU unit: "
-    "after full-batch SGD a first-layer unit active for one patient of a 3-patient centre (the "
-    "floor) gives that patient's covariates ((ΔW_h/lr + penalty)/(Δb_h/lr)): all 3 patients to "
-    "1e-3 after 1 or 3 internal epochs, to 1e-2 after 10; needs survival.model.optimizer: sgd "
-    "(the default Adam step keeps only signs) — survival_fit and survival_local_model alike",
-)
 @pytest.mark.parametrize("protocol", list(SURVIVAL))
-def test_survival_fit_first_layer_gives_no_row_of_a_centre_at_the_floor(protocol):
-    x, owner, init, hp, mc, led = _survival("sgd", DEFAULT_POLICY, sizes=(3, 20, 20),
+@pytest.mark.parametrize("defence", [False, True])
+def test_survival_fit_first_layer_gives_no_row_of_a_centre_at_the_floor(protocol, defence):
+    """A 3-patient centre (the floor) after full-batch SGD: a first-layer ReLU unit active for
+    one of its patients gives that patient's covariates ((ΔW_h/lr + penalty)/(Δb_h/lr)), every
+    patient of the centre to 1e-3. The centre's per-unit floor
+    (:mod:`fedclust.federation.unit_floor`) resets every hidden unit that fewer than 3 of its
+    patients reached to the received weights, and says how many (``units_withheld``): nothing
+    is recovered. With the floors at 1 the same update gives all three."""
+    policy = DEFAULT_POLICY if defence else OFF
+    x, owner, init, hp, mc, led = _survival("sgd", policy, sizes=(3, 20, 20),
                                             strategy=SURVIVAL[protocol])  # fmt: skip
     ((_, m),) = led.received(protocol=protocol, sender="c0")  # 3 patients: at the floor
     found = _matched(_first_layer_rows(m["parameters"], init, hp.lr, mc), x[owner == 0])
-    assert found == set(), f"patients {found} of the 3-patient centre recovered"
+    if defence:
+        assert found == set(), f"patients {found} of the 3-patient centre recovered"
+        assert m["units_withheld"] > 0
+    else:
+        assert found == {0, 1, 2}
+        assert "units_withheld" not in m
 
 
 def test_survival_fit_adam_step_keeps_the_rows_from_the_ratio_attack():

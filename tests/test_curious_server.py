@@ -183,7 +183,7 @@ def test_bayes_fedavg_fit_of_a_one_image_centre_inverted_only_without_the_floor(
 def test_bayes_fedavg_fit_above_the_floor_gives_no_single_image(floor, epochs, rounds):
     """A centre of 8 images, above the image floor: a ReLU unit that one of them reaches gives
     that image exactly (one step; two epochs over two rounds; each of three rounds). The
-    centre's per-unit floor (:mod:`fedclust.bayes.unit_floor`) withholds such units' updates
+    centre's per-unit floor (:mod:`fedclust.federation.unit_floor`) withholds such units' updates
     and says how many in the message; then no attack (a unit's ratio, the difference of two
     units, of one unit's updates in consecutive rounds) recovers an image."""
     images, rows, led = _fedavg_run(8, floor, epochs, rounds)

@@ -457,6 +457,40 @@ def test_hac_perturbation_stage_is_perturbation_clustering_and_equal_on_flower(t
                                                        tmp_path / "no"), params)  # fmt: skip
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock"])
+def test_hac_projection_stage_is_projection_clustering_and_equal_on_flower(tmp_path, metric):
+    """Random projections (Algorithm 5) from the centres' files: each site draws the public Q
+    of its shared seed for the run itself (the request names k, Q's law and the run, never the
+    seed); equal in-process and on the simulation engine, and the workflow's
+    projection_clustering (tree, estimated distances, ledger); without a site's opt-in the run
+    is refused."""
+    from fedclust.federation.disclosure import DisclosurePolicy
+    from fedclust.hac.deployment import params_from_config
+    from fedclust.hac.federated import projection_clustering
+
+    centres, _, blocks = hac_centres()
+    pol = DisclosurePolicy(allow_per_sample=("hac.projection",))
+    for c in centres:
+        c.disclosure = pol
+    params = params_from_config(1, "average", metric, "projection", k=8, run=1)
+    dirs = deployment.write_centres(deployment.get("hac"), centres, tmp_path)
+    a = deployment.run("hac", dirs, params)
+    _equal(a, deployment.run("hac", dirs, params, transport=get_transport(SIM)))
+    led = Ledger()
+    z, d = projection_clustering(blocks, "average", metric, 8, 7, ledger=led, policy=pol, run=1)
+    assert np.array_equal(a["z"], z) and np.array_equal(a["d"], d) and len(d) == 38 * 37 // 2
+    pd.testing.assert_frame_equal(led.table(), a["ledger"])
+    down = a["ledger"][a["ledger"].sender == "server"]
+    assert set(down.fields) == {"dtype,k,kind,run"} and len(down) == 3
+    # another run draws another Q
+    other = deployment.run("hac", dirs, {**params, "run": 2})
+    assert not np.array_equal(other["d"], a["d"])
+    del centres[1].disclosure
+    with pytest.raises(ConfigError, match="opted in"):
+        deployment.run("hac", deployment.write_centres(deployment.get("hac"), centres,
+                                                       tmp_path / "no"), params)  # fmt: skip
+
+
 @pytest.mark.parametrize("metric", ["euclidean", "correlation"])
 def test_hac_genewise_stage_is_genewise_clustering_and_equal_on_flower(tmp_path, metric):
     """Genewise clustering (Algorithm 3) from the same centre files: equal in-process and on

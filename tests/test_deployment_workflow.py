@@ -357,3 +357,45 @@ def test_generative_on_the_rule_equals_inprocess(base, gen_inputs, tmp_path, sta
         assert comp["values"]["n_virtual"] == g["savae"]["n_virtual"]
     elif stage != "radialgan":  # FedAvg: rounds capped at 2
         assert res["result"][res["result"].output == "rounds.round"].deployed.tolist() == [1, 2]
+
+
+@pytest.fixture(scope="module")
+def hac_inputs(tmp_path_factory):
+    """A small cohort as the data stage writes it: sf / vst matrices and obs.tsv's regions."""
+    root = tmp_path_factory.mktemp("hac")
+    g = np.random.default_rng(3)
+    ids = pd.Index([f"s{i:03d}" for i in range(60)], name="sample_id")
+    centre = np.repeat(["r0", "r1", "r2"], [24, 20, 16])
+    x = g.normal(size=(60, 30)) + (np.arange(60) % 3)[:, None]
+    out = {"obs": str(root / "obs.tsv")}
+    write_table(out["obs"], pd.DataFrame({"center": centre}, index=ids))
+    for prep, m in (("sf", np.exp(x)), ("vst", x)):
+        out[prep] = str(root / f"{prep}.parquet")
+        write_table(out[prep], pd.DataFrame(m, index=ids, columns=[f"g{j}" for j in range(30)]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["SIMA/projection/vst-cityblock-geometric-run0", "SIMA/gradual/vst-euclidean-average",
+     "SIMB/simultaneous/ward"],
+)  # fmt: skip
+def test_hac_unit_on_the_rule_equals_the_workflows_functions(base, hac_inputs, tmp_path, unit):
+    """A HAC unit of the workflow on the deployment rule: the deployed run equals in-process
+    and the workflow's own function (projection_clustering / gradual_sharing; simultaneous:
+    the centres that took part)."""
+    cfg = _config(base, "hac", unit)
+    cohort, variant, _ = unit.split("/")
+    prep = "sf" if variant == "simultaneous" else "vst"
+    assert deployrun.inputs(cfg, "hac") == {
+        prep: f"results/data/rnaseq/{cohort}/{prep}.parquet",
+        "obs": f"results/data/rnaseq/{cohort}/obs.tsv",
+    }
+    res, comp = _execute(cfg, "hac", {prep: hac_inputs[prep], "obs": hac_inputs["obs"]}, tmp_path)
+    assert comp["equal_to_workflow"] is True, comp["equal_to_workflow_by_output"]
+    assert comp["unit"] == unit and comp["centres"] == ["center0", "center1", "center2"]
+    if variant == "projection":  # the server names the sketch and the run, never Q's seed
+        led = res["ledger"]
+        assert set(led[led.sender == "server"].fields) == {"dtype,k,kind,run"}
+    with pytest.raises(ConfigError, match="not a unit of the config"):
+        _config(base, "hac", f"{cohort}/{variant}/nope")

@@ -278,3 +278,52 @@ def test_inprocess_proxy_tells_a_centre_ahead_and_records_as_before():
              Protocol("t_ping_req", {"x": "metadata"}))  # fmt: skip
     assert told[4:] == [("a", "ping", 2), ("b", "ping", 2)]
     assert list(led.table().kind[4:]) == ["ping_request", "ping"] * 2
+
+
+def test_inprocess_answer_is_copied_and_checked_once_at_the_centre(monkeypatch):
+    """Issue 30 B.6: a centre's answer is copied and checked by its guard, and the ledger
+    records that very copy (no second copy and check) when the guard checked it against the
+    server's protocol; the server still shares no array with the centre. A centre that declares
+    its own, looser protocol gets its answer checked again by the ledger against the server's."""
+    from fedclust.federation import LedgerClientProxy, guard
+    from fedclust.federation import ledger as ledger_mod
+
+    calls: list[str] = []
+    real = ledger_mod.check_disclosure
+
+    def counting(message, protocol, center, from_server=False):
+        calls.append("server" if from_server else "centre")
+        return real(message, protocol, center, from_server)
+
+    monkeypatch.setattr(ledger_mod, "check_disclosure", counting)
+    monkeypatch.setattr(guard, "check_disclosure", counting)
+    sums = Protocol("t_once_sums", {"s": "aggregate", "n": "count"}, min_samples=5)
+    request = Protocol("t_once_req", {"x": "metadata"})
+
+    class Centre:
+        n_samples = 8
+        cid = "a"
+
+        def __init__(self):
+            self.s = np.arange(3.0)
+
+        def sums(self, parameters, config):
+            return {"s": self.s, "n": 8}
+
+    centre = Centre()
+    led = Ledger()
+    proxy = LedgerClientProxy("a", centre, led)
+    out = proxy.call("sums", {"x": 1}, 1, "sums", sums, request)
+    assert calls == ["server", "centre"]  # the request, then the answer once (at the centre)
+    assert out["s"] is not centre.s and np.shares_memory(out["s"], centre.s) is False
+    centre.s[0] = 99.0
+    assert out["s"][0] == 0.0 and list(led.table().kind) == ["sums_request", "sums"]
+    # the centre's own declaration (floor 1) differs from the server's (floor 5): both check
+    calls.clear()
+    centre.n_samples, centre.s = 3, np.arange(3.0)
+    centre.sums = lambda parameters, config: {"s": centre.s, "n": 3}
+    centre.protocols = {"sums": Protocol("t_once_sums", {"s": "aggregate", "n": "count"})}
+    centre.disclosure = guard.DisclosurePolicy(nfilter_subset=1)
+    with pytest.raises(DisclosureError, match="min-samples>=5"):
+        proxy.call("sums", {"x": 1}, 1, "sums", sums, request)
+    assert calls == ["server", "centre", "centre"]

@@ -122,8 +122,8 @@ def test_survival_local_model_too_small_abstains():
     abstains (the ledger says so) and the ensemble is the other centres' models, reweighted."""
 
     class Tiny(S.SurvivalClient):
-        def fit_local(self, init, hp):
-            return super().fit_local(init, hp)[0], 1
+        def local_model(self, init, hp):
+            return {**super().local_model(init, hp), "n": 1}
 
     clients = _survival_clients()
     clients[0] = _survival_clients(Tiny)[0]

@@ -5,18 +5,19 @@ installation, no activated venv — and one SuperNode per centre holding only th
 folder. Stages run on the session, each equal bit for bit to the same stage in-process with the
 centres built from the same files, with the fewest round trips that carry its protocol: DEC
 stages A–C, survival Weights Averaging, heart FL, cyclic XGBoost-style boosting, hierarchical
-PVI, SAVAE's FedAvg, HAC simultaneous sharing and FedCRef; every other deployable stage
-(fedprep, fedprep_tables mds / heart, radialgan, savae_virtual, dgd, survival_km,
-survival_coxph, HAC gradual / perturbation / genewise) runs the same way on a session of its own
-in tests/test_flower_deploy_stages.py (so that ``pytest -n 2 --dist loadfile`` can put the two
-files on two workers), consensus ADMM in tests/test_deployment_rule.py (the workflow's rule
-deploying it with the same recipe). Then a centre that fails, a SuperNode killed mid-run under
-a FedAvg protocol with ``min_available`` (the run goes on, the ledger records the drop) and
-under an exact protocol (the run stops naming the site and the round), and a SuperNode with
-``--trusted-entities`` refusing an unsigned app bundle. The sessions' SuperNodes poll the
-SuperLink every 0.25 s instead of Flower's hard-coded 3 s (:mod:`fedclust.flower.supernode`;
-where a round trip's time goes: README, "Flower deployment"); the ten-SuperNode test runs the
-stock ``flower-supernode``. Every process is killed at the end."""
+PVI, SAVAE's FedAvg, HAC simultaneous sharing and random projections, FedCRef; every other
+deployable stage (fedprep, fedprep_tables mds / heart, radialgan, savae_virtual, dgd,
+survival_km, survival_coxph, HAC gradual / perturbation / genewise) runs the same way on a
+session of its own in tests/test_flower_deploy_stages.py (so that ``pytest -n 2 --dist
+loadfile`` can put the two files on two workers), consensus ADMM in
+tests/test_deployment_rule.py (the workflow's rule deploying it with the same recipe). Then a
+centre that fails, a SuperNode killed mid-run under a FedAvg protocol with ``min_available``
+(the run goes on, the ledger records the drop) and under an exact protocol (the run stops naming
+the site and the round), and a SuperNode with ``--trusted-entities`` refusing an unsigned app
+bundle. The sessions' SuperNodes poll the SuperLink every 0.25 s instead of Flower's hard-coded
+3 s (:mod:`fedclust.flower.supernode`; where a round trip's time goes: README, "Flower
+deployment"); the ten-SuperNode test runs the stock ``flower-supernode``. Every process is
+killed at the end."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ if not (shutil.which("openssl") and shutil.which("ssh-keygen")):  # pragma: no c
     pytest.skip("the secure recipe needs openssl and ssh-keygen", allow_module_level=True)
 
 from test_deployment import (
+    HAC_OPT_IN,
     HEART,
     SURVIVAL,
     _sent,
@@ -90,6 +92,11 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     savae, savae_params, _ = savae_centres(third=True, rounds=1, local_epochs=1)
     deployment.write_centres(deployment.get("savae"), savae, root, folders)
     hac, hac_params, _ = hac_centres()  # the third site abstains (below its floor)
+    from fedclust.hac.deployment import params_from_config
+
+    for c in hac:  # the sites also opt in to random projections (one round trip, k = 4)
+        c.disclosure = DisclosurePolicy(allow_per_sample=HAC_OPT_IN + ("hac.projection",))
+    hac_projection = params_from_config(1, "average", variant="projection", k=4, run=0)
     deployment.write_centres(deployment.get("hac"), hac, root, folders)
     fedcref, fedcref_params = fedcref_centres(3)
     deployment.write_centres(deployment.get("fedcref"), fedcref, root, folders)
@@ -100,8 +107,8 @@ def site(tmp_path_factory, dec_toy_cfg, toy_blobs):
     params = {"dec": dec_params, "survival": {**SURVIVAL, "hp": {**SURVIVAL["hp"], "fe": 1}},
               "heart": {**HEART, "rounds": 1}, "boosting": boosting_params,
               "bayes": bayes_params, "savae": savae_params, "hac": hac_params,
-              "fedcref": fedcref_params}  # fmt: skip
-    return root, folders, params, {"hac": ("hac", hac)}
+              "hac_projection": hac_projection, "fedcref": fedcref_params}  # fmt: skip
+    return root, folders, params, {"hac": ("hac", hac), "hac_projection": ("hac", hac)}
 
 
 def more_stages(root, folders) -> tuple[dict, dict]:
@@ -237,7 +244,8 @@ def check_case(fed: LocalFederation, site: tuple, case: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "case", ["dec", "survival", "heart", "boosting", "bayes", "savae", "hac", "fedcref"]
+    "case",
+    ["dec", "survival", "heart", "boosting", "bayes", "savae", "hac", "hac_projection", "fedcref"],
 )
 def test_stage_on_the_deployment_equals_inprocess(fed, site, case):
     check_case(fed, site, case)

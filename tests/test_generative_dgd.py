@@ -14,6 +14,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from fedclust.federation import Ledger, federate
+from fedclust.federation.disclosure import DisclosurePolicy
 from fedclust.generative import data as D
 from fedclust.generative import dgd as G
 from fedclust.generative import experiment as X
@@ -128,7 +129,10 @@ def test_one_centre_federated_dgd_equals_pooled_exactly():
     x[3, 2] = np.nan
     spec = L.FeatureSpec.all("gaussian", x.shape[1])
     build = _build(spec)
-    centre = DgdCentre("c0", x, D.observed(x), spec, build, TRAIN, seed=9, min_samples=3)
+    # no privacy constraint: floor 1 (the decoder's per-unit floor withholds nothing)
+    centre = DgdCentre("c0", x, D.observed(x), spec, build, TRAIN, seed=9, min_samples=3,
+                       disclosure=DisclosurePolicy(nfilter_subset=1))  # fmt: skip
+    centre.min_samples = 1
     led = Ledger()
     params, _ = federate(
         [centre],
@@ -152,7 +156,11 @@ def test_representations_never_cross_the_boundary():
     for n in (20, 45):
         x, _ = _data(n, seed=n)
         led = Ledger()
-        c = DgdCentre("c0", x, D.observed(x), spec, build, TRAIN, seed=1, min_samples=3)
+        # floor 1: the per-unit floor's units_withheld (one metadata count, only when > 0)
+        # stays out of the size comparison (test_the_decoder_units_below_the_floor_are_withheld)
+        c = DgdCentre("c0", x, D.observed(x), spec, build, TRAIN, seed=1, min_samples=3,
+                      disclosure=DisclosurePolicy(nfilter_subset=1))  # fmt: skip
+        c.min_samples = 1
         federate(
             [c],
             lambda px: S.federated_training(
@@ -227,3 +235,25 @@ def test_small_dgd_experiment_runs_every_arm(tmp_path):
     assert out["info"]["abstaining"] == ["C"]
     assert np.isfinite(m["value"]).all()
     assert out["info"]["dgd_parameters"] < out["info"]["vae_parameters"]  # no encoder
+
+
+@pytest.mark.parametrize("floor", [1, 20])
+def test_the_decoder_units_below_the_floor_are_withheld(floor):
+    """The per-unit floor (:mod:`fedclust.federation.unit_floor`) on the decoder: with the floor
+    at the centre's size every hidden unit some but not all of its samples reached keeps the
+    received weights and the update says how many; at floor 1 nothing is withheld."""
+    x, _ = _data(20, seed=2)
+    spec = L.FeatureSpec.all("gaussian", x.shape[1])
+    build = _build(spec)
+    c = DgdCentre("c0", x, D.observed(x), spec, build, TRAIN, seed=1, min_samples=1,
+                  disclosure=DisclosurePolicy(nfilter_subset=floor))  # fmt: skip
+    c.standardise_locally()
+    p0 = get_parameters(build())
+    p1, n, metrics = c.fit(p0, {"epochs": 2})
+    assert n == 20
+    if floor == 1:
+        assert "units_withheld" not in metrics and c.units_withheld == 0
+    else:
+        assert metrics["units_withheld"] == c.units_withheld > 0
+        kept = np.all(p0[0] == p1[0], axis=1)  # the decoder's first layer: rows kept as sent
+        assert kept.any()

@@ -8,6 +8,7 @@ import pytest
 from scipy.spatial.distance import pdist
 
 from fedclust.federation import Ledger
+from fedclust.hac import projection as P
 from fedclust.hac.federated import (
     center_sketch,
     perturbation_clustering,
@@ -18,6 +19,7 @@ from fedclust.hac.projection import (
     BLOCK_ROWS,
     orthogonal_transform,
     project_centers,
+    project_own,
     projection_blocks,
     projection_matrix,
     sparse_s,
@@ -49,6 +51,32 @@ def test_streamed_blocks_equal_full_matrix_and_per_center_projection(xc, kind):
         if kind != "cauchy":
             ref = center_sketch(part, "euclidean", 7, 11, x.shape[1], kind=kind, dtype="float64")
             np.testing.assert_array_equal(ref["y"], y)
+
+
+@pytest.mark.parametrize(("kind", "dtype", "threads"),
+                         [("gaussian", "float32", 1), ("gaussian", "float64", 2),
+                          ("sparse", "float32", 1), ("cauchy", "float64", 2)])  # fmt: skip
+def test_each_centre_drawing_q_itself_is_its_row_of_the_simulation_and_draws_once(
+    xc, kind, dtype, threads, monkeypatch
+):
+    """A centre's own X Q (Q drawn by the centre from the shared seed) is bit for bit its row of
+    project_centers (Q drawn once for all); the centres of one process share the drawn blocks:
+    each block is drawn once, whatever the number of centres; beyond CACHE_BYTES each centre
+    streams Q again (same numbers)."""
+    x, c = xc
+    parts = [x[c == k] for k in range(4)]
+    ref = project_centers(parts, 6, kind, 5, dtype, threads=threads)
+    drawn = []
+    real = P._block_b
+    monkeypatch.setattr(P, "_block_b", lambda *a, **k: drawn.append(a[-1]) or real(*a, **k))
+    P._SHARED.clear()
+    for part, y in zip(parts, ref, strict=True):
+        assert np.array_equal(project_own(part, 6, kind, 5, dtype, threads=threads), y)
+    assert sorted(drawn) == list(range(-(-x.shape[1] // BLOCK_ROWS)))  # once per block
+    monkeypatch.setattr(P, "CACHE_BYTES", 0)
+    drawn.clear()
+    assert np.array_equal(project_own(parts[0], 6, kind, 5, dtype, threads=threads), ref[0])
+    assert len(drawn) == -(-x.shape[1] // BLOCK_ROWS)
 
 
 def test_threaded_blocks_equal_sequential(xc):
@@ -98,8 +126,12 @@ def test_projection_ledger_counts_each_center(xc):
     x, c = xc
     led = Ledger()
     parts = [x[c == k] for k in range(4)]
-    projection_clustering(parts, "ward", "euclidean", 25, 1, ledger=led)
-    assert led.n_messages == 4 and led.n_floats == 25 * len(x)
+    projection_clustering(parts, "ward", "euclidean", 25, 1, ledger=led, run=3)
+    t = led.messages()
+    up, down = t[t["sender"] != "server"], t[t["sender"] == "server"]
+    assert len(up) == 4 and up["floats"].sum() == 25 * len(x)
+    # the server's request names the sketch and the run, never Q's seed (each site derives it)
+    assert set(down["fields"]) == {"dtype,k,kind,run"}
 
 
 @pytest.mark.parametrize("p", [None, 9001, 10000])

@@ -227,10 +227,11 @@ def test_gradual_centroid_below_nmin_is_refused():
 def test_gradual_parties_hold_only_their_part(data):
     """Centers hold their own block; the server's state is global × global (≤ n/n_min)."""
     from fedclust.hac import gradual as gr
+    from fedclust.hac.gradual_state import GradualCenter
 
     x, c = data
     seen = {}
-    orig_c, orig_s = gr.GradualCenter.__init__, gr.GradualServer.__init__
+    orig_c, orig_s = GradualCenter.__init__, gr.GradualServer.__init__
 
     def spy_c(self, k, slots, xk, pub, cfg, *rest):
         orig_c(self, k, slots, xk, pub, cfg, *rest)
@@ -240,11 +241,11 @@ def test_gradual_parties_hold_only_their_part(data):
         orig_s(self, pub, cfg)
         seen["server"] = self
 
-    gr.GradualCenter.__init__, gr.GradualServer.__init__ = spy_c, spy_s
+    GradualCenter.__init__, gr.GradualServer.__init__ = spy_c, spy_s
     try:
         gr.gradual_sharing(x, c, 6, "single")
     finally:
-        gr.GradualCenter.__init__, gr.GradualServer.__init__ = orig_c, orig_s
+        GradualCenter.__init__, gr.GradualServer.__init__ = orig_c, orig_s
     for k, cen in enumerate(seen["centers"]):
         np.testing.assert_array_equal(cen.x, x[c == k])
         assert cen.d.shape == ((c == k).sum(), (c == k).sum() + len(x) // 6)
@@ -358,6 +359,22 @@ def test_simultaneous_sharing_on_flower_simulation_equals_inprocess(data):
     zb, ib = simultaneous_run(blocks, 4, "complete", ledger=lb, seed=3, transport=sim)
     assert np.array_equal(za, zb) and np.array_equal(ia, ib)
     pd.testing.assert_frame_equal(la.table(), lb.table())
+
+
+def test_projection_table_on_flower_simulation_equals_inprocess(data):
+    """hac_projection's table with federation.engine: flower-simulation: each centre behind a
+    ClientApp draws Q itself; the same numbers (timings aside) and counts as in-process."""
+    pytest.importorskip("flwr")
+    from fedclust.hac.experiments import projection_table
+    from fedclust.transports import get
+
+    x, c = data
+    kw = {"linkages": ["average", "ward"], "metric": "euclidean", "sketch_sizes": [4, 8],
+          "seeds": 2, "base_seed": 3, "k_max": 5}  # fmt: skip
+    a = projection_table(x, c, **kw).drop(columns="seconds")
+    b = projection_table(x, c, **kw, transport=get("flower-simulation")).drop(columns="seconds")
+    pd.testing.assert_frame_equal(a, b)
+    assert list(a.messages.unique()) == [3]  # the centres' sketches, not the requests
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])

@@ -76,17 +76,6 @@ KNOWN_CYCLES = {
     ): "config.validate_config runs the stages' config-time checks (the KNOWN config -> stage "
     "edges), whose modules use config's helpers (data_mirror, check_name, defaults_at); removed "
     "with those edges",
-    frozenset(
-        {
-            "fedclust.hac.centre",
-            "fedclust.hac.federated",
-            "fedclust.hac.gradual",
-            "fedclust.hac.gradual_centre",
-        }
-    ): "function-local imports only (no import-time cycle): HacCentre (centre) mixes in the "
-    "gradual side (gradual_centre), which uses gradual.py's state classes, and the server "
-    "modules (gradual, federated) build HacCentre; removed by moving _Public / GradualCenter "
-    "into their own module and center_perturb / centred_rows to the centre side",
 }
 
 

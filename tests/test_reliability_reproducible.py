@@ -80,6 +80,7 @@ def tiny_config(repo) -> dict:
                clustering={**d62["clustering"], "epochs": 2})  # fmt: skip
     d62["hdp"]["enabled"] = False
     cfg["decentral"].update(splits=["hospitals"], rounds=1)
+    cfg["decentral"]["centralized"]["best_epochs"] = 2  # 38 epochs: the second costliest job
     adm = cfg["admm"]
     adm["max_iter"] = 20
     adm["tasks"] = {
@@ -98,6 +99,9 @@ def tiny_config(repo) -> dict:
     f["experiments"]["exp2"]["dirtiness"] = [0.3]
     f["experiments"]["exp3"]["overlap"] = [0.0]
     f["experiments"]["exp4"]["n_clients"] = [3]
+    # the θ-vs-S study trained 10 AEs of 20 epochs at S = 24, 60 and 500 (the run's costliest
+    # job): one size, one epoch still runs fedcref_size end to end (issue 30 B.6)
+    f["size_study"].update(sizes=[24], autoencoder={"epochs": 1, "batch_size": 32, "patience": 1})
     s = cfg["survival"]
     # 450 training patients, 38 covariates: 150 a centre, so nfilter_glm 0.33 lets the Cox sums out
     s.update(source="simulated", simulate_n=600, min_carriers=60, repetitions=1, n_centres=3,
@@ -111,7 +115,8 @@ def tiny_config(repo) -> dict:
     b["train"].update(epochs=1, mc_test=2)
     b["baselines"] = ["sgd"]
     bf = b["federated"]
-    bf.update(n_clients=3, model={**bf["model"], "hidden": [8]})
+    bf.update(n_clients=3, model={**bf["model"], "hidden": [8]},
+              splits={"iid": bf["splits"]["iid"]})  # the headline unit's split  # fmt: skip
     bf["local"].update(epochs=1, mc_test=2)
     for method in bf["methods"].values():
         method["rounds"] = 1

@@ -34,7 +34,7 @@ from .errors import ConfigError
 #: the stages with a workflow hook (``DeployedStage.workflow``), in the rule's order
 STAGES = ("admm", "boosting", "survival", "survival_km", "survival_coxph", "heart", "dec",
           "fedprep_tables", "fedprep", "fedcref", "bayes", "savae", "radialgan",
-          "dgd", "savae_virtual")  # fmt: skip
+          "dgd", "savae_virtual", "hac")  # fmt: skip
 ENGINES = ("localhost", "apps", "inprocess")
 #: the ledger's columns compared and written (the deployment's ledger adds the arrival time)
 LEDGER = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats"]

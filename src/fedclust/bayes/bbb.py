@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import ConfigError
+from ..federation import unit_floor
 
 LOG_2PI = math.log(2 * math.pi)
 KL_WEIGHTINGS = ("uniform", "blundell")
@@ -397,8 +398,8 @@ def fit_deterministic(
             loss = F.cross_entropy(logits, y[idx], reduction="sum")
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            for t, z in zip(touched or (), pre or (), strict=True):
-                t[idx] |= z.grad != 0
+            if touched is not None:
+                unit_floor.mark(touched, idx, pre or ())
             opt.step()
             tot = tot + loss.detach()
             correct += (logits.argmax(1) == y[idx]).sum()

@@ -10,8 +10,8 @@ answers the server's ``fit(parameters, config)`` with a message or :class:`Absta
 - :class:`FedAvgCentre` — a deterministic network trained locally from the global weights.
 
 Disclosure floor: ``min_samples`` is the centre's own setting; below it the centre abstains.
-The FedAvg centre also applies it per hidden unit (:mod:`.unit_floor`): a unit that fewer
-images reached keeps the weights the centre received.
+The FedAvg centre also applies it per hidden unit (:mod:`fedclust.federation.unit_floor`): a
+unit that fewer images reached keeps the weights the centre received.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedclust.federation import Abstain
+from fedclust.federation import Abstain, unit_floor
 from fedclust.federation.guard import centre_policy
 
-from . import bbb, unit_floor
+from . import bbb
 from . import pvi as P
 
 
@@ -211,9 +211,9 @@ class ConjugateCentre:
 class FedAvgCentre:
     """A deterministic network (SGD on the summed cross-entropy) trained from the global
     weights for ``config['epochs']`` epochs (FedAvg's local step). A hidden unit that
-    0 < m < floor of its images reached is withheld (:mod:`.unit_floor`; floor = max(
-    ``min_samples``, its disclosure policy's ``nfilter_subset``)); the message then says how
-    many (``units_withheld``)."""
+    0 < m < floor of its images reached is withheld (:mod:`fedclust.federation.unit_floor`;
+    floor = max(``min_samples``, its disclosure policy's ``nfilter_subset``)); the message then
+    says how many (``units_withheld``)."""
 
     cid: str
     index: int
@@ -226,7 +226,7 @@ class FedAvgCentre:
     seed: int
     min_samples: int = 3
     device: str = "cpu"
-    units_withheld: int = 0  # over all its rounds (:mod:`.unit_floor`)
+    units_withheld: int = 0  # over all its rounds (fedclust.federation.unit_floor)
 
     def __post_init__(self) -> None:
         self.n_train = len(self.y)
@@ -241,7 +241,7 @@ class FedAvgCentre:
         received = torch.as_tensor(np.asarray(parameters[0]), device=self.device)
         w = received.clone()
         d = self.data
-        touched = unit_floor.hidden_units(self.layout, self.n_train, d.x.device)
+        touched = unit_floor.hidden_units(self.layout.sizes[1:-1], self.n_train, d.x.device)
         recs = bbb.fit_deterministic(
             w,
             d.x,
@@ -253,7 +253,9 @@ class FedAvgCentre:
             touched=touched,
         )
         floor = centre_policy(self).floor(self.min_samples)
-        withheld = unit_floor.withhold(w, received, self.layout, touched, floor)
+        withheld = unit_floor.withhold(
+            self.layout.split(w), self.layout.split(received), touched, floor
+        )
         self.units_withheld += withheld
         test_acc = float("nan")
         if len(self.y_test):

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from fedclust.deployment import (
     DeployedStage,
@@ -124,7 +123,7 @@ def serve(proxies: Sequence[Any], params: Mapping[str, Any],
     run = server.serve(strategy, initial, int(params["rounds"]), config, protocol,
                        label=str(params.get("unit", "")))  # fmt: skip
     final, records = run(list(proxies))
-    return {"eta": [np.asarray(a) for a in final], "rounds": pd.DataFrame(records)}
+    return {"eta": [np.asarray(a) for a in final], "rounds": server.rounds_table(records)}
 
 
 # ---------------------------------------------------------------- the workflow's rule

@@ -270,9 +270,7 @@ def run_federated_unit(
         label=unit,
     )
     _, records = federate(centres, serve, ledger=ledger, transport=transport)
-    rounds = pd.DataFrame(records)
-    if "units_withheld" in rounds:  # present only when some FedAvg centre withheld a unit
-        rounds["units_withheld"] = rounds["units_withheld"].fillna(0).astype(int)
+    rounds = server.rounds_table(records)
     last = rounds.iloc[-1]
     result = {
         **base,

@@ -11,7 +11,7 @@ centre). Built per run because the sample-count floor is the run's ``min_samples
 - ``bayes_fedavg_fit``: FedAvg of deterministic networks: the weights, the same counts and
   metrics, and ``units_withheld`` (``metadata``, only when > 0): how many hidden units the
   centre reset to the received weights because fewer images than its floor reached them
-  (:mod:`.unit_floor`).
+  (:mod:`fedclust.federation.unit_floor`).
 """
 
 from __future__ import annotations

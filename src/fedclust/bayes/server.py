@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from fedclust.errors import ConfigError
 from fedclust.federation import Protocol, Strategy, run_rounds
@@ -118,6 +119,15 @@ class Scheduled(Strategy):
             rec["units_withheld"] = int(sum(m.get("units_withheld", 0) for m in met))
         self.records.append(rec)
         return out
+
+
+def rounds_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """The per-round records as a table; ``units_withheld`` (present only when some FedAvg
+    centre withheld a unit, :mod:`.unit_floor`) counts 0 in the rounds where none did."""
+    rounds = pd.DataFrame(records)
+    if "units_withheld" in rounds:
+        rounds["units_withheld"] = rounds["units_withheld"].fillna(0).astype(int)
+    return rounds
 
 
 def serve(

@@ -19,7 +19,7 @@ from typing import Protocol as TypingProtocol
 
 from .abstain import Abstain
 from .calls import call_all
-from .guard import reply
+from .guard import answer
 from .ledger import Ledger, Message, Protocol
 from .privacy import PrivacySettings, PrivateRounds
 from .privacy import current as current_privacy
@@ -61,7 +61,10 @@ class LedgerClientProxy:
     """Flower's ``ClientProxy`` with the ledger as transport: every call's arguments travel
     server → center and its answer center → server through :meth:`Ledger.send`. The centre's
     side of each exchange is :func:`.guard.reply` (its own protocol, its own disclosure policy,
-    checked before the answer leaves it); a refusal is recorded as an abstention."""
+    checked before the answer leaves it); a refusal is recorded as an abstention. An answer
+    the guard checked against the very protocol the server expects, and made a plain copy of
+    that nothing else holds (:func:`.guard.answer`: a :class:`.ledger.Checked`), is recorded by
+    the ledger without a second copy and check; any other answer is copied and checked again."""
 
     cid: str
     client: Any
@@ -92,7 +95,7 @@ class LedgerClientProxy:
     ) -> tuple[NDArrays, int, dict] | None:  # fmt: skip
         down = self.ledger.send(SERVER, self.cid, {"parameters": parameters}, server_round,
                                 f"{kind}_global", protocol=protocol, downlink=True)  # fmt: skip
-        out = reply(self.client, "fit", down["parameters"], config, protocol)
+        out = answer(self.client, "fit", down["parameters"], config, protocol)
         if isinstance(out, Abstain):
             self.ledger.abstain(self.cid, server_round, protocol, out.reason)
             return None
@@ -111,7 +114,7 @@ class LedgerClientProxy:
         down = self.ledger.send(SERVER, self.cid, server_msg, server_round, f"{kind}_request",
                                 protocol=down_protocol, downlink=True)  # fmt: skip
         params = down.pop("parameters", None)
-        out = reply(self.client, method, params, down, protocol)
+        out = answer(self.client, method, params, down, protocol)
         if isinstance(out, Abstain):
             self.ledger.abstain(self.cid, server_round, protocol, out.reason)
             return None

@@ -21,7 +21,7 @@ from fedclust.errors import DisclosureError, InputDataError
 from . import secagg
 from .abstain import Abstain
 from .disclosure import DEFAULT_POLICY, DisclosurePolicy, check_outgoing, configured_policy
-from .ledger import REGISTRY, Message, Protocol, check_disclosure, snapshot
+from .ledger import REGISTRY, Checked, Message, Protocol, check_disclosure, snapshot
 from .privacy import pop_instruction, privatise
 
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)?(?:e[-+]?\d+)?")
@@ -85,6 +85,18 @@ def reply(
     The core's secure-aggregation methods (:data:`.secagg.CONTROL`) are answered here; a
     request's privacy instruction (:mod:`.privacy`) is applied to the checked message (clip,
     weight, mask) and never reaches the method."""
+    out = answer(centre, method, parameters, config, protocol)
+    return dict(out) if type(out) is Checked else out
+
+
+def answer(
+    centre: Any, method: str, parameters: Any, config: Mapping[str, Any],
+    protocol: Protocol | str | None,
+) -> Message | Abstain:  # fmt: skip
+    """:func:`reply` for the in-process proxy: an answer that is the checked plain copy itself
+    (made here, never seen by the method, unchanged by the privacy step) comes as a
+    :class:`.ledger.Checked` carrying the protocol it was checked against, which
+    :meth:`.ledger.Ledger.send` records without copying and checking it a second time."""
     cid, policy = centre_name(centre), centre_policy(centre)
     if method in secagg.CONTROL:
         return _control(centre, cid, method, config, policy)
@@ -106,13 +118,17 @@ def reply(
         check_disclosure(snap, proto, cid)
         check_outgoing(snap, proto, policy, cid, getattr(centre, "n_samples", None))
     except DisclosureError as err:
-        return Abstain(sanitise(f"refused by the centre's disclosure check: {err.rule}", policy))
+        refused = f"refused by the centre's disclosure check: {err.rule}"
+        return Abstain(sanitise(refused, policy))
     try:
-        return privatise(centre, cid, snap, proto, parameters, instruction)
+        sent = privatise(centre, cid, snap, proto, parameters, instruction)
     except DisclosureError as err:
-        return Abstain(sanitise(f"refused by the centre's privacy settings: {err.rule}", policy))
+        refused = f"refused by the centre's privacy settings: {err.rule}"
+        return Abstain(sanitise(refused, policy))
     except InputDataError as err:
-        return Abstain(sanitise(f"cannot encode for secure aggregation: {err.where}", policy))
+        refused = f"cannot encode for secure aggregation: {err.where}"
+        return Abstain(sanitise(refused, policy))
+    return Checked(sent, proto) if sent is snap else sent
 
 
 def _control(

@@ -242,19 +242,28 @@ def snapshot(message: Any, protocol: Protocol | None, sender: str) -> Message:
     }
 
 
+def _small_integers(v: np.ndarray) -> bool:
+    """Every entry of a numeric (``biuf``) array a whole number below :data:`METADATA_MAX_INT`
+    in absolute value (``np.abs(v).max() < METADATA_MAX_INT`` as numpy computes it: an int64
+    array always passes; a bool array holds flags, no magnitude to bound), with array methods:
+    metadata arrays are small and many."""
+    if v.size == 0 or v.dtype.kind in "bi":
+        return True
+    if v.dtype.kind == "u":
+        return bool(v.max() < METADATA_MAX_INT)
+    return bool(
+        np.isfinite(v).all() and (v == np.round(v)).all() and np.abs(v).max() < METADATA_MAX_INT
+    )
+
+
 def _check_metadata(key: str, value: Any, center: str, protocol: str) -> None:
     """Metadata are labels and settings: short strings, small integers (and lists of them)."""
     for v in value if isinstance(value, list | tuple) else [value]:
         if isinstance(v, np.ndarray):
-            if v.dtype.kind in "US" and all(len(str(x)) <= METADATA_MAX_STRING for x in v.ravel()):
+            dk = v.dtype.kind
+            if dk in "US" and all(len(str(x)) <= METADATA_MAX_STRING for x in v.ravel()):
                 continue
-            if v.dtype.kind == "b":  # flags (a bool array has no magnitude to bound)
-                continue
-            if v.dtype.kind in "biuf" and (
-                v.size == 0
-                or (np.all(np.isfinite(v)) and np.all(v == np.round(v))
-                    and np.abs(v).max() < METADATA_MAX_INT)
-            ):  # ids and settings (an id array may be stored as floats)  # fmt: skip
+            if dk in "biuf" and _small_integers(v):  # ids, settings, flags (floats too)
                 continue
         elif v is None or isinstance(v, bool):
             continue
@@ -298,13 +307,13 @@ def check_disclosure(message: Mapping[str, Any], protocol: Protocol, center: str
                      from_server: bool = False) -> None:  # fmt: skip
     """Raise :class:`DisclosureError` unless ``message`` obeys ``protocol`` (module docstring)."""
     name = protocol.name
-    undeclared = sorted(k for k in message if protocol.kind(k) is None)
+    kinds = {k: protocol.kind(k) for k in message}
+    undeclared = sorted(k for k, kind in kinds.items() if kind is None)
     if undeclared:
         raise _violation(
             f"undeclared field(s) {undeclared}; protocol declares {sorted(protocol.fields)}",
             center, name, "declared-fields-only",
         )  # fmt: skip
-    kinds = {k: protocol.kind(k) for k in message}
     for k, kind in kinds.items():
         if kind == "per_sample" and not protocol.per_sample:
             raise _violation(
@@ -356,6 +365,19 @@ def check_disclosure(message: Mapping[str, Any], protocol: Protocol, center: str
         )  # fmt: skip
 
 
+class Checked(dict):
+    """A centre's answer as its guard checked it (:func:`.guard.answer`): the plain copy
+    :func:`snapshot` made, which passed :func:`check_disclosure` as a centre's message against
+    ``protocol``. :meth:`Ledger.send` records it without a second copy and check when it is
+    sent centre → server under an equal protocol."""
+
+    __slots__ = ("protocol",)
+
+    def __init__(self, message: Message, protocol: Protocol) -> None:
+        super().__init__(message)
+        self.protocol = protocol
+
+
 # ---------------------------------------------------------------- the ledger
 TABLE_COLUMNS = ["round", "sender", "receiver", "kind", "protocol", "fields", "floats", "reason"]
 
@@ -391,6 +413,15 @@ class Ledger:
         ``downlink=True``: the server re-distributes aggregates it already received (the
         sample-count rules do not apply). ``None`` keeps the historic rule (a sender listed in
         ``servers`` is the server); client proxies always say which direction a message goes.
+
+        A :class:`Checked` message (only :func:`.guard.answer` makes them: the plain copy the
+        centre's guard made of its answer, which nothing else holds, checked with
+        :func:`check_disclosure` as a centre's message against ``Checked.protocol``) whose
+        protocol equals the one this send applies (a centre may build its own declaration of
+        the server's protocols, :func:`.guard.resolve_protocol`), sent centre → server, is
+        recorded and returned as a plain dict of its values: the same check on the same values
+        cannot fail differently (issue 30 B.6: one copy and check per answer instead of two).
+        Any other message is copied and checked.
         """
         proto = protocol if protocol is not None else self.protocol
         if proto is None:
@@ -403,9 +434,11 @@ class Ledger:
         if isinstance(message, Mapping) and SECAGG_FIELD in message:
             proto = masked_protocol(proto)  # a secure-aggregation share of a proto message
         pname = proto.name
-        out = snapshot(message, proto, sender)
         from_server = (sender in self.servers) if downlink is None else bool(downlink)
-        if proto is not None:
+        if type(message) is Checked and message.protocol == proto and not from_server:
+            out = dict(message)  # the guard's checked copy (docstring)
+        else:
+            out = snapshot(message, proto, sender)
             check_disclosure(out, proto, sender, from_server)
         self.records.append(
             {

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedclust.federation import Abstain
+from fedclust.federation import Abstain, unit_floor
 from fedclust.federation.disclosure import DisclosurePolicy
+from fedclust.federation.guard import centre_policy
 
 from . import data as D
 from . import dgd, savae
@@ -213,7 +214,11 @@ class SavaeCentre(_Centre):
 
 class DgdCentre(_Centre):
     """A DGD centre: its samples, its own representations and their optimiser (never sent), a
-    local copy of the decoder + mixture replaced by the server's parameters every round."""
+    local copy of the decoder + mixture replaced by the server's parameters every round. Its
+    ``dgd_fit`` update passes the per-unit floor on the decoder
+    (:mod:`fedclust.federation.unit_floor`): a decoder hidden unit that 0 < m < floor of its
+    samples reached keeps the received weights (a first-layer unit reached by one sample gives
+    that sample's representation, its outgoing column the sample's error)."""
 
     def __init__(
         self,
@@ -231,6 +236,7 @@ class DgdCentre(_Centre):
         self._build, self._train, self._seed = build, train, int(seed)
         self.model: dgd.DGD | None = None
         self.trainer: dgd.Trainer | None = None
+        self.units_withheld = 0  # the decoder's per-unit floor, over its rounds
         if not any(k == "gaussian" for k in spec.kinds):  # nothing to standardise
             self._set_scaler(D.fit_scaler(self._x, self._mask, self.spec))
 
@@ -264,8 +270,18 @@ class DgdCentre(_Centre):
         if (a := self._too_small()) is not None:
             return a
         set_parameters(self.model, parameters)
-        losses = self.trainer.epochs(int(config["epochs"]))
-        return get_parameters(self.model), self.n_samples, {"loss": float(losses[-1])}
+        touched = unit_floor.mlp_units(self.model.decoder, self.n_samples)
+        losses = self.trainer.epochs(int(config["epochs"]), touched)
+        params = get_parameters(self.model)
+        # the decoder's (W, b) in state_dict order; the mixture's parameters are not units
+        dec = [i for i, k in enumerate(self.model.state_dict()) if k.startswith("decoder.")]
+        received = [np.asarray(parameters[i], params[i].dtype) for i in dec]
+        n = unit_floor.withhold(unit_floor.pairs([params[i] for i in dec]),
+                                unit_floor.pairs(received), touched,
+                                centre_policy(self).floor(self.min_samples))  # fmt: skip
+        self.units_withheld += n
+        metrics = {"loss": float(losses[-1]), **({"units_withheld": n} if n else {})}
+        return params, self.n_samples, metrics
 
     def train_local(self, epochs: int) -> list[float]:
         return self.trainer.epochs(int(epochs))

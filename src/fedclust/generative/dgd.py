@@ -20,11 +20,14 @@ epoch's minibatches).
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
+
+from fedclust.federation import unit_floor
 
 from . import likelihoods as L
 from .nets import mlp
@@ -180,24 +183,30 @@ class Trainer:
     def n(self) -> int:
         return int(self.x.shape[0])
 
-    def epochs(self, n_epochs: int) -> list[float]:
-        """MAP epochs; returns each epoch's loss per sample (−log posterior / n)."""
+    def epochs(self, n_epochs: int, touched: list[torch.Tensor] | None = None) -> list[float]:
+        """MAP epochs; returns each epoch's loss per sample (−log posterior / n). ``touched``:
+        the decoder's hidden units' sample counts (:mod:`fedclust.federation.unit_floor`),
+        filled from every step."""
         out = []
         bs = self.train.batch_size
-        for _ in range(int(n_epochs)):
-            perm = torch.randperm(self.n, generator=self.gen).to(self.x.device)
-            self.rep_opt.zero_grad()
-            total = 0.0
-            for s in range(0, self.n, bs):
-                idx = perm[s : s + bs]
-                nll = self.model.sample_nll(self.z[idx], self.x[idx], self.mask[idx]).sum()
-                loss = (nll - (len(idx) / self.n) * self.model.gmm.log_hyperprior()) / self.n
-                self.opt.zero_grad()
-                loss.backward()
-                self.opt.step()
-                total += float(loss.detach())
-            self.rep_opt.step()
-            out.append(total)
+        rec = unit_floor.Touched(self.model.decoder, touched) if touched is not None else None
+        with rec if rec is not None else nullcontext():
+            for _ in range(int(n_epochs)):
+                perm = torch.randperm(self.n, generator=self.gen).to(self.x.device)
+                self.rep_opt.zero_grad()
+                total = 0.0
+                for s in range(0, self.n, bs):
+                    idx = perm[s : s + bs]
+                    nll = self.model.sample_nll(self.z[idx], self.x[idx], self.mask[idx]).sum()
+                    loss = (nll - (len(idx) / self.n) * self.model.gmm.log_hyperprior()) / self.n
+                    self.opt.zero_grad()
+                    loss.backward()
+                    if rec is not None:
+                        rec.step(idx)
+                    self.opt.step()
+                    total += float(loss.detach())
+                self.rep_opt.step()
+                out.append(total)
         return out
 
     def representations(self) -> np.ndarray:

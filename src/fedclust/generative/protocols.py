@@ -22,6 +22,8 @@ What the server sends (re-distributions of checked aggregates; no count rule app
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fedclust.federation import Protocol, declares, fit_protocol
 
 
@@ -51,7 +53,11 @@ def savae_fit(min_samples: int) -> Protocol:
 
 @declares((1,))
 def dgd_fit(min_samples: int) -> Protocol:
-    return fit_protocol("dgd_fit", metrics=("loss",), min_samples=min_samples)
+    """The decoder + mixture update; ``units_withheld`` (metadata, only when > 0): the decoder's
+    hidden units the centre reset to the received weights because fewer of its samples than its
+    floor reached them (:mod:`fedclust.federation.unit_floor`)."""
+    p = fit_protocol("dgd_fit", metrics=("loss",), min_samples=min_samples)
+    return replace(p, fields={**p.fields, "units_withheld": "metadata"})
 
 
 @declares((1,))

@@ -160,6 +160,20 @@ PER_SAMPLE = {
 }
 
 
+#: Algorithm 5's one message: a centre's ``X Q`` (Q public, from the sites' shared seed)
+SKETCH = Protocol("hac.projection", {"y": "per_sample"}, per_sample=True)
+#: the server's request of Algorithm 5: the sketch (``k``, Q's law ``kind``, its ``density``, the
+#: arithmetic ``dtype``) and the index ``run`` each site derives Q's seed from (never the seed)
+SKETCH_REQUEST = Protocol(
+    "hac.projection.request",
+    {"k": "metadata", "run": "metadata", "kind": "metadata", "density": "metadata",
+     "dtype": "metadata"},
+)  # fmt: skip
+#: Algorithm 2's one message: a centre's ``X Q`` with the sites' secret orthogonal Q
+PERTURBED = Protocol("hac.perturbation", {"y": "per_sample"}, per_sample=True)
+#: the server's request of Algorithm 2: the padded width of Q (or nothing: Q is d × d)
+PERTURBED_REQUEST = Protocol("hac.perturbation.request", {"p": "metadata"})
+
 #: centres that hold *generated* points (toy experiments, benchmarks), not patients: only the
 #: protocols' own rules apply (no floor above n_min, every per-sample protocol allowed)
 SYNTHETIC = DisclosurePolicy(
@@ -176,6 +190,7 @@ def abstain(led: Ledger, center: str, round: int, protocol: Protocol, reason: st
 
 
 __all__ = [
-    "PER_SAMPLE", "SERVER", "SYNTHETIC", "abstain", "centre_send", "floor_of", "genewise_protocol",
+    "PERTURBED", "PERTURBED_REQUEST", "PER_SAMPLE", "SERVER", "SKETCH", "SKETCH_REQUEST",
+    "SYNTHETIC", "abstain", "centre_send", "floor_of", "genewise_protocol",
     "gradual_protocols", "policy_of", "require", "server_send", "simultaneous_protocol",
 ]  # fmt: skip

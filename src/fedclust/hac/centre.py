@@ -27,22 +27,21 @@ from ..federation.disclosure import DisclosurePolicy
 from ..federation.guard import centre_policy
 from ..privacy.release_log import ReleaseLog
 from ..seeds import rng as seeded_rng
-from .boundary import floor_of, genewise_protocol, gradual_protocols, simultaneous_protocol
-from .federated import PERTURBED, center_perturb
+from .boundary import (
+    PERTURBED,
+    SKETCH,
+    floor_of,
+    genewise_protocol,
+    gradual_protocols,
+    simultaneous_protocol,
+)
 from .gradual_centre import GradualSide
-from .pooled import EUCLIDEAN_ONLY
+from .pooled import EUCLIDEAN_ONLY, centred_rows
+from .projection import normalise_rows, orthogonal_transform, project_own, run_seed, sketch_kind
 
 #: why a centre sends nothing (no numbers: a count below a floor is itself a disclosure)
 NO_CUT = "fewer samples than the centre's floor, or every cut refused by its release log"
 TOO_FEW = "fewer samples than the centre's floor"
-
-
-def centred_rows(x: np.ndarray, metric: str) -> tuple[np.ndarray, str]:
-    """Correlation distance = cosine distance of row-centred samples (each centre centres its
-    own rows): ``(rows, metric)`` as the linkage sees them."""
-    if metric == "correlation":
-        return x - x.mean(axis=1, keepdims=True), "cosine"
-    return x, metric
 
 
 def recursive_cut(z: np.ndarray, n: int, n_min: int) -> list[int]:
@@ -138,6 +137,42 @@ def center_simultaneous(
     }
 
 
+def sketch_rows(x_k: np.ndarray, metric: str) -> np.ndarray:
+    """Center-side preprocessing of Algorithm 5: cosine / correlation sketches project locally
+    normalised (and, for correlation, row-centred) samples."""
+    x_k = np.asarray(x_k, dtype=float)
+    if metric in ("cosine", "correlation"):
+        x_k = normalise_rows(x_k, centre=metric == "correlation")
+    return x_k
+
+
+def center_sketch(
+    x_k: np.ndarray,
+    metric: str,
+    k: int,
+    seed: int,
+    d: int,
+    kind: str | None = None,
+    dtype: str = "float32",
+    density: float | None = None,
+    threads: int = 1,
+) -> dict:
+    """Center-side (Alg. 5): normalise locally if needed, project with the shared-seed Q the
+    centre draws itself (streamed in row blocks, kept per process:
+    :func:`~fedclust.hac.projection.project_own`)."""
+    x_k = sketch_rows(x_k, metric)
+    if x_k.shape[1] != d:
+        raise ValueError(f"center holds {x_k.shape[1]} features, the shared matrix has d={d}")
+    law = sketch_kind(metric, kind)
+    return {"y": project_own(x_k, k, law, seed, dtype, density, threads)}
+
+
+def center_perturb(x_k: np.ndarray, seed: int, p: int | None = None) -> dict:
+    """Center-side (Alg. 2): ``X Q`` with a shared exactly orthogonal Q (``p ≥ d`` hides d),
+    applied as random signs × orthonormal DCT × permutation rounds, never formed densely."""
+    return {"y": orthogonal_transform(x_k, seed, p)}
+
+
 GENE_METRICS = ("euclidean", "cityblock", "cosine", "correlation")
 
 
@@ -200,18 +235,21 @@ class HacCentre(GradualSide):
         log: ReleaseLog | None = None,
         d_min: float = 0.0,
         average_delta: str = "stored",
+        threads: int = 1,
     ):
         self.cid = str(cid)
         self.x = np.asarray(x, dtype=float)
         self.n_min, self.method, self.metric = int(n_min), str(method), str(metric)
         self.index, self.seed, self.log = int(index), int(seed), log
         self.d_min, self.average_delta = float(d_min), str(average_delta)
+        self.threads = int(threads)
         if disclosure is not None:
             self.disclosure = disclosure
         genewise = genewise_protocol(self.n_min)
         self.protocols = {"cut": simultaneous_protocol(self.n_min), "gene_moments": genewise,
                           "gene_stats": genewise, "gene_distances": genewise}  # fmt: skip
         self.protocols["perturbed"] = PERTURBED
+        self.protocols["sketch"] = SKETCH
         gradual = gradual_protocols(self.n_min)
         self.protocols.update({
             "gradual_setup": gradual["setup"], "gradual_samples": gradual["samples"],
@@ -257,6 +295,19 @@ class HacCentre(GradualSide):
         ``p`` in the request: Q's padded width)."""
         p = config.get("p")
         return center_perturb(self.x, self.seed, None if p is None else int(p))
+
+    # ---- random projections (Algorithm 5): its rows times the public Q of the shared seed
+    def sketch(self, parameters: Any, config: dict) -> dict:
+        """``X Q`` (:func:`center_sketch`) with the Q the centre draws itself: the request names
+        the sketch (``k``, ``kind``, ``density``, ``dtype``) and the ``run``; the seed is
+        :func:`~fedclust.hac.projection.run_seed` of the sites' shared ``seed`` (the centre's
+        own ``seed`` itself when the request names no run)."""
+        k, run = int(config["k"]), config.get("run")
+        seed = self.seed if run is None else run_seed(self.seed, self.metric, k, int(run))
+        density = config.get("density")
+        return center_sketch(self.x, self.metric, k, seed, self.x.shape[1], config.get("kind"),
+                             str(config.get("dtype", "float32")),
+                             None if density is None else float(density), self.threads)  # fmt: skip
 
     # ---- genewise clustering (Algorithm 3): the centre's moments and distance share
     def gene_moments(self, parameters: Any, config: dict) -> dict | Abstain:

@@ -190,6 +190,14 @@ def _sent(led: Ledger, rounds: bool = False) -> dict:
     return {**out, "rounds": int(t["round"].nunique())} if rounds else out
 
 
+def _uplink(led: Ledger) -> dict:
+    """The centres' messages and floats (the sketches; the server's request names only public
+    settings and is not counted, as before the transport seam)."""
+    t = led.messages()
+    t = t[t["sender"] != SERVER]
+    return {"messages": len(t), "floats": int(t["floats"].sum())}
+
+
 def _square(x: np.ndarray, metric: str) -> np.ndarray:
     return squareform(pdist(x, metric))
 
@@ -354,13 +362,15 @@ def projection_table(
     dtype: str = "float32",
     threads: int = 1,
     policy: Policies = None,
+    transport: Transport = INPROCESS,
 ) -> pd.DataFrame:
     """Random projections vs pooled per sketch size × seed × linkage (Figs 4.11–4.13).
 
     ``kind`` applies to the ℓ2 metrics (cityblock always uses Cauchy entries). ``seconds`` is
     the simulation's time (the public matrix drawn once for all centers); ``center_madds_max``
     is what the largest center computes for its own sketch. ``seeds``: a number of seeds, or the
-    seed indices to run (a block of the fan-out; each seed derives from its index alone)."""
+    seed indices to run (a block of the fan-out; each seed derives from its index alone);
+    ``transport``: what carries the centres' sketches (each centre draws Q itself)."""
     runs = range(seeds) if isinstance(seeds, int) else seeds
     xs, _, blocks = _stacked(x, centers)
     law = None if metric == "cityblock" else kind
@@ -369,25 +379,16 @@ def projection_table(
     rows = []
     for k in sketch_sizes:
         for s in runs:
-            seed = derive_seed(base_seed, "hac projection", metric, k, s)
             led = Ledger()
             t = time.perf_counter()
+            # each centre derives Q's seed from the shared base_seed and the run (run_seed)
             _, dist = projection_clustering(
-                blocks,
-                "single",
-                metric,
-                k,
-                seed,
-                estimator,
-                led,
-                law,
-                dtype,
-                density,
-                threads,
-                policy,
-            )
+                blocks, "single", metric, k, base_seed, estimator, led, law, dtype, density,
+                threads, policy, run=s, transport=transport,
+            )  # fmt: skip
             el = time.perf_counter() - t
             madds = max(projection_center_costs(blocks, metric, k, law, density))
+            sent = _uplink(led)
             dcorr = float(np.corrcoef(dist, ref)[0, 1])
             for method, zp in pooled.items():
                 z = linkage(dist, method=method)
@@ -400,8 +401,7 @@ def projection_table(
                         "run": s,
                         **compare(z, zp, k_max),
                         "dist_corr": dcorr,
-                        "messages": led.n_messages,
-                        "floats": led.n_floats,
+                        **sent,
                         "rounds": 1,
                         "seconds": el,
                         "center_madds_max": madds,

@@ -19,48 +19,26 @@ from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
 from ..errors import ConfigError
-from ..federation import INPROCESS, Ledger, Protocol, Transport, call_all, federate
-from .boundary import PER_SAMPLE, Policies, centre_send, policy_of, require
-from .pooled import EUCLIDEAN_ONLY, check_method, check_samples
-from .projection import (
-    center_cost,
-    normalise_rows,
-    orthogonal_transform,
-    project_centers,
-    sketch_distances,
-    sketch_kind,
+from ..federation import INPROCESS, Ledger, Transport, call_all, federate
+from .boundary import (
+    PER_SAMPLE,
+    PERTURBED,
+    PERTURBED_REQUEST,
+    SKETCH,
+    SKETCH_REQUEST,
+    Policies,
+    policy_of,
+    require,
 )
+from .centre import (  # noqa: F401  (the centre side, re-exported: callers import it from here)
+    HacCentre,
+    center_perturb,
+    center_sketch,
+)
+from .pooled import check_method, check_samples
+from .projection import center_cost, sketch_distances, sketch_kind
 
 SERVER = "server"
-SKETCH = Protocol("hac.projection", {"y": "per_sample"}, per_sample=True)
-PERTURBED = Protocol("hac.perturbation", {"y": "per_sample"}, per_sample=True)
-#: the server's request of Algorithm 2: the padded width of Q (or nothing: Q is d × d)
-PERTURBED_REQUEST = Protocol("hac.perturbation.request", {"p": "metadata"})
-
-
-def _prepare(x_k: np.ndarray, metric: str) -> np.ndarray:
-    x_k = np.asarray(x_k, dtype=float)
-    if metric in ("cosine", "correlation"):
-        x_k = normalise_rows(x_k, centre=metric == "correlation")
-    return x_k
-
-
-def center_sketch(
-    x_k: np.ndarray,
-    metric: str,
-    k: int,
-    seed: int,
-    d: int,
-    kind: str | None = None,
-    dtype: str = "float32",
-    density: float | None = None,
-) -> dict:
-    """Center-side (Alg. 5): normalise locally if needed, project with the shared-seed Q
-    (streamed in row blocks: memory O(block × k))."""
-    x_k = _prepare(x_k, metric)
-    if x_k.shape[1] != d:
-        raise ValueError(f"center holds {x_k.shape[1]} features, the shared matrix has d={d}")
-    return {"y": project_centers([x_k], k, sketch_kind(metric, kind), seed, dtype, density)[0]}
 
 
 def server_linkage(messages: list[dict], method: str, metric: str, estimator: str = "geometric"):
@@ -83,28 +61,58 @@ def projection_clustering(
     density: float | None = None,
     threads: int = 1,
     policy: Policies = None,
+    run: int | None = None,
+    transport: Transport = INPROCESS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Random-projection HAC (Algorithm 5) on per-center blocks; samples ordered as stacked.
 
-    The public shared-seed matrix is drawn once, block by block, for all simulated centers
-    (:func:`~fedclust.hac.projection.project_centers`); each center's message is exactly its
-    own ``X_c Q``, sent through the ledger. ``kind``: ``gaussian`` (default) or ``sparse`` (very
-    sparse, ℓ2 metrics); ``dtype``: sketch arithmetic precision; ``threads``: parallel blocks.
-    ``policy``: the centres' disclosure policies (default: configured); each must opt in to
-    ``hac.projection`` (one row per sample).
+    Each centre (:class:`.centre.HacCentre`, the sites' shared ``seed`` its own) draws the
+    public Q itself and sends exactly its own ``X_c Q`` (:meth:`.centre.HacCentre.sketch`) to
+    :func:`projection_server` through ``transport`` (:func:`fedclust.federation.federate`);
+    in-process the centres share the drawn blocks (:func:`~fedclust.hac.projection.
+    shared_blocks`), so Q is drawn once as before. ``run``: Q's seed is
+    :func:`~fedclust.hac.projection.run_seed` of ``seed`` (None: ``seed`` itself). ``kind``:
+    ``gaussian`` (default) or ``sparse`` (very sparse, ℓ2 metrics); ``dtype``: sketch arithmetic
+    precision; ``threads``: each centre's parallel blocks. ``policy``: the centres' disclosure
+    policies (default: configured); each must opt in to ``hac.projection`` (one row per sample).
     """
     check_method(method, metric, where="hac.projection")
-    if method in EUCLIDEAN_ONLY and metric != "euclidean":
-        raise AssertionError  # pragma: no cover - check_method raises first
     led = ledger if ledger is not None else Ledger()
     pols = [policy_of(policy, f"center{c}", c) for c in range(len(blocks))]
     require(pols, None, PER_SAMPLE["projection"], "hac.projection")
     law = sketch_kind(metric, kind)
-    xs = [_prepare(b, metric) for b in blocks]
-    ys = project_centers(xs, k, law, seed, dtype, density, threads)
-    msgs = [centre_send(led, pols[c], f"center{c}", len(blocks[c]), {"y": y}, 0, "sketch", SKETCH)
-            for c, y in enumerate(ys)]  # fmt: skip
-    return server_linkage(msgs, method, metric, estimator)
+    cents = [HacCentre(f"center{c}", b, n_min=1, method=method, metric=metric, index=c,
+                       seed=seed, disclosure=pols[c], threads=threads)
+             for c, b in enumerate(blocks)]  # fmt: skip
+    server = projection_server(method, metric, k, law, estimator, run, dtype, density)
+    return federate(cents, server, ledger=led, transport=transport)
+
+
+def projection_server(method: str, metric: str, k: int, kind: str | None = None,
+                      estimator: str = "geometric", run: int | None = None,
+                      dtype: str = "float32", density: float | None = None):  # fmt: skip
+    """The server of Algorithm 5 (``server(proxies) -> (Z, D)``): asks every centre for its
+    sketch of size ``k`` (Q's law ``kind``, projection ``run``: public), stacks the answers in
+    the centres' order and estimates the distances (``estimator`` for cityblock). It never
+    holds Q's seed."""
+    check_method(method, metric, where="hac.projection")
+    req: dict = {"k": int(k), "kind": sketch_kind(metric, kind), "dtype": str(dtype)}
+    if run is not None:
+        req["run"] = int(run)
+    if density is not None:  # a setting, sent as text (metadata holds no fractions)
+        req["density"] = repr(float(density))
+
+    def server(proxies: list) -> tuple[np.ndarray, np.ndarray]:
+        msgs = call_all(proxies, "sketch", req, 0, "sketch", SKETCH, SKETCH_REQUEST)
+        if any(m is None for m in msgs):
+            raise ConfigError(
+                "a centre refused hac.projection (one row per sample): it has not opted in",
+                where="hac.projection",
+                fix="the centres list hac.projection under disclosure.default.allow_per_sample",
+            )
+        return server_linkage(msgs, method, metric, estimator)
+
+    return server
 
 
 def projection_center_costs(
@@ -113,12 +121,6 @@ def projection_center_costs(
     """Multiply-adds each center spends on its sketch (what each center computes)."""
     law = sketch_kind(metric, kind)
     return [center_cost(b.shape[0], b.shape[1], k, law, density) for b in blocks]
-
-
-def center_perturb(x_k: np.ndarray, seed: int, p: int | None = None) -> dict:
-    """Center-side (Alg. 2): ``X Q`` with a shared exactly orthogonal Q (``p ≥ d`` hides d),
-    applied as random signs × orthonormal DCT × permutation rounds, never formed densely."""
-    return {"y": orthogonal_transform(x_k, seed, p)}
 
 
 def perturbation_clustering(
@@ -134,8 +136,6 @@ def perturbation_clustering(
     each centre must opt in to ``hac.perturbation`` (one row per sample). The centres
     (:class:`.centre.HacCentre`, the shared ``seed`` of Q theirs) answer
     :func:`perturbation_server` through ``transport`` (:func:`fedclust.federation.federate`)."""
-    from .centre import HacCentre
-
     check_method(method, "euclidean", where="hac.perturbation")
     led = ledger if ledger is not None else Ledger()
     pols = [policy_of(policy, f"center{c}", c) for c in range(len(blocks))]

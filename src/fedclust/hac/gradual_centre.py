@@ -1,14 +1,14 @@
 """The centre side of gradual sharing (Algorithm 4, spec §5.2) on the transport seam.
 
 :class:`GradualSide` is mixed into :class:`.centre.HacCentre`: the centre answers the server's
-requests of :func:`.gradual.gradual_server` with its own state (:class:`.gradual.GradualCenter`:
-its block, its local clusters, its distances) and its own copy of the public state
-(:class:`.gradual._Public`), built only from what the requests carry: the layout (``home``, its
-``index``) with the first request, then every public update broadcast since its last request —
-merges ``[0, i, j, h, t]`` and publications ``[1, cluster, centre, size, 0]`` with their
-centroids — applied in the order they happened before the centre answers. A merge of one of its
-own local clusters is its own candidate: it uses its true distance (the broadcast height is
-``max(d, d_min)``). Its floor (``n_min`` raised to its policy's), its opt-in to the per-sample
+requests of :func:`.gradual.gradual_server` with its own state
+(:class:`.gradual_state.GradualCenter`: its block, its local clusters, its distances) and its own
+copy of the public state (:class:`.gradual_state._Public`), built only from what the requests carry:
+the layout (``home``, its ``index``) with the first request, then every public update broadcast
+since its last request — merges ``[0, i, j, h, t]`` and publications ``[1, cluster, centre, size,
+0]`` with their centroids — applied in the order they happened before the centre answers. A merge of
+one of its own local clusters is its own candidate: it uses its true distance (the broadcast height
+is ``max(d, d_min)``). Its floor (``n_min`` raised to its policy's), its opt-in to the per-sample
 protocols and its release log (a publication the log refuses is an abstention: the part stays
 unshared) are its own settings.
 """
@@ -22,6 +22,8 @@ import numpy as np
 from ..federation import Abstain
 from ..federation.guard import centre_policy
 from .boundary import PER_SAMPLE
+from .gradual_state import GradualCenter, _Public
+from .pooled import centred_rows
 
 REFUSED = "n_min below the centre's floor, or no opt-in to the per-sample protocols"
 LOGGED = "the centre's release log refuses this part for now"
@@ -41,9 +43,6 @@ class GradualSide:
 
     def _gradual_receive(self, config: dict) -> Any:
         """Start (the layout) and apply the public updates the request carries."""
-        from .centre import centred_rows
-        from .gradual import GradualCenter, _Public
-
         if "home" in config:
             home = np.asarray(config["home"], dtype=int)
             k, n, m = int(config["index"]), len(home), int(home.max()) + 1

@@ -150,3 +150,11 @@ def weighted_linkage(d: np.ndarray, sizes: np.ndarray, method: str) -> np.ndarra
         size[i] += size[j]
         cid[i] = m + t
     return z
+
+
+def centred_rows(x: np.ndarray, metric: str) -> tuple[np.ndarray, str]:
+    """Correlation distance = cosine distance of row-centred samples (each centre centres its
+    own rows): ``(rows, metric)`` as the linkage sees them."""
+    if metric == "correlation":
+        return x - x.mean(axis=1, keepdims=True), "cosine"
+    return x, metric

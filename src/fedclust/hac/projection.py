@@ -12,7 +12,11 @@ sketch), Cauchy and sparse blocks numpy ``default_rng`` draws. A center computes
 ``X Q = Σ_b X[:, block b] Q_b`` holding one block at a time (memory O(BLOCK_ROWS × k), never
 d × k), and a simulation of many centers draws each block once and applies it to every center
 (:func:`project_centers`); each center still computes exactly its own ``X_c Q`` (n_c · d · k
-multiply-adds for a dense Q, n_c · nnz(Q) for a sparse one: :func:`center_cost`). The sketch
+multiply-adds for a dense Q, n_c · nnz(Q) for a sparse one: :func:`center_cost`). On the
+transport seam each centre draws Q itself from the shared seed (:func:`project_own`, bit for bit
+its row of :func:`project_centers`); the centres of one process (the in-process simulation, a
+SuperNode answering several messages) share the drawn blocks (:func:`shared_blocks`: the cost
+of drawing once for all, memory d × k up to :data:`CACHE_BYTES`, streamed beyond). The sketch
 arithmetic runs in float32 by default (``dtype``), which changes distances by < 1e-6 relative
 against a JL error of ~1.5e-2 at k = 1000 (benchmarks/hac_projection.py); Cauchy sketches
 (cityblock) are always float64. torch's CPU normal fill is vectorised per instruction set, so
@@ -117,6 +121,38 @@ def projection_blocks(
         yield start, min(d, start + BLOCK_ROWS), _block_b(d, k, kind, seed, density, b)
 
 
+#: the public matrix's row blocks a process keeps (:func:`shared_blocks`): a matrix larger than
+#: this is streamed (drawn again by each centre of the process) rather than held
+CACHE_BYTES = 512 * 2**20
+_SHARED: dict[tuple, dict[int, np.ndarray | sp.csr_matrix]] = {}
+
+
+def shared_blocks(d: int, k: int, kind: str, seed: int, density: float | None = None):
+    """The row blocks of the shared-seed matrix this process holds (``{b: Q_b}``, filled as
+    they are drawn), or None when the matrix exceeds :data:`CACHE_BYTES`.
+
+    Per process, the latest matrix only: the centres of one process (the in-process simulation,
+    or a SuperNode answering several messages) draw Q once between them, as the simulation of
+    :func:`project_centers` always did; a new seed replaces it. The blocks are public (the
+    sites' shared seed), the cache holds nothing of any centre's data.
+    """
+    size = d * k * (8 if kind == "cauchy" else 4)
+    if size > CACHE_BYTES:
+        return None
+    key = (int(d), int(k), str(kind), int(seed), density)
+    if key not in _SHARED:
+        _SHARED.clear()
+        _SHARED[key] = {}
+    return _SHARED[key]
+
+
+def run_seed(base_seed: int, metric: str, k: int, run: int) -> int:
+    """The seed of Q for projection run ``run`` of sketch size ``k`` (the hac stage's
+    ``derive_seed(seed, "hac projection", metric, k, run)``), derived by every site from the
+    shared ``base_seed``: the server names only the run."""
+    return derive_seed(base_seed, "hac projection", metric, k, run)
+
+
 def project_centers(
     xs: Sequence[np.ndarray],
     k: int,
@@ -125,12 +161,15 @@ def project_centers(
     dtype: str | np.dtype = "float32",
     density: float | None = None,
     threads: int = 1,
+    store: dict | None = None,
 ) -> list[np.ndarray]:
     """``[X_c Q for c]``: each row block of Q is drawn once and applied to every center.
 
     Equals calling :func:`project` with :func:`projection_matrix` center by center (same Q);
     memory O(threads × BLOCK_ROWS × k) beyond the inputs and outputs. ``threads > 1`` draws
     and applies blocks in parallel threads (torch/numpy release the GIL while filling and in BLAS).
+    ``store``: a dict of already drawn blocks (:func:`shared_blocks`), read and filled; the
+    result is the same bit for bit (only who draws a block changes).
     """
     # Cauchy entries reach ~1e9: float32 sums would cancel catastrophically in y_i − y_j
     dt = np.dtype("float64" if kind == "cauchy" else dtype)
@@ -140,15 +179,23 @@ def project_centers(
     _check_stream(d, k, kind)
     n_blocks = -(-d // BLOCK_ROWS)
 
+    def block(b: int, buf):
+        if store is None:
+            return _block_b(d, k, kind, seed, density, b, buf)
+        qb = store.get(b)
+        if qb is None:  # its own memory: the block outlives this call
+            qb = store[b] = _block_b(d, k, kind, seed, density, b)
+        return qb
+
     def work(first: int) -> list[np.ndarray]:
         import torch
 
         ys = [np.zeros((x.shape[0], k), dtype=dt) for x in xs]
         buf = None
-        if kind == "gaussian":  # one reused block buffer: no page faults per block
+        if kind == "gaussian" and store is None:  # one reused block buffer: no page faults
             buf = torch.empty(BLOCK_ROWS * k, dtype=torch.float32)
         for b in range(first, n_blocks, threads):
-            qb = _block_b(d, k, kind, seed, density, b, buf)
+            qb = block(b, buf)
             cols = slice(b * BLOCK_ROWS, min(d, (b + 1) * BLOCK_ROWS))
             if sp.issparse(qb):
                 for x, y in zip(xs, ys, strict=True):  # each center's own X_c Q_b
@@ -168,6 +215,23 @@ def project_centers(
     with ThreadPoolExecutor(threads) as pool:
         parts = list(pool.map(work, range(threads)))
     return [np.sum([p[c] for p in parts], axis=0, dtype=dt) for c in range(len(xs))]
+
+
+def project_own(
+    x: np.ndarray,
+    k: int,
+    kind: Kind,
+    seed: int,
+    dtype: str | np.dtype = "float32",
+    density: float | None = None,
+    threads: int = 1,
+) -> np.ndarray:
+    """Centre-side (Alg. 5): one centre's ``X Q``, Q drawn from the shared ``seed`` by the
+    centre itself (kept per process: :func:`shared_blocks`). Bit for bit the centre's row of
+    :func:`project_centers` (each centre's sums are its own)."""
+    x = np.asarray(x)
+    store = shared_blocks(x.shape[1], k, kind, seed, density) if x.ndim == 2 else None
+    return project_centers([x], k, kind, seed, dtype, density, threads, store)[0]
 
 
 def center_cost(n_c: int, d: int, k: int, kind: Kind, density: float | None = None) -> float:

@@ -316,8 +316,11 @@ def run_simultaneous(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohor
     return t, cuts
 
 
-def run_projection(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str, seed: int):
-    """Random projections of one (prep, metric, estimator) and seed block (with timings)."""
+def run_projection(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort: str, seed: int,
+                   transport=None):  # fmt: skip
+    """Random projections of one (prep, metric, estimator) and seed block (with timings);
+    ``transport``: what carries the sketches (default in-process)."""
+    from ..federation import INPROCESS
     from . import experiments as ex
 
     p = cfg["projection"]
@@ -326,6 +329,7 @@ def run_projection(data: dict, centers, cfg: dict[str, Any], unit: Unit, cohort:
         range(*unit.seeds), seed, int(cfg["k_max"]), unit.estimator,
         kind=p["kind"], density=p["density"],
         dtype=p["dtype"], threads=int(p["threads"]),
+        transport=INPROCESS if transport is None else transport,
     )  # fmt: skip
     return t.assign(cohort=cohort, prep=unit.prep)
 

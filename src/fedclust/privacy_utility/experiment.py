@@ -416,7 +416,13 @@ def run_survival(
                 bs = derive_seed(seed, "survival", endpoint, s, scenario, "batches", k)
                 out.append(
                     SurvivalClient(
-                        f"centre{k}", d["x_train"][w], d["t_train"][w], d["e_train"][w], mc, bs
+                        f"centre{k}",
+                        d["x_train"][w],
+                        d["t_train"][w],
+                        d["e_train"][w],
+                        mc,
+                        bs,
+                        fed.min_samples,
                     )
                 )
             return out

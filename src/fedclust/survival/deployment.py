@@ -72,15 +72,16 @@ def model_config(params: Mapping[str, Any]) -> ModelConfig:
 
 def save(centre: SurvivalClient, path: Path) -> None:
     save_npz(path, x=centre.x_np, t=centre.t_np, e=centre.e_np, cid=centre.cid,
-             seed=np.int64(centre.seed))  # fmt: skip
+             seed=np.int64(centre.seed), min_samples=np.int64(centre.min_samples))  # fmt: skip
 
 
 def load(path: Path, params: Mapping[str, Any]) -> SurvivalClient:
-    from .strategies import SurvivalClient
+    from .strategies import MIN_SAMPLES, SurvivalClient
 
     d = load_npz(path)
+    floor = int(d["min_samples"]) if "min_samples" in d else MIN_SAMPLES  # the site's own floor
     return SurvivalClient(str(d["cid"]), d["x"], d["t"], d["e"], model_config(params),
-                          int(d["seed"]))  # fmt: skip
+                          int(d["seed"]), floor)  # fmt: skip
 
 
 def describe(centre: SurvivalClient) -> dict[str, Any]:
@@ -293,9 +294,11 @@ def train_workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> 
               "min_samples": int(cfg.get("min_samples", 2))}  # fmt: skip
     fed = Federation(params["min_samples"])
     init = init_parameters(mc, d["x_train"].shape[1], params["init_seed"])
-    ref = train_strategy(strategy, _clients(d, K, mc, seed, endpoint, 0, scenario), init, hp, mc,
-                         Ledger(), np.random.default_rng(params["order_seed"]), fed)  # fmt: skip
-    return WorkflowRun(uid, _clients(d, K, mc, seed, endpoint, 0, scenario), params,
+    floor = params["min_samples"]
+    order = np.random.default_rng(params["order_seed"])
+    ref = train_strategy(strategy, _clients(d, K, mc, seed, endpoint, 0, scenario, floor), init, hp,
+                         mc, Ledger(), order, fed)  # fmt: skip
+    return WorkflowRun(uid, _clients(d, K, mc, seed, endpoint, 0, scenario, floor), params,
                        {"model": list(ref[0][0])})  # fmt: skip
 
 

@@ -75,13 +75,16 @@ def init_parameters(mc: ModelConfig, n_in: int, seed: int) -> list[np.ndarray]:
     return get_parameters(mc.build(n_in))
 
 
-def _clients(d, idx_centres, mc, seed, endpoint, rep, scenario) -> list[SurvivalClient]:
+def _clients(d, idx_centres, mc, seed, endpoint, rep, scenario,
+             min_samples: int) -> list[SurvivalClient]:  # fmt: skip
     out = []
     for k in idx_centres:
         m = d["centre"] == k
         s = derive_seed(seed, "survival", endpoint, rep, scenario, "batches", int(k))
         out.append(
-            SurvivalClient(f"centre{k}", d["x_train"][m], d["t_train"][m], d["e_train"][m], mc, s)
+            SurvivalClient(
+                f"centre{k}", d["x_train"][m], d["t_train"][m], d["e_train"][m], mc, s, min_samples
+            )  # fmt: skip
         )
     return out
 
@@ -155,12 +158,12 @@ def run_job(
     d = prepare(x, obs, endpoint, scenario, rep, cfg, seed, transport)
     mc = model_config(cfg)
     K = int(cfg["n_centres"])
-    clients = _clients(d, range(K), mc, seed, endpoint, rep, scenario)
+    fed = Federation.from_config(cfg, transport)
+    clients = _clients(d, range(K), mc, seed, endpoint, rep, scenario, fed.min_samples)
     init = init_parameters(
         mc, d["x_train"].shape[1], derive_seed(seed, "survival", endpoint, rep, "init")
     )
     hps = grid(cfg)
-    fed = Federation.from_config(cfg, transport)
     label = (seed, "survival", endpoint, rep, scenario, strategy)
     cv_ledger, ledger = Ledger(), Ledger()
     rows = []
@@ -229,6 +232,8 @@ def run_job(
         "n_covariates": len(d["covariates"]),
         "centre_sizes": [c.n for c in clients],
         "centre_events": [int(c.e_np.sum()) for c in clients],
+        # hidden units the centres withheld under their per-unit floor, CV and final fits
+        "units_withheld": int(sum(c.units_withheld for c in clients)),
         "grid_size": len(hps),
         "wall_s": _time.perf_counter() - t0,
         "messages_final": ledger.n_messages,

@@ -37,6 +37,7 @@ from fedclust.federation import (
     fit_protocol,
     run_rounds,
     secure_sum,
+    unit_floor,
 )
 from fedclust.federation.guard import centre_policy, sanitise
 from fedclust.privacy.centre import centre_send
@@ -62,8 +63,14 @@ Model = list[tuple[list[np.ndarray], float]]
 # (SurvivalClient refuses fewer), so every model update summarises at least MIN_SAMPLES (the
 # default of ``survival.min_samples``; :class:`Federation` binds another).
 MIN_SAMPLES = 2
-FIT = fit_protocol("survival_fit", metrics=(), min_samples=MIN_SAMPLES)
-LOCAL_MODEL = fit_protocol("survival_local_model", metrics=(), min_samples=MIN_SAMPLES)
+# a model update also says, only when > 0, how many hidden units the centre withheld (reset to
+# the weights it received) because fewer patients than its floor reached them
+# (fedclust.federation.unit_floor)
+_WITHHELD = {"units_withheld": "metadata"}
+_FIT = fit_protocol("survival_fit", metrics=(), min_samples=MIN_SAMPLES)
+FIT = replace(_FIT, fields={**_FIT.fields, **_WITHHELD})
+_LOCAL = fit_protocol("survival_local_model", metrics=(), min_samples=MIN_SAMPLES)
+LOCAL_MODEL = replace(_LOCAL, fields={**_LOCAL.fields, **_WITHHELD})
 EVALUATE_REQUEST = Protocol("survival_evaluate_request", {"parameters": "parameters"})
 # a summing protocol (the server needs Σ loss and Σ events only): secure aggregation applies
 EVALUATE = Protocol(
@@ -111,11 +118,18 @@ DEFAULT = Federation()
 
 
 class SurvivalClient:
-    """One centre holding (x, t, e); ``seed`` seeds its minibatch generator (kept across rounds)."""
+    """One centre holding (x, t, e); ``seed`` seeds its minibatch generator (kept across rounds).
+
+    Its model updates (``fit``, ``local_model``) pass its per-hidden-unit floor
+    (:mod:`fedclust.federation.unit_floor`): a ReLU unit that 0 < m < floor of its patients
+    reached during the local training keeps the received weights (floor = max(``min_samples``,
+    its disclosure policy's ``nfilter_subset``)); ``units_withheld`` counts them over its
+    messages."""
 
     def __init__(
-        self, cid: str, x: np.ndarray, t: np.ndarray, e: np.ndarray, mc: ModelConfig, seed: int
-    ):
+        self, cid: str, x: np.ndarray, t: np.ndarray, e: np.ndarray, mc: ModelConfig, seed: int,
+        min_samples: int = MIN_SAMPLES,
+    ):  # fmt: skip
         where = f"survival centre {cid}"
         check_survival(t, e, where)
         check_covariates(x, len(np.asarray(t)), where)
@@ -137,6 +151,15 @@ class SurvivalClient:
         self.x, self.t, self.e = tensors(x, t, e)
         self.model = mc.build(self.x.shape[1])
         self.gen = torch.Generator().manual_seed(self.seed)
+        self.min_samples, self.units_withheld = int(min_samples), 0
+
+    def _withhold(self, params: list[np.ndarray], received, touched) -> dict[str, int]:
+        """The per-unit floor on ``params`` (in place); the message's ``units_withheld``."""
+        floor = centre_policy(self).floor(self.min_samples)
+        n = unit_floor.withhold(unit_floor.pairs(params), unit_floor.pairs(received), touched,
+                                floor)  # fmt: skip
+        self.units_withheld += n
+        return {"units_withheld": n} if n else {}
 
     @property
     def n(self) -> int:
@@ -157,6 +180,7 @@ class SurvivalClient:
         self, parameters: list[np.ndarray], config: dict[str, Any]
     ) -> tuple[list[np.ndarray], int, dict]:
         set_parameters(self.model, parameters)
+        touched = unit_floor.mlp_units(self.model, self.n)
         local_train(
             self.model,
             self.x,
@@ -167,13 +191,25 @@ class SurvivalClient:
             float(config["lr"]),
             self.gen,
             self.mc,
+            touched,
         )
-        return get_parameters(self.model), self.n, {}
+        params = get_parameters(self.model)
+        received = [np.asarray(a, np.float32) for a in parameters]
+        return params, self.n, self._withhold(params, received, touched)
 
     def fit_local(self, init: list[np.ndarray], hp: HyperParams) -> tuple[list[np.ndarray], int]:
         """Isolated / ensemble member: the centralized trainer on local data only."""
         params, _ = train_centralized(self.x_np, self.t_np, self.e_np, init, hp, self.mc, self.seed)
         return params, self.n
+
+    def local_model(self, init: list[np.ndarray], hp: HyperParams) -> dict[str, Any]:
+        """Ensemble member / isolated model as the centre sends it: :meth:`fit_local` under
+        the per-unit floor (received weights: ``init``)."""
+        touched = unit_floor.mlp_units(self.model, self.n)
+        params, _ = train_centralized(self.x_np, self.t_np, self.e_np, init, hp, self.mc,
+                                      self.seed, touched)  # fmt: skip
+        received = [np.asarray(a, np.float32) for a in init]
+        return {"parameters": params, "n": self.n, **self._withhold(params, received, touched)}
 
     def cv_concordance(self, parameters: list[np.ndarray], config: Mapping[str, Any]) -> dict:
         """Centre-scored CV: the (possibly ensemble) model's risk on the centre's own patients,
@@ -311,9 +347,8 @@ def run_local(
     out = []
     for c in clients:
         policy = centre_policy(c)
-        p, n = c.fit_local(init, hp)
         try:
-            msg = centre_send(ledger, policy, c.cid, c.n, {"parameters": p, "n": n}, 0,
+            msg = centre_send(ledger, policy, c.cid, c.n, c.local_model(init, hp), 0,
                               "local_model", fed.local_model)  # fmt: skip
         except DisclosureError as err:
             ledger.abstain(c.cid, 0, fed.local_model, sanitise(f"refused: {err.rule}", policy))

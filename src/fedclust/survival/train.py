@@ -12,6 +12,7 @@ the same seed (tested).
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ import torch
 
 from fedclust import torch_optim
 from fedclust.errors import ConfigError
+from fedclust.federation import unit_floor
 
 from .cox import RiskSets, cox_loss
 from .model import DeepCox, get_parameters, set_parameters
@@ -92,28 +94,37 @@ def local_train(
     lr: float,
     gen: torch.Generator,
     mc: ModelConfig,
+    touched: list[torch.Tensor] | None = None,
 ) -> None:
     """``epochs`` passes over ``batches`` minibatches (redrawn each epoch from ``gen`` when
     batches > 1); loss = Cox mean over the batch's events + L1/L2 on the first layer. A minibatch
-    without an event has no partial likelihood and is skipped."""
+    without an event has no partial likelihood and is skipped. ``touched``: the hidden units'
+    sample counts of the centre's per-unit floor (:mod:`fedclust.federation.unit_floor`), filled
+    from every step."""
     opt = make_optimizer(mc.optimizer, model.parameters(), lr)
     n = len(t)
     full = RiskSets(t, e) if batches == 1 else None  # fixed risk sets: sort once
-    for _ in range(epochs):
-        if full is not None:
-            opt.zero_grad()
-            loss = full.loss(model(x)) + model.first_layer_penalty(mc.l1, mc.l2)
-            loss.backward()
-            opt.step()
-            continue
-        idx = torch.randperm(n, generator=gen)
-        for b in torch.tensor_split(idx, min(batches, n)):
-            if not bool(e[b].any()):
+    rec = unit_floor.Touched(model, touched) if touched is not None else None
+    with rec if rec is not None else nullcontext():
+        for _ in range(epochs):
+            if full is not None:
+                opt.zero_grad()
+                loss = full.loss(model(x)) + model.first_layer_penalty(mc.l1, mc.l2)
+                loss.backward()
+                if rec is not None:
+                    rec.step(slice(None))
+                opt.step()
                 continue
-            opt.zero_grad()
-            loss = cox_loss(model(x[b]), t[b], e[b]) + model.first_layer_penalty(mc.l1, mc.l2)
-            loss.backward()
-            opt.step()
+            idx = torch.randperm(n, generator=gen)
+            for b in torch.tensor_split(idx, min(batches, n)):
+                if not bool(e[b].any()):
+                    continue
+                opt.zero_grad()
+                loss = cox_loss(model(x[b]), t[b], e[b]) + model.first_layer_penalty(mc.l1, mc.l2)
+                loss.backward()
+                if rec is not None:
+                    rec.step(b)
+                opt.step()
 
 
 @torch.no_grad()
@@ -146,9 +157,11 @@ def train_centralized(
     hp: HyperParams,
     mc: ModelConfig,
     seed: int,
+    touched: list[torch.Tensor] | None = None,
 ) -> tuple[list[np.ndarray], list[float]]:
     """Pooled training (Table 8.1 upper bound; also each isolated centre / ensemble member):
-    returns the parameters and the loss at the start of every outer epoch."""
+    returns the parameters and the loss at the start of every outer epoch. ``touched``: see
+    :func:`local_train`."""
     xt, tt, et = tensors(x, t, e)
     model = mc.build(xt.shape[1])
     set_parameters(model, init)
@@ -159,5 +172,5 @@ def train_centralized(
         s, n_ev = loss_sum(model, xt, tt, et)
         history.append(s / n_ev)
         lr = rule.update(s / n_ev, k)
-        local_train(model, xt, tt, et, hp.ie, hp.batches, lr, gen, mc)
+        local_train(model, xt, tt, et, hp.ie, hp.batches, lr, gen, mc, touched)
     return get_parameters(model), history
