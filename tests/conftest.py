@@ -91,8 +91,9 @@ def synthetic_centres():
 # other worker idle at the end. Measured with --durations (CI log): the two-run reproducibility
 # test, the localhost Flower deployments, the thesis DAG dry runs, the workflow reruns.
 LONG_FILES = (
-    "test_reliability_reproducible.py", "test_flower_deploy.py", "test_thesis_smoke.py",
-    "test_reliability_workflow.py", "test_deployment_rule.py", "test_slurm.py",
+    "test_reliability_reproducible.py", "test_flower_deploy.py", "test_flower_deploy_stages.py",
+    "test_thesis_smoke.py", "test_reliability_workflow.py", "test_deployment_rule.py",
+    "test_slurm.py",
 )  # fmt: skip
 
 

@@ -1320,3 +1320,51 @@ def test_savae_virtual_relay_is_the_workflow_exchange_and_equal_on_flower(tmp_pa
     led = led[led.protocol.str.startswith("savae_virtual")].reset_index(drop=True)
     pd.testing.assert_frame_equal(a["ledger"], led)
     assert ref["info"]["n_virtual"] == 20 and len(led) == 4
+
+
+# ---------------------------------------------------------------- a deployment's per-message cost
+def test_the_supernode_launcher_caps_flowers_idle_poll_and_fails_loudly_on_upgrade():
+    """fedclust.flower.supernode runs Flower's own SuperNode with its loop's hard-coded 3 s
+    sleep capped (README, "Flower deployment": where a round trip's time goes); when a Flower
+    upgrade moves that sleep out of the module's ``time`` the patch refuses to start."""
+    import time
+
+    import flwr.supernode.start_client_internal as loop
+
+    from fedclust.flower import supernode
+
+    with pytest.raises(ValueError, match="> 0"):
+        supernode.CappedClock(0)
+    before = loop.time
+    try:
+        supernode.patch(0.01)
+        t0 = time.monotonic()
+        loop.time.sleep(3)  # the idle wait of start_client_internal
+        assert time.monotonic() - t0 < 1.0 and loop.time.monotonic() > 0
+        with pytest.raises(RuntimeError, match="needs updating"):
+            supernode.patch(0.01)  # `time` is no longer the module's time: refused
+    finally:
+        loop.time = before
+
+
+def test_a_km_or_cox_centre_process_imports_no_torch(tmp_path):
+    """A deployment answers every message in a fresh process: the survival_km / survival_coxph
+    centres (numpy only) must not pay for the neural survival stage's torch import."""
+    import json
+
+    from fedclust.survival.km import grid_edges
+
+    km, kp, _ = km_centres(grid_edges({"step": 0.5, "max": 5}))
+    cox, cp, _ = cox_centres()
+    dk = deployment.write_centres(deployment.get("survival_km"), km, tmp_path / "k")[0]
+    dc = deployment.write_centres(deployment.get("survival_coxph"), cox, tmp_path / "c")[0]
+    code = (
+        "import json, sys\n"
+        "import fedclust.flower.deploy\n"
+        "from fedclust import deployment as D\n"
+        f"D.load_centre(D.get('survival_km'), {str(dk)!r}, json.loads({json.dumps(kp)!r}))\n"
+        f"D.load_centre(D.get('survival_coxph'), {str(dc)!r}, {cp!r})\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"

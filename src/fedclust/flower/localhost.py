@@ -163,19 +163,23 @@ class LocalFederation:
     gets only folder i (``--node-config centre-dir=...``). ``secure``: TLS + SuperNode
     authentication (default), else ``--insecure``. ``node_args``: extra flower-supernode
     arguments per node (e.g. ``--trusted-entities``). ``database``: SQLite state at that path
-    instead of the recipe's in-memory state (to compare, issue 30 B.4).
+    instead of the recipe's in-memory state (to compare, issue 30 B.4). ``poll_s``: run the
+    SuperNodes through :mod:`fedclust.flower.supernode`, Flower's own entry point with its idle
+    poll of 3 s capped at ``poll_s`` seconds (None: the stock ``flower-supernode``).
     """
 
     def __init__(
         self, workdir: str | os.PathLike, centre_dirs: Sequence[str | os.PathLike], *,
         secure: bool = True, app_dir: str | os.PathLike = APP_DIR, timeout: float = 180.0,
         node_args: Mapping[int, Sequence[str]] | None = None, database: str | None = None,
+        poll_s: float | None = None,
     ) -> None:  # fmt: skip
         self.work = Path(workdir).resolve()
         self.centre_dirs = [Path(d).resolve() for d in centre_dirs]
         self.secure, self.app_dir, self.timeout = secure, Path(app_dir), float(timeout)
         self.node_args = dict(node_args or {})
         self.database = database  # None: in-memory state (the recipe); a path: SQLite
+        self.poll_s = poll_s
         self.procs: dict[str, subprocess.Popen] = {}
         self.runs = 0
         self.certs: dict[str, Path] = {}
@@ -185,6 +189,10 @@ class LocalFederation:
                     "FLWR_TELEMETRY_ENABLED": "0",
                     # the SuperExec asks its SuperNode for new work every 1 s by default
                     "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": "0.1"}  # fmt: skip
+        if poll_s is not None:
+            from .supernode import ENV
+
+            self.env[ENV] = str(float(poll_s))
 
     # -- processes
     def _start(self, name: str, args: list[str]) -> subprocess.Popen:
@@ -269,7 +277,9 @@ class LocalFederation:
 
     def add_node(self, i: int, centre_dir: Path, extra: Sequence[str] = ()) -> None:
         """Start SuperNode ``i`` for ``centre_dir`` (registering its key first when secure)."""
-        args = [_bin("flower-supernode"), "--superlink", f"{HOST}:{self.port}", "--host", HOST,
+        exe = ([sys.executable, "-m", "fedclust.flower.supernode"] if self.poll_s is not None
+               else [_bin("flower-supernode")])  # fmt: skip
+        args = [*exe, "--superlink", f"{HOST}:{self.port}", "--host", HOST,
                 "--port", str(free_port()),
                 "--node-config", f"centre-dir={_toml_string(str(centre_dir))}"]  # fmt: skip
         if self.secure:

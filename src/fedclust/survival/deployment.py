@@ -34,7 +34,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,20 +53,18 @@ from fedclust.errors import ConfigError, InputDataError
 
 from .coxph import CoxCentre, coxph_server
 from .km import KMCentre, grid_edges, km_from_counts, km_server, logrank_from_counts
-from .strategies import (
-    MIN_SAMPLES,
-    Federation,
-    SurvivalClient,
-    sequential_server,
-    weights_averaging_server,
-)
-from .train import HyperParams, ModelConfig
+
+if TYPE_CHECKING:  # the neural stage's modules import torch: a survival_km / survival_coxph
+    from .strategies import SurvivalClient  # centre (a ClientApp process per message) does not
+    from .train import ModelConfig
 
 NAME = "survival"
 STRATEGIES = ("weights_averaging", "sequential")
 
 
 def model_config(params: Mapping[str, Any]) -> ModelConfig:
+    from .train import ModelConfig
+
     m = dict(params["model"])
     m["hidden"] = tuple(int(h) for h in m["hidden"])
     return ModelConfig(**m)
@@ -78,6 +76,8 @@ def save(centre: SurvivalClient, path: Path) -> None:
 
 
 def load(path: Path, params: Mapping[str, Any]) -> SurvivalClient:
+    from .strategies import MIN_SAMPLES, SurvivalClient
+
     d = load_npz(path)
     floor = int(d["min_samples"]) if "min_samples" in d else MIN_SAMPLES  # the site's own floor
     return SurvivalClient(str(d["cid"]), d["x"], d["t"], d["e"], model_config(params),
@@ -91,6 +91,8 @@ def describe(centre: SurvivalClient) -> dict[str, Any]:
 def serve(proxies: Sequence[Any], params: Mapping[str, Any],
           schema: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:  # fmt: skip
     from .experiment import init_parameters
+    from .strategies import Federation, sequential_server, weights_averaging_server
+    from .train import HyperParams
 
     n_in = int(same_schema(schema, "n_features", NAME))
     mc, hp = model_config(params), HyperParams(**params["hp"])
@@ -276,7 +278,7 @@ def train_workflow_run(config: Mapping[str, Any], inputs: Mapping[str, str]) -> 
 
     from .experiment import _clients, grid, init_parameters
     from .experiment import model_config as config_model
-    from .strategies import train_strategy
+    from .strategies import Federation, train_strategy
 
     uid = pick(config, NAME, _train_units(config))
     endpoint, scenario, strategy = uid.split("/")
