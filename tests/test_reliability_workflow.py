@@ -89,7 +89,9 @@ def test_item17_sigterm_then_documented_rerun_path(repo, tmp_path):
     while not log.exists() and time.time() < deadline:  # the mds job has started
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
-    out = proc.communicate(timeout=120)[0].decode()
+    # snakemake lets the running job finish: alone ~10 s, but >120 s once under CI's load (two
+    # localhost federations beside it); the test is about what is left, not how fast
+    out = proc.communicate(timeout=600)[0].decode()
     assert proc.returncode != 0, out
     if (tmp_path / target).exists():  # the job running at SIGTERM may finish: then it is whole
         assert len(pd.read_csv(tmp_path / target, sep="\t")) == 120
