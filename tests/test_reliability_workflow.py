@@ -89,9 +89,15 @@ def test_item17_sigterm_then_documented_rerun_path(repo, tmp_path):
     while not log.exists() and time.time() < deadline:  # the mds job has started
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
-    # snakemake lets the running job finish: alone ~10 s, but >120 s once under CI's load (two
-    # localhost federations beside it); the test is about what is left, not how fast
-    out = proc.communicate(timeout=600)[0].decode()
+    # Snakemake 9.27 lets the running job finish (~10 s alone); a SIGTERM arriving at an unlucky
+    # moment can leave it waiting on a lock for ever (seen once under CI's load: no child left,
+    # the main thread in a futex wait after 40 min). A cluster (SLURM: KillWait) then sends
+    # SIGKILL, and the README says to do the same: the rerun path must work after either.
+    try:
+        out = proc.communicate(timeout=120)[0].decode()
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out = proc.communicate()[0].decode()
     assert proc.returncode != 0, out
     if (tmp_path / target).exists():  # the job running at SIGTERM may finish: then it is whole
         assert len(pd.read_csv(tmp_path / target, sep="\t")) == 120
